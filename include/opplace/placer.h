@@ -1,0 +1,60 @@
+/*
+ * opplace/placer.h - the one interface every placement algorithm implements.
+ *
+ * A placer gets the bound problem and its options and fills a placement
+ * (device_of, and optionally a per-device order).  It must respect the hard
+ * rules (eligibility, colocation, pins).  When it cannot fit the graph in
+ * memory it returns OP_EINFEASIBLE unless ctx->best_effort is set, in which
+ * case it returns its best placement anyway.  Reported step times always come
+ * from the simulator, never from a placer's own estimate.
+ *
+ * Every placer is listed in the registry (src/placers/registry.c), which is
+ * how the command line, the benchmark and the tests find them.
+ */
+#ifndef OPPLACE_PLACER_H
+#define OPPLACE_PLACER_H
+
+#include <stdint.h>
+
+#include "opplace/options.h"
+#include "opplace/placement.h"
+#include "opplace/problem.h"
+
+typedef struct op_place_ctx {
+    const op_problem *p;
+    op_options *opts;      /* algorithm-specific options, may be NULL */
+    uint64_t seed;         /* --seed */
+    double budget_seconds; /* --budget-seconds; <= 0 means the placer's default */
+    int best_effort;       /* --best-effort: return a placement even if it does not fit */
+    int progress;          /* print progress lines on stderr */
+} op_place_ctx;
+
+typedef op_status (*op_place_fn)(const op_place_ctx *ctx, op_placement *out, op_error *err);
+
+typedef struct op_placer {
+    const char *name;    /* --algo NAME */
+    const char *summary; /* one line for `opplace algos` */
+    const char *source;  /* paper / section it implements */
+    op_place_fn place;
+    int slow;            /* may take more than a few seconds (solvers, training):
+                            the default run and quick benchmarks skip it */
+} op_placer;
+
+/* Every registered placer, in display order. */
+const op_placer *const *op_placers(int *count);
+const op_placer *op_placer_find(const char *name);
+
+/* Run a placer and check its output against the problem's hard rules. */
+op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *out,
+                   op_error *err);
+
+/* Cooperative interruption: set by the command's SIGINT handler; long-running
+ * placers poll it and return their best result so far. */
+int op_interrupted(void);
+void op_set_interrupted(int on);
+
+/* printf-style progress line on stderr, only when ctx->progress is set. */
+void op_progress(const op_place_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# First command of the README: install dependencies, build, and run opplace
+# on its built-in default (no input files needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+cmake --build build -j"$(nproc)" --target opplace
+./build/opplace "$@"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Second command of the README: build and run the whole test suite, twice:
+# an optimized build, then one under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+for variant in build build-asan; do
+  flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
+  [ "$variant" = build-asan ] && flags+=(-DOPPLACE_SANITIZE=ON)
+  echo "== $variant =="
+  cmake -S . -B "$variant" "${flags[@]}" > /dev/null
+  cmake --build "$variant" -j"$jobs"
+  (cd "$variant" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest --output-on-failure --timeout 900)
+done

@@ -1,0 +1,226 @@
+/*
+ * cmd_place.c - `opplace place` and `opplace simulate`: run a placer (or
+ * read a placement), judge it with the simulator, print and write results.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "opplace/io.h"
+#include "opplace/placer.h"
+#include "opplace/simulate.h"
+
+static const char PLACE_HELP[] =
+    "usage: opplace place GRAPH [--algo NAME] [--cluster FILE | --preset P --gpus N [--cpu]]\n"
+    "                     [-o placement.json] [--trace trace.json] [--json]\n"
+    "                     [--seed S] [--budget-seconds B] [--best-effort] [--quiet]\n"
+    "                     [algorithm options, e.g. --time-limit 60]\n"
+    "\n"
+    "Places GRAPH (an opplace-graph file) on the cluster with one algorithm\n"
+    "(see 'opplace algos'), simulates one training step and prints the step\n"
+    "time, its ratio to the lower bound, peak memory per device and traffic.\n"
+    "  -o FILE          write the placement (with simulated metrics)\n"
+    "  --trace FILE     write a Chrome/Perfetto trace (open in ui.perfetto.dev)\n"
+    "  --json           print only the metrics object on stdout\n"
+    "  --best-effort    return a placement even when memory does not suffice\n"
+    "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
+    "2 usage, 3 infeasible (nothing fits).\n";
+
+static const char SIMULATE_HELP[] =
+    "usage: opplace simulate GRAPH --placement FILE [--cluster FILE | --preset P --gpus N]\n"
+    "                        [--json] [--trace trace.json]\n"
+    "\n"
+    "Simulates one training step of GRAPH under the placement (and its per-device\n"
+    "order, if it has one) following formats.md section 5, and prints the metrics.\n"
+    "  --json         print only the metrics object of formats.md section 3\n"
+    "  --trace FILE   write a Chrome/Perfetto trace\n"
+    "  -o FILE        write the placement again with the recomputed metrics\n";
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (op_interrupted())
+        _exit(130); /* second Ctrl-C: stop now */
+    op_set_interrupted(1);
+}
+
+static void print_metrics(const cli_problem *cp, const op_sim_result *r, const char *algo,
+                          double seconds)
+{
+    char a[32], b[32];
+    const op_problem *p = &cp->p;
+    printf("graph        %s (%d ops, %d edges)\n", cp->g->name, cp->g->n_ops, cp->g->n_edges);
+    printf("algorithm    %s\n", algo);
+    printf("step time    %s  (lower bound %s, ratio %.3f)\n",
+           cli_time(a, sizeof a, r->step_time_us), cli_time(b, sizeof b, p->lower_bound_us),
+           p->lower_bound_us > 0 ? r->step_time_us / p->lower_bound_us : 1.0);
+    printf("traffic      %s in %d transfers\n", cli_bytes(a, sizeof a, (double)r->comm_bytes),
+           r->n_transfers);
+    if (seconds >= 0)
+        printf("placed in    %.3f s\n", seconds);
+    printf("%-12s %12s %14s %14s %7s\n", "device", "busy", "peak memory", "capacity", "use");
+    for (int d = 0; d < p->nd; d++) {
+        char m[32], c[32];
+        const op_device *dev = &cp->c->dev[d];
+        double use = dev->memory_bytes ? (double)r->peak_mem[d] / (double)dev->memory_bytes : 0;
+        printf("%-12s %12s %14s %14s %6.1f%%%s\n", dev->name,
+               cli_time(a, sizeof a, r->busy_us[d]), cli_bytes(m, sizeof m, (double)r->peak_mem[d]),
+               cli_bytes(c, sizeof c, (double)dev->memory_bytes), 100 * use,
+               r->peak_mem[d] > dev->memory_bytes ? "  OUT OF MEMORY" : "");
+    }
+}
+
+static op_metrics metrics_of(const op_sim_result *r, double seconds)
+{
+    return (op_metrics){.step_time_us = r->step_time_us, .placement_seconds = seconds,
+                        .oom = r->oom, .comm_bytes = r->comm_bytes, .peak_mem = r->peak_mem};
+}
+
+/* What to do with a simulated placement (read before unknown options are
+ * reported, so these count as known). */
+typedef struct outputs {
+    const char *out, *trace_path;
+    int json;
+} outputs;
+
+static outputs read_outputs(cli_args *a)
+{
+    outputs o = {op_options_str(a->opts, "output", NULL), op_options_str(a->opts, "trace", NULL),
+                 op_options_has(a->opts, "json")};
+    return o;
+}
+
+/* Simulate pl, then print and write what was asked for. */
+static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_placement *pl,
+                       double seconds, op_error *err)
+{
+    const char *out = o->out, *trace_path = o->trace_path;
+    int json = o->json;
+    op_sim_result r;
+    op_sim_trace t;
+    int have_trace = 0;
+    op_status st = op_sim_result_init(&r, &cp->p, err);
+    if (st)
+        return st;
+    if (trace_path && !(st = op_sim_trace_init(&t, &cp->p, err)))
+        have_trace = 1;
+    if (!st)
+        st = op_simulate(&cp->p, pl, &r, have_trace ? &t : NULL, err);
+    op_metrics m = metrics_of(&r, seconds);
+    if (!st && out)
+        st = op_placement_write(pl, cp->g, cp->c, &m, out, err);
+    if (!st && have_trace)
+        st = op_trace_write(&t, &cp->p, trace_path, err);
+    if (!st && json) {
+        op_metrics_write_json(stdout, &m, cp->c);
+        fputc('\n', stdout);
+    } else if (!st) {
+        print_metrics(cp, &r, pl->algorithm ? pl->algorithm : "?", seconds);
+    }
+    if (!st && r.oom)
+        fprintf(stderr, "opplace %s: warning: the placement runs out of memory on some device\n",
+                a->cmd);
+    if (have_trace)
+        op_sim_trace_destroy(&t);
+    op_sim_result_destroy(&r);
+    return st;
+}
+
+/* The strongest registered algorithm serves as the default. */
+static const char *default_algo(void)
+{
+    static const char *const preferred[] = {"auto", "celeritas", "m-etf", "heft", "single"};
+    for (size_t i = 0; i < sizeof preferred / sizeof *preferred; i++)
+        if (op_placer_find(preferred[i]))
+            return preferred[i];
+    return "single";
+}
+
+static op_status run_place(cli_args *a, op_error *err)
+{
+    if (a->n_pos != 1)
+        return op_fail(err, OP_EUSAGE, "expected one graph file (see 'opplace place --help')");
+    const char *algo = op_options_str(a->opts, "algo", default_algo());
+    const op_placer *placer = op_placer_find(algo);
+    if (!placer)
+        return op_fail(err, OP_EUSAGE, "unknown algorithm '%s' (see 'opplace algos')", algo);
+    outputs o = read_outputs(a);
+    op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
+    int quiet = op_options_has(a->opts, "quiet");
+    ctx.progress = !quiet && isatty(STDERR_FILENO);
+    op_status st;
+    if ((st = op_options_u64(a->opts, "seed", 1, &ctx.seed, err)) ||
+        (st = op_options_double(a->opts, "budget-seconds", 0, 0, 1e9, &ctx.budget_seconds, err)))
+        return st;
+    cli_problem cp;
+    if ((st = cli_load_problem(a, a->pos[0], &cp, err)))
+        goto done;
+    ctx.p = &cp.p;
+    op_placement pl;
+    signal(SIGINT, on_sigint);
+    double t0 = cli_now();
+    if ((st = op_place(placer, &ctx, &pl, err)))
+        goto done;
+    double seconds = cli_now() - t0;
+    /* unknown options are errors, but only after the placer had its look */
+    if (!(st = cli_check_unused(a, err)))
+        st = judge(a, &o, &cp, &pl, seconds, err);
+    op_placement_destroy(&pl);
+done:
+    cli_problem_destroy(&cp);
+    return st;
+}
+
+static op_status run_simulate(cli_args *a, op_error *err)
+{
+    if (a->n_pos != 1)
+        return op_fail(err, OP_EUSAGE, "expected one graph file (see 'opplace simulate --help')");
+    const char *ppath = op_options_str(a->opts, "placement", NULL);
+    if (!ppath)
+        return op_fail(err, OP_EUSAGE, "--placement FILE is required");
+    outputs o = read_outputs(a);
+    cli_problem cp;
+    op_placement pl = {0};
+    op_status st = cli_load_problem(a, a->pos[0], &cp, err);
+    if (!st)
+        st = op_placement_read(ppath, cp.g, cp.c, &pl, err);
+    if (!st)
+        st = op_problem_check_placement(&cp.p, &pl, err);
+    if (!st)
+        st = cli_check_unused(a, err);
+    if (!st)
+        st = judge(a, &o, &cp, &pl, -1, err);
+    op_placement_destroy(&pl);
+    cli_problem_destroy(&cp);
+    return st;
+}
+
+static int run_cmd(const char *cmd, const char *help, op_status (*fn)(cli_args *, op_error *),
+                   int argc, char **argv)
+{
+    static const char *const flags[] = {"json", "best-effort", "quiet", "cpu", NULL};
+    cli_args a;
+    op_error err = {0};
+    int code = 0;
+    if (cli_parse(&a, cmd, argc, argv, flags, &err))
+        code = cli_report(cmd, &err);
+    else if (a.help)
+        fputs(help, stdout);
+    else if (fn(&a, &err))
+        code = cli_report(cmd, &err);
+    cli_args_destroy(&a);
+    return code;
+}
+
+int cmd_place(int argc, char **argv)
+{
+    return run_cmd("place", PLACE_HELP, run_place, argc, argv);
+}
+
+int cmd_simulate(int argc, char **argv)
+{
+    return run_cmd("simulate", SIMULATE_HELP, run_simulate, argc, argv);
+}

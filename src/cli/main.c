@@ -1,0 +1,58 @@
+/*
+ * main.c - the opplace command: dispatch to subcommands.
+ * With no arguments it runs the built-in demo (cmd_demo.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command COMMANDS[] = {
+    {"place", cmd_place, "place a graph on a cluster with one algorithm and simulate it"},
+    {"simulate", cmd_simulate, "simulate a given placement (formats.md section 5)"},
+    {"info", cmd_info, "size, compute, critical path, lower bound, memory and CCR of a graph"},
+    {"algos", cmd_algos, "list the placement algorithms"},
+    {"zoo", cmd_zoo, "generate a benchmark model graph"},
+    {"cluster", cmd_cluster, "write a preset cluster file"},
+    {"fit-comm", cmd_fit_comm, "fit link models from measured transfers (CSV)"},
+    {"demo", cmd_demo, "place a built-in model with every fast algorithm (the default)"},
+};
+#define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: opplace [COMMAND [ARGS...]]\n\n"
+               "Places the operations of a deep-learning dataflow graph on devices and\n"
+               "orders them so one training step finishes early without running out of\n"
+               "memory.  With no command, runs the built-in demo.\n\nCommands:\n");
+    for (int i = 0; i < N_COMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(f, "\n'opplace COMMAND --help' describes one command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return cmd_demo(0, NULL);
+    const char *name = argv[1];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(name, "--version")) {
+        puts("opplace 0.1.0 (formats version 1)");
+        return 0;
+    }
+    for (int i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(COMMANDS[i].name, name))
+            return COMMANDS[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "opplace: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,191 @@
+/* cluster_io.c - reading and writing opplace-cluster files (formats.md section 2). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file_util.h"
+#include "io/json_in.h"
+#include "opplace/io.h"
+
+static op_status read_device(const json_doc *d, json_t *v, long i, op_device *out)
+{
+    json_step at[2] = {{"devices", 0}, {NULL, i}};
+    if (!json_is_object(v))
+        return json_fail(d, at, 2, "each device must be an object");
+    const char *name = NULL, *kind = NULL;
+    double speed = 1.0;
+    int64_t mem = 0;
+    op_status st;
+    if ((st = json_get_string(d, v, at, 2, "name", 1, &name)) ||
+        (st = json_get_string(d, v, at, 2, "kind", 1, &kind)) ||
+        (st = json_get_bytes(d, v, at, 2, "memory_bytes", 1, &mem)) ||
+        (st = json_get_amount(d, v, at, 2, "speed", 0, &speed)))
+        return st;
+    if (speed <= 0) {
+        json_step sp[3] = {at[0], at[1], {"speed", 0}};
+        return json_fail(d, sp, 3, "must be positive");
+    }
+    if (!name[0]) {
+        json_step np[3] = {at[0], at[1], {"name", 0}};
+        return json_fail(d, np, 3, "must not be empty");
+    }
+    *out = (op_device){(char *)name, (char *)kind, mem, speed};
+    return OP_OK;
+}
+
+static op_status read_link_numbers(const json_doc *d, json_t *v, const json_step *at, int n,
+                                   op_link_model *out)
+{
+    op_status st;
+    if ((st = json_get_amount(d, v, at, n, "latency_us", 1, &out->latency_us)) ||
+        (st = json_get_amount(d, v, at, n, "us_per_byte", 1, &out->us_per_byte)))
+        return st;
+    return OP_OK;
+}
+
+static op_status read_link(const json_doc *d, json_t *v, long i, const op_device *devs, int nd,
+                           op_link_spec *out)
+{
+    json_step at[2] = {{"links", 0}, {NULL, i}};
+    if (!json_is_object(v))
+        return json_fail(d, at, 2, "each link must be an object");
+    op_link_model m;
+    op_status st;
+    if ((st = json_get_string(d, v, at, 2, "src", 1, &out->src)) ||
+        (st = json_get_string(d, v, at, 2, "dst", 1, &out->dst)) ||
+        (st = json_get_string(d, v, at, 2, "channel", 0, &out->channel)) ||
+        (st = read_link_numbers(d, v, at, 2, &m)))
+        return st;
+    out->latency_us = m.latency_us;
+    out->us_per_byte = m.us_per_byte;
+    const char *ends[2] = {out->src, out->dst}, *keys[2] = {"src", "dst"};
+    for (int e = 0; e < 2; e++) {
+        int found = 0;
+        for (int k = 0; k < nd; k++)
+            found |= strcmp(devs[k].name, ends[e]) == 0;
+        if (!found) {
+            json_step kp[3] = {at[0], at[1], {keys[e], 0}};
+            return json_fail(d, kp, 3, "unknown device '%s'", ends[e]);
+        }
+    }
+    return OP_OK;
+}
+
+static op_status get_array(const json_doc *d, const char *key, int required, json_t **out)
+{
+    json_step at[1] = {{key, 0}};
+    json_t *v = json_object_get(d->root, key);
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return required ? json_fail(d, at, 1, "required key is missing") : OP_OK;
+    if (!json_is_array(v))
+        return json_fail(d, at, 1, "must be an array");
+    *out = v;
+    return OP_OK;
+}
+
+op_cluster *op_cluster_read(const char *path, op_error *err)
+{
+    json_doc d;
+    json_t *devs_j, *links_j;
+    op_device *devs = NULL;
+    op_link_spec *links = NULL;
+    op_cluster *c = NULL;
+    if (json_doc_load(&d, path, err) || json_check_header(&d, "opplace-cluster") ||
+        get_array(&d, "devices", 1, &devs_j) || get_array(&d, "links", 0, &links_j))
+        goto done;
+    size_t nd = json_array_size(devs_j), nl = links_j ? json_array_size(links_j) : 0;
+    if (nd == 0) {
+        json_step at[1] = {{"devices", 0}};
+        json_fail(&d, at, 1, "the cluster needs at least one device");
+        goto done;
+    }
+    devs = op_calloc(nd, sizeof *devs, err);
+    links = op_calloc(nl + 1, sizeof *links, err);
+    if (!devs || !links)
+        goto done;
+    for (size_t i = 0; i < nd; i++) {
+        if (read_device(&d, json_array_get(devs_j, i), (long)i, &devs[i]))
+            goto done;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(devs[j].name, devs[i].name) == 0) {
+                json_step np[3] = {{"devices", 0}, {NULL, (long)i}, {"name", 0}};
+                json_fail(&d, np, 3, "duplicate device name '%s'", devs[i].name);
+                goto done;
+            }
+    }
+    for (size_t i = 0; i < nl; i++)
+        if (read_link(&d, json_array_get(links_j, i), (long)i, devs, (int)nd, &links[i]))
+            goto done;
+    op_link_model def, *defp = NULL;
+    json_t *dl = json_object_get(d.root, "default_link");
+    if (dl && !json_is_null(dl)) {
+        json_step at[1] = {{"default_link", 0}};
+        if (!json_is_object(dl)) {
+            json_fail(&d, at, 1, "must be an object with latency_us and us_per_byte");
+            goto done;
+        }
+        if (read_link_numbers(&d, dl, at, 1, &def))
+            goto done;
+        defp = &def;
+    }
+    c = op_cluster_new(devs, (int)nd, links, (int)nl, defp, path, err);
+done:
+    free(devs);
+    free(links);
+    json_doc_destroy(&d);
+    return c;
+}
+
+static void put_link(FILE *f, double lat, double upb)
+{
+    fputs("\"latency_us\": ", f);
+    op_json_put_number(f, lat);
+    fputs(", \"us_per_byte\": ", f);
+    op_json_put_number(f, upb);
+}
+
+op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
+{
+    op_atomic a;
+    if (op_atomic_open(&a, path, err))
+        return OP_EIO;
+    FILE *f = a.f;
+    fputs("{\n  \"format\": \"opplace-cluster\",\n  \"version\": 1,\n  \"devices\": [\n", f);
+    for (int i = 0; i < c->n_dev; i++) {
+        fputs("    {\"name\": ", f);
+        op_json_put_string(f, c->dev[i].name);
+        fputs(", \"kind\": ", f);
+        op_json_put_string(f, c->dev[i].kind);
+        fprintf(f, ", \"memory_bytes\": %lld, \"speed\": ", (long long)c->dev[i].memory_bytes);
+        op_json_put_number(f, c->dev[i].speed);
+        fputs(i + 1 < c->n_dev ? "},\n" : "}\n", f);
+    }
+    fputs("  ],\n  \"links\": [", f);
+    int first = 1;
+    for (int s = 0; s < c->n_dev; s++)
+        for (int d = 0; d < c->n_dev; d++) {
+            int k = s * c->n_dev + d;
+            if (s == d || !c->listed[k])
+                continue;
+            fputs(first ? "\n    {\"src\": " : ",\n    {\"src\": ", f);
+            first = 0;
+            op_json_put_string(f, c->dev[s].name);
+            fputs(", \"dst\": ", f);
+            op_json_put_string(f, c->dev[d].name);
+            fputs(", ", f);
+            put_link(f, c->lat[k], c->upb[k]);
+            if (c->chan[k] < c->n_named_chan) {
+                fputs(", \"channel\": ", f);
+                op_json_put_string(f, c->chan_name[c->chan[k]]);
+            }
+            fputc('}', f);
+        }
+    fputs(first ? "]" : "\n  ]", f);
+    if (c->has_default_link) {
+        fputs(",\n  \"default_link\": {", f);
+        put_link(f, c->default_link.latency_us, c->default_link.us_per_byte);
+        fputc('}', f);
+    }
+    fputs("\n}\n", f);
+    return op_atomic_commit(&a, err);
+}

@@ -1,0 +1,78 @@
+/*
+ * registry.c - the list of placement algorithms.
+ *
+ * To add a placer: write src/placers/<name>.c defining `const op_placer
+ * op_placer_<name>`, declare it below and add it to PLACERS.  The command
+ * line, `opplace algos`, the benchmark and the tests all read this list.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opplace/placer.h"
+
+extern const op_placer op_placer_single;
+extern const op_placer op_placer_round_robin;
+
+static const op_placer *const PLACERS[] = {
+    &op_placer_single,
+    &op_placer_round_robin,
+};
+
+const op_placer *const *op_placers(int *count)
+{
+    *count = (int)(sizeof PLACERS / sizeof PLACERS[0]);
+    return PLACERS;
+}
+
+const op_placer *op_placer_find(const char *name)
+{
+    int n;
+    const op_placer *const *all = op_placers(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i]->name, name) == 0)
+            return all[i];
+    return NULL;
+}
+
+op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *out,
+                   op_error *err)
+{
+    if (op_placement_init(out, ctx->p->n, ctx->p->nd, err))
+        return OP_ENOMEM;
+    op_status st = pl->place(ctx, out, err);
+    if (!st)
+        st = op_placement_set_algorithm(out, pl->name, err);
+    if (!st && op_problem_check_placement(ctx->p, out, err) != OP_OK) {
+        /* a placer that breaks the hard rules is a bug, not bad input */
+        err->code = OP_EINTERNAL;
+        st = OP_EINTERNAL;
+    }
+    if (st)
+        op_placement_destroy(out);
+    return st;
+}
+
+static volatile sig_atomic_t interrupted;
+
+int op_interrupted(void)
+{
+    return interrupted != 0;
+}
+
+void op_set_interrupted(int on)
+{
+    interrupted = on;
+}
+
+void op_progress(const op_place_ctx *ctx, const char *fmt, ...)
+{
+    if (!ctx || !ctx->progress)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}

@@ -1,0 +1,587 @@
+/*
+ * simulate.c - the discrete-event simulator of formats.md section 5.
+ *
+ * Time advances from one event time to the next.  At each time t the loop
+ *   1. applies every event at t (op finishes, transfer arrivals), which may
+ *      make ops ready and issue new transfers;
+ *   2. appends the transfers issued at t to their channel queues, sorted by
+ *      (source op index, destination device index) - issue time is t for all
+ *      of them and later than anything already queued, so the queues stay in
+ *      the order rule 4 demands;
+ *   3. starts the head transfer of every idle channel and the next op on
+ *      every idle device (first-ready first, ties by op index, or the next op
+ *      of the device's order when it is ready);
+ *   4. repeats while new events at the same t appear (zero-length ops or
+ *      transfers), then records each device's memory level at t.
+ * Because peak memory is taken from the level after all changes at a time,
+ * releases and allocations at equal times net out, i.e. releases come first
+ * (rule 5).
+ *
+ * Every array is allocated by op_sim_new; op_sim_run allocates nothing
+ * unless a trace is requested.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/simulate.h"
+#include "sim/event_heap.h"
+
+typedef struct transfer {
+    int src, dst_dev, chan, refs, next;
+    int64_t bytes;
+    double issue, start, end;
+} transfer;
+
+struct op_sim {
+    const op_problem *p;
+    int n, nd, n_chan;
+    /* per op */
+    int *pending;      /* inputs not yet available */
+    int *out_refs;     /* holders of the op's output: local consumers + transfers */
+    double *ready_at, *start, *finish;
+    /* per edge: the transfer that carries it, or -1 when local */
+    int *xfer_of_edge;
+    /* transfers */
+    transfer *xf;
+    int n_xf;
+    int *new_xf;       /* issued at the current time, not yet queued */
+    int n_new;
+    /* channels: FIFO of transfer ids */
+    int *chan_head, *chan_tail, *chan_busy;
+    /* devices */
+    int *running;      /* op running on the device or -1 */
+    int *rq, *rq_off, *rq_len; /* ready heaps, one segment per device */
+    int *next_pos;     /* with an order: next index into order */
+    int64_t *mem, *peak, *last_logged;
+    /* scratch for grouping consumers by device */
+    int64_t *dev_bytes;
+    int *dev_count, *touched;
+    event_heap ev;
+};
+
+/* ---- set-up ------------------------------------------------------------ */
+
+op_sim *op_sim_new(const op_problem *p, op_error *err)
+{
+    op_sim *s = op_calloc(1, sizeof *s, err);
+    if (!s)
+        return NULL;
+    int n = p->n, nd = p->nd, m = p->g->n_edges, nc = p->c->n_chan;
+    s->p = p;
+    s->n = n;
+    s->nd = nd;
+    s->n_chan = nc;
+#define ALLOC(field, count)                                                   \
+    if (!(s->field = op_malloc((size_t)(count) * sizeof *s->field + 1, err))) \
+        goto fail
+    ALLOC(pending, n); ALLOC(out_refs, n);
+    ALLOC(ready_at, n); ALLOC(start, n); ALLOC(finish, n);
+    ALLOC(xfer_of_edge, m);
+    ALLOC(xf, m); ALLOC(new_xf, m);
+    ALLOC(chan_head, nc); ALLOC(chan_tail, nc); ALLOC(chan_busy, nc);
+    ALLOC(running, nd); ALLOC(rq, n); ALLOC(rq_off, nd + 1); ALLOC(rq_len, nd);
+    ALLOC(next_pos, nd);
+    ALLOC(mem, nd); ALLOC(peak, nd); ALLOC(last_logged, nd);
+    ALLOC(dev_bytes, nd); ALLOC(dev_count, nd); ALLOC(touched, nd);
+    ALLOC(ev.a, nd + nc + 1);
+#undef ALLOC
+    return s;
+fail:
+    op_sim_free(s);
+    return NULL;
+}
+
+void op_sim_free(op_sim *s)
+{
+    if (!s)
+        return;
+    free(s->pending); free(s->out_refs);
+    free(s->ready_at); free(s->start); free(s->finish);
+    free(s->xfer_of_edge); free(s->xf); free(s->new_xf);
+    free(s->chan_head); free(s->chan_tail); free(s->chan_busy);
+    free(s->running); free(s->rq); free(s->rq_off); free(s->rq_len); free(s->next_pos);
+    free(s->mem); free(s->peak); free(s->last_logged);
+    free(s->dev_bytes); free(s->dev_count); free(s->touched);
+    free(s->ev.a);
+    free(s);
+}
+
+op_status op_sim_result_init(op_sim_result *r, const op_problem *p, op_error *err)
+{
+    memset(r, 0, sizeof *r);
+    r->nd = p->nd;
+    r->n_chan = p->c->n_chan;
+    r->busy_us = op_calloc((size_t)p->nd, sizeof *r->busy_us, err);
+    r->peak_mem = op_calloc((size_t)p->nd, sizeof *r->peak_mem, err);
+    r->chan_busy_us = op_calloc((size_t)r->n_chan + 1, sizeof *r->chan_busy_us, err);
+    r->chan_bytes = op_calloc((size_t)r->n_chan + 1, sizeof *r->chan_bytes, err);
+    if (!r->busy_us || !r->peak_mem || !r->chan_busy_us || !r->chan_bytes) {
+        op_sim_result_destroy(r);
+        return OP_ENOMEM;
+    }
+    return OP_OK;
+}
+
+void op_sim_result_destroy(op_sim_result *r)
+{
+    free(r->busy_us);
+    free(r->peak_mem);
+    free(r->chan_busy_us);
+    free(r->chan_bytes);
+    memset(r, 0, sizeof *r);
+}
+
+op_status op_sim_trace_init(op_sim_trace *t, const op_problem *p, op_error *err)
+{
+    memset(t, 0, sizeof *t);
+    t->n_ops = p->n;
+    t->start_us = op_calloc((size_t)p->n, sizeof *t->start_us, err);
+    t->finish_us = op_calloc((size_t)p->n, sizeof *t->finish_us, err);
+    t->dev = op_calloc((size_t)p->n, sizeof *t->dev, err);
+    t->transfers = op_calloc((size_t)p->g->n_edges + 1, sizeof *t->transfers, err);
+    if (!t->start_us || !t->finish_us || !t->dev || !t->transfers) {
+        op_sim_trace_destroy(t);
+        return OP_ENOMEM;
+    }
+    return OP_OK;
+}
+
+void op_sim_trace_destroy(op_sim_trace *t)
+{
+    free(t->start_us);
+    free(t->finish_us);
+    free(t->dev);
+    free(t->transfers);
+    free(t->mem);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- ready queues: a binary heap per device ordered by (ready_at, op) ---- */
+
+static int rq_before(const op_sim *s, int a, int b)
+{
+    if (s->ready_at[a] != s->ready_at[b])
+        return s->ready_at[a] < s->ready_at[b];
+    return a < b;
+}
+
+static void rq_push(op_sim *s, int d, int op)
+{
+    int *h = s->rq + s->rq_off[d];
+    int i = s->rq_len[d]++;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!rq_before(s, op, h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = op;
+}
+
+static int rq_pop(op_sim *s, int d)
+{
+    int *h = s->rq + s->rq_off[d];
+    int top = h[0], last = h[--s->rq_len[d]], n = s->rq_len[d], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && rq_before(s, h[c + 1], h[c]))
+            c++;
+        if (!rq_before(s, h[c], last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n > 0)
+        h[i] = last;
+    return top;
+}
+
+/* ---- one run ------------------------------------------------------------ */
+
+typedef struct run {
+    op_sim *s;
+    const op_placement *pl;
+    const int *dev;
+    op_sim_result *r;
+    op_sim_trace *trace;
+    op_error *err;
+    int done;
+} run;
+
+static op_status log_memory(run *R, double t)
+{
+    op_sim *s = R->s;
+    for (int d = 0; d < s->nd; d++) {
+        if (s->mem[d] > s->peak[d])
+            s->peak[d] = s->mem[d];
+        if (!R->trace || s->mem[d] == s->last_logged[d])
+            continue;
+        op_sim_trace *tr = R->trace;
+        if (tr->n_mem == tr->cap_mem) {
+            size_t cap = tr->cap_mem ? (size_t)tr->cap_mem * 2 : 1024;
+            void *q = op_realloc(tr->mem, cap * sizeof *tr->mem, R->err);
+            if (!q)
+                return OP_ENOMEM;
+            tr->mem = q;
+            tr->cap_mem = (int)cap;
+        }
+        tr->mem[tr->n_mem++] = (op_sim_mem_point){d, t, s->mem[d]};
+        s->last_logged[d] = s->mem[d];
+    }
+    return OP_OK;
+}
+
+static void make_ready(run *R, int op, double t)
+{
+    op_sim *s = R->s;
+    s->ready_at[op] = t;
+    if (!R->pl->has_order)
+        rq_push(s, R->dev[op], op);
+}
+
+static void release_output(run *R, int op)
+{
+    if (--R->s->out_refs[op] == 0)
+        R->s->mem[R->dev[op]] -= R->s->p->g->output_bytes[op];
+}
+
+/* Group op's remote consumers by device and issue one transfer per device. */
+static void issue_transfers(run *R, int op, double t)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    int src_dev = R->dev[op], nt = 0;
+    for (int k = g->succ_off[op]; k < g->succ_off[op + 1]; k++) {
+        int d = R->dev[g->succ[k]];
+        if (d == src_dev)
+            continue;
+        int64_t b = g->edge_bytes[g->succ_edge[k]];
+        if (s->dev_count[d]++ == 0) {
+            s->touched[nt++] = d;
+            s->dev_bytes[d] = b;
+        } else if (b > s->dev_bytes[d]) {
+            s->dev_bytes[d] = b;
+        }
+    }
+    /* lowest destination index first, so ids follow the tie-break rule */
+    for (int i = 1; i < nt; i++)
+        for (int j = i; j > 0 && s->touched[j - 1] > s->touched[j]; j--) {
+            int tmp = s->touched[j];
+            s->touched[j] = s->touched[j - 1];
+            s->touched[j - 1] = tmp;
+        }
+    for (int i = 0; i < nt; i++) {
+        int d = s->touched[i], x = s->n_xf++;
+        s->xf[x] = (transfer){.src = op, .dst_dev = d,
+                              .chan = s->p->c->chan[src_dev * s->nd + d],
+                              .refs = s->dev_count[d], .next = -1,
+                              .bytes = s->dev_bytes[d], .issue = t};
+        s->new_xf[s->n_new++] = x;
+        s->out_refs[op]++;
+        s->dev_count[d] = 0;
+    }
+    for (int k = g->succ_off[op]; k < g->succ_off[op + 1]; k++) {
+        int v = g->succ[k];
+        if (R->dev[v] != src_dev) {
+            /* transfers of this op were numbered in destination order */
+            int x = s->n_xf - nt;
+            while (s->xf[x].dst_dev != R->dev[v])
+                x++;
+            s->xfer_of_edge[g->succ_edge[k]] = x;
+        }
+    }
+}
+
+static void finish_op(run *R, int op, double t)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    int d = R->dev[op];
+    s->running[d] = -1;
+    s->finish[op] = t;
+    R->done++;
+    s->mem[d] -= g->temp_bytes[op];
+    /* inputs this op held: local producers' outputs and received tensors */
+    for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
+        int u = g->pred[k];
+        if (R->dev[u] == d) {
+            release_output(R, u);
+        } else {
+            transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+            if (--x->refs == 0)
+                s->mem[d] -= x->bytes;
+        }
+    }
+    int local = 0;
+    for (int k = g->succ_off[op]; k < g->succ_off[op + 1]; k++) {
+        int v = g->succ[k];
+        if (R->dev[v] == d) {
+            local++;
+            if (--s->pending[v] == 0)
+                make_ready(R, v, t);
+        }
+    }
+    /* out_refs counted 1 for "running"; now count the real holders */
+    s->out_refs[op] = local + 1;
+    issue_transfers(R, op, t);
+    release_output(R, op); /* drop the "running" hold: frees it if nobody holds it */
+}
+
+static void transfer_done(run *R, int x, double t)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    transfer *tr = &s->xf[x];
+    s->chan_busy[tr->chan] = 0;
+    release_output(R, tr->src);
+    for (int k = g->succ_off[tr->src]; k < g->succ_off[tr->src + 1]; k++) {
+        int v = g->succ[k];
+        if (R->dev[v] == tr->dst_dev && --s->pending[v] == 0)
+            make_ready(R, v, t);
+    }
+}
+
+static int cmp_new_xf(const void *a, const void *b, void *ctx)
+{
+    const transfer *xf = ctx;
+    const transfer *x = &xf[*(const int *)a], *y = &xf[*(const int *)b];
+    if (x->chan != y->chan)
+        return x->chan < y->chan ? -1 : 1;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst_dev > y->dst_dev) - (x->dst_dev < y->dst_dev);
+}
+
+/* Small insertion sort: batches of transfers issued together are short. */
+static void sort_new_transfers(op_sim *s)
+{
+    for (int i = 1; i < s->n_new; i++)
+        for (int j = i; j > 0 && cmp_new_xf(&s->new_xf[j - 1], &s->new_xf[j], s->xf) > 0; j--) {
+            int tmp = s->new_xf[j];
+            s->new_xf[j] = s->new_xf[j - 1];
+            s->new_xf[j - 1] = tmp;
+        }
+}
+
+static void queue_new_transfers(op_sim *s)
+{
+    sort_new_transfers(s);
+    for (int i = 0; i < s->n_new; i++) {
+        int x = s->new_xf[i], c = s->xf[x].chan;
+        if (s->chan_tail[c] < 0)
+            s->chan_head[c] = x;
+        else
+            s->xf[s->chan_tail[c]].next = x;
+        s->chan_tail[c] = x;
+    }
+    s->n_new = 0;
+}
+
+static void start_transfers(run *R, double t)
+{
+    op_sim *s = R->s;
+    const op_cluster *c = s->p->c;
+    for (int ch = 0; ch < s->n_chan; ch++) {
+        if (s->chan_busy[ch] || s->chan_head[ch] < 0)
+            continue;
+        int x = s->chan_head[ch];
+        transfer *tr = &s->xf[x];
+        s->chan_head[ch] = tr->next;
+        if (tr->next < 0)
+            s->chan_tail[ch] = -1;
+        s->chan_busy[ch] = 1;
+        tr->start = t;
+        double dur = op_cluster_transfer_us(c, R->dev[tr->src], tr->dst_dev, tr->bytes);
+        tr->end = t + dur;
+        s->mem[tr->dst_dev] += tr->bytes;
+        R->r->chan_busy_us[ch] += dur;
+        R->r->chan_bytes[ch] += tr->bytes;
+        R->r->comm_bytes += tr->bytes;
+        ev_push(&s->ev, (sim_event){tr->end, EV_TRANSFER_DONE, x});
+    }
+}
+
+static int next_op_for(run *R, int d)
+{
+    op_sim *s = R->s;
+    if (!R->pl->has_order)
+        return s->rq_len[d] ? rq_pop(s, d) : -1;
+    int k = R->pl->order_off[d] + s->next_pos[d];
+    if (k >= R->pl->order_off[d + 1])
+        return -1;
+    int op = R->pl->order[k];
+    if (s->pending[op] != 0)
+        return -1;
+    s->next_pos[d]++;
+    return op;
+}
+
+static void start_ops(run *R, double t)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    for (int d = 0; d < s->nd; d++) {
+        if (s->running[d] >= 0)
+            continue;
+        int op = next_op_for(R, d);
+        if (op < 0)
+            continue;
+        double dur = op_exec_us(s->p, op, d);
+        s->running[d] = op;
+        s->start[op] = t;
+        s->out_refs[op] = 1;
+        s->mem[d] += g->output_bytes[op] + g->temp_bytes[op];
+        R->r->busy_us[d] += dur;
+        ev_push(&s->ev, (sim_event){t + dur, EV_OP_FINISH, op});
+    }
+}
+
+static op_status reset(run *R)
+{
+    op_sim *s = R->s;
+    const op_problem *p = s->p;
+    const op_graph *g = p->g;
+    const op_placement *pl = R->pl;
+    if (pl->n_ops != p->n || pl->n_dev != p->nd)
+        return op_fail(R->err, OP_EINPUT, "placement is for %d ops on %d devices, not %d on %d",
+                       pl->n_ops, pl->n_dev, p->n, p->nd);
+    for (int i = 0; i < p->n; i++) {
+        int d = pl->device_of[i];
+        if (d < 0 || d >= p->nd || !op_eligible(p, i, d))
+            return op_fail(R->err, OP_EINPUT, "op '%s' is placed on a device it cannot run on",
+                           g->op_name[i]);
+    }
+    op_sim_result *r = R->r;
+    r->step_time_us = 0;
+    r->oom = 0;
+    r->comm_bytes = 0;
+    r->n_transfers = 0;
+    memset(r->busy_us, 0, (size_t)p->nd * sizeof *r->busy_us);
+    memset(r->chan_busy_us, 0, (size_t)s->n_chan * sizeof *r->chan_busy_us);
+    memset(r->chan_bytes, 0, (size_t)s->n_chan * sizeof *r->chan_bytes);
+    s->n_xf = s->n_new = 0;
+    s->ev.n = 0;
+    R->done = 0;
+    for (int c = 0; c < s->n_chan; c++) {
+        s->chan_head[c] = s->chan_tail[c] = -1;
+        s->chan_busy[c] = 0;
+    }
+    memset(s->rq_off, 0, ((size_t)p->nd + 1) * sizeof *s->rq_off);
+    for (int i = 0; i < p->n; i++)
+        s->rq_off[pl->device_of[i] + 1]++;
+    for (int d = 0; d < p->nd; d++) {
+        s->rq_off[d + 1] += s->rq_off[d];
+        s->rq_len[d] = 0;
+        s->running[d] = -1;
+        s->next_pos[d] = 0;
+        s->dev_count[d] = 0;
+    }
+    op_problem_param_bytes(p, pl->device_of, s->mem);
+    for (int d = 0; d < p->nd; d++) {
+        s->peak[d] = s->mem[d];
+        s->last_logged[d] = -1;
+    }
+    for (int i = 0; i < p->n; i++) {
+        s->pending[i] = g->pred_off[i + 1] - g->pred_off[i];
+        s->start[i] = s->finish[i] = -1;
+        if (s->pending[i] == 0)
+            make_ready(R, i, 0.0);
+    }
+    return OP_OK;
+}
+
+static op_status report_deadlock(run *R)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    for (int d = 0; d < s->nd; d++) {
+        int k = R->pl->order_off[d] + s->next_pos[d];
+        if (k >= R->pl->order_off[d + 1])
+            continue;
+        int op = R->pl->order[k];
+        for (int j = g->pred_off[op]; j < g->pred_off[op + 1]; j++)
+            if (s->finish[g->pred[j]] < 0)
+                return op_fail(R->err, OP_EINPUT,
+                               "placement order deadlocks: '%s' waits to run '%s', which needs "
+                               "'%s' (not run yet: it is later in its device's order)",
+                               s->p->c->dev[d].name, g->op_name[op], g->op_name[g->pred[j]]);
+    }
+    return op_fail(R->err, OP_EINPUT, "placement order leaves ops unrun (each device must list "
+                   "exactly its own ops)");
+}
+
+static void fill_outputs(run *R)
+{
+    op_sim *s = R->s;
+    op_sim_result *r = R->r;
+    for (int i = 0; i < s->n; i++)
+        if (s->finish[i] > r->step_time_us)
+            r->step_time_us = s->finish[i];
+    r->n_transfers = s->n_xf;
+    for (int d = 0; d < s->nd; d++) {
+        r->peak_mem[d] = s->peak[d];
+        if (s->peak[d] > s->p->c->dev[d].memory_bytes)
+            r->oom = 1;
+    }
+    op_sim_trace *tr = R->trace;
+    if (!tr)
+        return;
+    memcpy(tr->start_us, s->start, (size_t)s->n * sizeof *s->start);
+    memcpy(tr->finish_us, s->finish, (size_t)s->n * sizeof *s->finish);
+    memcpy(tr->dev, R->dev, (size_t)s->n * sizeof *R->dev);
+    tr->n_transfers = s->n_xf;
+    for (int x = 0; x < s->n_xf; x++) {
+        const transfer *t = &s->xf[x];
+        tr->transfers[x] = (op_sim_transfer){t->src, t->dst_dev, t->chan, t->bytes,
+                                             t->issue, t->start, t->end};
+    }
+}
+
+op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim_trace *trace,
+                     op_error *err)
+{
+    run R = {.s = s, .pl = pl, .dev = pl->device_of, .r = r, .trace = trace, .err = err};
+    if (trace)
+        trace->n_mem = 0;
+    op_status st = reset(&R);
+    if (st)
+        return st;
+    double t = 0;
+    for (;;) {
+        queue_new_transfers(s);
+        start_transfers(&R, t);
+        start_ops(&R, t);
+        if (s->ev.n == 0 || s->ev.a[0].t > t) {
+            if ((st = log_memory(&R, t)))
+                return st;
+            if (s->ev.n == 0)
+                break;
+            t = s->ev.a[0].t;
+        }
+        while (s->ev.n > 0 && s->ev.a[0].t == t) {
+            sim_event e = ev_pop(&s->ev);
+            if (e.kind == EV_OP_FINISH)
+                finish_op(&R, e.id, t);
+            else
+                transfer_done(&R, e.id, t);
+        }
+    }
+    if (R.done < s->n)
+        return report_deadlock(&R);
+    fill_outputs(&R);
+    return OP_OK;
+}
+
+op_status op_simulate(const op_problem *p, const op_placement *pl, op_sim_result *r,
+                      op_sim_trace *trace, op_error *err)
+{
+    op_sim *s = op_sim_new(p, err);
+    if (!s)
+        return OP_ENOMEM;
+    op_status st = op_sim_run(s, pl, r, trace, err);
+    op_sim_free(s);
+    return st;
+}

@@ -1,0 +1,150 @@
+/* testkit.c - see testkit.h. */
+#include "testkit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static void die(const char *what, const op_error *err)
+{
+    fprintf(stderr, "testkit: %s: %s\n", what, err->msg);
+    abort();
+}
+
+int tk_op_full(op_graph_builder *b, const op_op_spec *spec)
+{
+    op_error err = {0};
+    int id = op_graph_add_op(b, spec, &err);
+    if (id < 0)
+        die("add op", &err);
+    return id;
+}
+
+int tk_op(op_graph_builder *b, const char *name, double time_us, int64_t output_bytes)
+{
+    return tk_op_full(b, &(op_op_spec){.name = name, .time_us = time_us,
+                                        .output_bytes = output_bytes});
+}
+
+void tk_edge(op_graph_builder *b, int src, int dst, int64_t bytes)
+{
+    op_error err = {0};
+    if (op_graph_add_edge(b, src, dst, bytes, &err))
+        die("add edge", &err);
+}
+
+op_graph *tk_finish(op_graph_builder *b)
+{
+    op_error err = {0};
+    op_graph *g = op_graph_finish(b, &err);
+    if (!g)
+        die("finish graph", &err);
+    return g;
+}
+
+op_cluster *tk_cluster(int nd, double lat, double upb, int64_t mem)
+{
+    op_device devs[16];
+    char names[16][8];
+    for (int i = 0; i < nd; i++) {
+        snprintf(names[i], sizeof names[i], "d%d", i);
+        devs[i] = (op_device){names[i], "gpu", mem, 1.0};
+    }
+    op_link_model def = {lat, upb};
+    op_error err = {0};
+    op_cluster *c = op_cluster_new(devs, nd, NULL, 0, &def, "test", &err);
+    if (!c)
+        die("cluster", &err);
+    return c;
+}
+
+uint64_t tk_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+op_graph *tk_random_dag(int n, double p, uint64_t seed)
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("random", &err);
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        tk_op(b, name, 1 + (double)(tk_rand(&seed) % 100), (int64_t)(tk_rand(&seed) % 100000));
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
+                tk_edge(b, i, j, -1);
+    return tk_finish(b);
+}
+
+void tk_bind(tk_problem *tp, op_graph *g, op_cluster *c)
+{
+    op_error err = {0};
+    tp->g = g;
+    tp->c = c;
+    if (op_problem_init(&tp->p, g, c, &err))
+        die("bind problem", &err);
+}
+
+void tk_unbind(tk_problem *tp)
+{
+    op_problem_destroy(&tp->p);
+    op_graph_free(tp->g);
+    op_cluster_free(tp->c);
+}
+
+double tk_simulate(const op_problem *p, const int *device_of, op_sim_result *r)
+{
+    op_error err = {0};
+    op_placement pl;
+    op_placement_init(&pl, p->n, p->nd, &err);
+    memcpy(pl.device_of, device_of, (size_t)p->n * sizeof(int));
+    if (op_simulate(p, &pl, r, NULL, &err))
+        die("simulate", &err);
+    op_placement_destroy(&pl);
+    return r->step_time_us;
+}
+
+int tk_run(const char *cmd, char **out)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *f = popen(full, "r");
+    if (!f)
+        return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+        }
+    }
+    if (buf)
+        buf[n] = '\0';
+    int status = pclose(f);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char *tk_tmpdir(void)
+{
+    static char dir[64];
+    if (!dir[0]) {
+        snprintf(dir, sizeof dir, "/tmp/opplace-test-XXXXXX");
+        if (!mkdtemp(dir))
+            abort();
+    }
+    return dir;
+}

@@ -1,0 +1,50 @@
+/*
+ * testkit.h - small builders shared by the tests: hand-made graphs and
+ * clusters, random DAGs, and running the opplace binary.
+ */
+#ifndef OPPLACE_TESTKIT_H
+#define OPPLACE_TESTKIT_H
+
+#include <stdint.h>
+
+#include "opplace/cluster.h"
+#include "opplace/graph.h"
+#include "opplace/placement.h"
+#include "opplace/problem.h"
+#include "opplace/simulate.h"
+
+/* Add an op with a uniform time; aborts the test process on failure. */
+int tk_op(op_graph_builder *b, const char *name, double time_us, int64_t output_bytes);
+int tk_op_full(op_graph_builder *b, const op_op_spec *spec);
+void tk_edge(op_graph_builder *b, int src, int dst, int64_t bytes);
+op_graph *tk_finish(op_graph_builder *b);
+
+/* nd devices "d0".."d{nd-1}" of kind gpu, speed 1, memory mem; every ordered
+ * pair its own channel with latency lat and us_per_byte upb. */
+op_cluster *tk_cluster(int nd, double lat, double upb, int64_t mem);
+
+/* Random DAG: n ops, each edge i->j (i<j) with probability p; seeded. */
+op_graph *tk_random_dag(int n, double p, uint64_t seed);
+
+/* A bound problem plus its parts, freed together. */
+typedef struct tk_problem {
+    op_graph *g;
+    op_cluster *c;
+    op_problem p;
+} tk_problem;
+void tk_bind(tk_problem *tp, op_graph *g, op_cluster *c);
+void tk_unbind(tk_problem *tp);
+
+/* Simulate device_of (and optional per-device order) and return step time. */
+double tk_simulate(const op_problem *p, const int *device_of, op_sim_result *r);
+
+/* Run a shell command, return its exit status; output captured in *out
+ * (malloc'ed, may be NULL). */
+int tk_run(const char *cmd, char **out);
+
+/* A fresh temporary directory for a test (removed by the OS tmp cleaner). */
+const char *tk_tmpdir(void);
+
+uint64_t tk_rand(uint64_t *state);
+
+#endif
