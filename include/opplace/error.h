@@ -36,6 +36,9 @@ op_status op_fail(op_error *err, op_status code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 op_status op_vfail(op_error *err, op_status code, const char *fmt, va_list ap);
 
+/* Put "prefix: " in front of a recorded message (e.g. the file it concerns). */
+void op_error_prefix(op_error *err, const char *prefix);
+
 /* Forget any recorded error. */
 void op_error_clear(op_error *err);
 

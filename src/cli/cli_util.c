@@ -108,6 +108,8 @@ op_status cli_load_problem(cli_args *a, const char *graph_path, cli_problem *cp,
         return err->code;
     op_status st = op_problem_init(&cp->p, cp->g, cp->c, err);
     cp->bound = st == OP_OK;
+    if (st) /* the graph and cluster disagree: name both */
+        op_error_prefix(err, graph_path);
     return st;
 }
 

@@ -187,12 +187,12 @@ static op_status run_simulate(cli_args *a, op_error *err)
     op_status st = cli_load_problem(a, a->pos[0], &cp, err);
     if (!st)
         st = op_placement_read(ppath, cp.g, cp.c, &pl, err);
-    if (!st)
-        st = op_problem_check_placement(&cp.p, &pl, err);
+    if (!st && (st = op_problem_check_placement(&cp.p, &pl, err)))
+        op_error_prefix(err, ppath);
     if (!st)
         st = cli_check_unused(a, err);
-    if (!st)
-        st = judge(a, &o, &cp, &pl, -1, err);
+    if (!st && (st = judge(a, &o, &cp, &pl, -1, err)) && st == OP_EINPUT)
+        op_error_prefix(err, ppath); /* e.g. an order that deadlocks */
     op_placement_destroy(&pl);
     cli_problem_destroy(&cp);
     return st;

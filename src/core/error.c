@@ -24,6 +24,16 @@ op_status op_fail(op_error *err, op_status code, const char *fmt, ...)
     return code;
 }
 
+void op_error_prefix(op_error *err, const char *prefix)
+{
+    if (!err || err->code == OP_OK)
+        return;
+    char old[OP_ERROR_MSG_MAX];
+    memcpy(old, err->msg, sizeof old);
+    size_t n = (size_t)snprintf(err->msg, sizeof err->msg, "%.200s: ", prefix);
+    snprintf(err->msg + n, sizeof err->msg - n, "%.800s", old);
+}
+
 void op_error_clear(op_error *err)
 {
     if (err) {

@@ -113,9 +113,21 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
                 goto done;
             }
     }
-    for (size_t i = 0; i < nl; i++)
+    for (size_t i = 0; i < nl; i++) {
         if (read_link(&d, json_array_get(links_j, i), (long)i, devs, (int)nd, &links[i]))
             goto done;
+        json_step at[2] = {{"links", 0}, {NULL, (long)i}};
+        if (!strcmp(links[i].src, links[i].dst)) {
+            json_fail(&d, at, 2, "a link from '%s' to itself", links[i].src);
+            goto done;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(links[j].src, links[i].src) && !strcmp(links[j].dst, links[i].dst)) {
+                json_fail(&d, at, 2, "a second link from '%s' to '%s' (first: links[%zu])",
+                          links[i].src, links[i].dst, j);
+                goto done;
+            }
+    }
     op_link_model def, *defp = NULL;
     json_t *dl = json_object_get(d.root, "default_link");
     if (dl && !json_is_null(dl)) {
