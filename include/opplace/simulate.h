@@ -37,6 +37,8 @@ typedef struct op_sim_result {
     int64_t *peak_mem;        /* per device */
     double *chan_busy_us;     /* per channel */
     int64_t *chan_bytes;      /* per channel */
+    int cut_off;              /* the run stopped at the cutoff: step_time_us is
+                                 INFINITY and the other fields are partial */
 } op_sim_result;
 
 /* A full record of one run, for traces and reports. */
@@ -76,6 +78,23 @@ void op_sim_trace_destroy(op_sim_trace *t);
  * is invalid for the problem or its order deadlocks. */
 op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim_trace *trace,
                      op_error *err);
+
+/* Incremental evaluation.  op_sim_record simulates a base placement (FIFO,
+ * no order) and keeps up to max_checkpoints snapshots of the run.  Then
+ * op_sim_run_changed evaluates a placement that differs from the base in a
+ * few ops by resuming from the latest snapshot those ops cannot have
+ * influenced: the result is identical to op_sim_run's, typically in a
+ * fraction of the time.  Record again after accepting a change. */
+op_status op_sim_record(op_sim *s, const op_placement *base, int max_checkpoints,
+                        op_sim_result *r, op_error *err);
+op_status op_sim_run_changed(op_sim *s, const op_placement *pl, op_sim_result *r,
+                             op_error *err);
+
+/* Stop runs early once the step time cannot be below cutoff_us (0: never).
+ * A search that only needs to know whether a candidate beats its incumbent
+ * sets the incumbent's step time here; rejected candidates then cost only
+ * the simulated time up to the incumbent's finish. */
+void op_sim_set_cutoff(op_sim *s, double cutoff_us);
 
 /* Convenience: build a simulator, run once, free it. */
 op_status op_simulate(const op_problem *p, const op_placement *pl, op_sim_result *r,

@@ -11,12 +11,16 @@
 #include "cli/cli.h"
 #include "opplace/io.h"
 #include "opplace/placer.h"
+#include "opplace/refine.h"
+#include "opplace/report.h"
 #include "opplace/simulate.h"
 
 static const char PLACE_HELP[] =
     "usage: opplace place GRAPH [--algo NAME] [--cluster FILE | --preset P --gpus N [--cpu]]\n"
     "                     [-o placement.json] [--trace trace.json] [--json]\n"
+    "                     [--report out.html] [--svg timeline.svg] [--dot graph.dot]\n"
     "                     [--seed S] [--budget-seconds B] [--best-effort] [--quiet]\n"
+    "                     [--refine [--refine-seconds S | --refine-iters N]] [--progress]\n"
     "                     [algorithm options, e.g. --time-limit 60]\n"
     "\n"
     "Places GRAPH (an opplace-graph file) on the cluster with one algorithm\n"
@@ -24,19 +28,29 @@ static const char PLACE_HELP[] =
     "time, its ratio to the lower bound, peak memory per device and traffic.\n"
     "  -o FILE          write the placement (with simulated metrics)\n"
     "  --trace FILE     write a Chrome/Perfetto trace (open in ui.perfetto.dev)\n"
+    "  --report FILE    write a self-contained HTML report (timeline, memory, graph)\n"
+    "  --svg FILE       write the timeline alone as SVG\n"
+    "  --dot FILE       write the graph colored by device as Graphviz DOT\n"
     "  --json           print only the metrics object on stdout\n"
     "  --best-effort    return a placement even when memory does not suffice\n"
+    "  --refine         polish the result by local search against the simulator\n"
+    "                   (--refine-iters N makes it deterministic for a --seed)\n"
+    "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
     "2 usage, 3 infeasible (nothing fits).\n";
 
 static const char SIMULATE_HELP[] =
     "usage: opplace simulate GRAPH --placement FILE [--cluster FILE | --preset P --gpus N]\n"
-    "                        [--json] [--trace trace.json]\n"
+    "                        [--json] [--trace trace.json] [--report out.html]\n"
+    "                        [--svg timeline.svg] [--dot graph.dot]\n"
     "\n"
     "Simulates one training step of GRAPH under the placement (and its per-device\n"
     "order, if it has one) following formats.md section 5, and prints the metrics.\n"
     "  --json         print only the metrics object of formats.md section 3\n"
     "  --trace FILE   write a Chrome/Perfetto trace\n"
+    "  --report FILE  write a self-contained HTML report (timeline, memory, graph)\n"
+    "  --svg FILE     write the timeline alone as SVG\n"
+    "  --dot FILE     write the graph colored by device as Graphviz DOT\n"
     "  -o FILE        write the placement again with the recomputed metrics\n";
 
 static void on_sigint(int sig)
@@ -84,12 +98,14 @@ static op_metrics metrics_of(const op_sim_result *r, double seconds)
 typedef struct outputs {
     const char *out, *trace_path;
     int json;
+    const char *report, *svg, *dot;
 } outputs;
 
 static outputs read_outputs(cli_args *a)
 {
     outputs o = {op_options_str(a->opts, "output", NULL), op_options_str(a->opts, "trace", NULL),
-                 op_options_has(a->opts, "json")};
+                 op_options_has(a->opts, "json"), op_options_str(a->opts, "report", NULL),
+                 op_options_str(a->opts, "svg", NULL), op_options_str(a->opts, "dot", NULL)};
     return o;
 }
 
@@ -105,15 +121,21 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     op_status st = op_sim_result_init(&r, &cp->p, err);
     if (st)
         return st;
-    if (trace_path && !(st = op_sim_trace_init(&t, &cp->p, err)))
+    if ((trace_path || o->report || o->svg) && !(st = op_sim_trace_init(&t, &cp->p, err)))
         have_trace = 1;
     if (!st)
         st = op_simulate(&cp->p, pl, &r, have_trace ? &t : NULL, err);
     op_metrics m = metrics_of(&r, seconds);
     if (!st && out)
         st = op_placement_write(pl, cp->g, cp->c, &m, out, err);
-    if (!st && have_trace)
+    if (!st && trace_path)
         st = op_trace_write(&t, &cp->p, trace_path, err);
+    if (!st && o->report)
+        st = op_report_html(&cp->p, pl, &r, &t, pl->algorithm, o->report, err);
+    if (!st && o->svg)
+        st = op_report_svg_timeline(&cp->p, &t, o->svg, err);
+    if (!st && o->dot)
+        st = op_report_dot(&cp->p, pl, o->dot, err);
     if (!st && json) {
         op_metrics_write_json(stdout, &m, cp->c);
         fputc('\n', stdout);
@@ -127,6 +149,33 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
         op_sim_trace_destroy(&t);
     op_sim_result_destroy(&r);
     return st;
+}
+
+/* --refine: polish the placer's answer by local search (opplace/refine.h). */
+static op_status maybe_refine(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
+                              op_error *err)
+{
+    double seconds;
+    long iters;
+    op_status st;
+    if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
+        (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
+        return st;
+    if (!op_options_has(a->opts, "refine"))
+        return OP_OK;
+    op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds, .max_iterations = iters,
+                         .seed = ctx->seed, .max_units = 2000};
+    op_refine_stats rs;
+    if ((st = op_refine(ctx, &ro, pl, &rs, err)))
+        return st;
+    fprintf(stderr, "opplace place: refine: %ld candidates, %ld kept, %.1f -> %.1f us in %.1f s\n",
+            rs.tried, rs.accepted, rs.initial_us, rs.final_us, rs.seconds);
+    if (rs.final_us < rs.initial_us) {
+        char name[160];
+        snprintf(name, sizeof name, "%s+refine", pl->algorithm ? pl->algorithm : "?");
+        return op_placement_set_algorithm(pl, name, err);
+    }
+    return OP_OK;
 }
 
 /* The strongest registered algorithm serves as the default. */
@@ -150,7 +199,7 @@ static op_status run_place(cli_args *a, op_error *err)
     outputs o = read_outputs(a);
     op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
     int quiet = op_options_has(a->opts, "quiet");
-    ctx.progress = !quiet && isatty(STDERR_FILENO);
+    ctx.progress = !quiet && (isatty(STDERR_FILENO) || op_options_has(a->opts, "progress"));
     op_status st;
     if ((st = op_options_u64(a->opts, "seed", 1, &ctx.seed, err)) ||
         (st = op_options_double(a->opts, "budget-seconds", 0, 0, 1e9, &ctx.budget_seconds, err)))
@@ -164,10 +213,13 @@ static op_status run_place(cli_args *a, op_error *err)
     double t0 = cli_now();
     if ((st = op_place(placer, &ctx, &pl, err)))
         goto done;
+    if ((st = maybe_refine(a, &ctx, &pl, err)))
+        goto done_pl;
     double seconds = cli_now() - t0;
     /* unknown options are errors, but only after the placer had its look */
     if (!(st = cli_check_unused(a, err)))
         st = judge(a, &o, &cp, &pl, seconds, err);
+done_pl:
     op_placement_destroy(&pl);
 done:
     cli_problem_destroy(&cp);
@@ -201,7 +253,9 @@ static op_status run_simulate(cli_args *a, op_error *err)
 static int run_cmd(const char *cmd, const char *help, op_status (*fn)(cli_args *, op_error *),
                    int argc, char **argv)
 {
-    static const char *const flags[] = {"json", "best-effort", "quiet", "cpu", NULL};
+    static const char *const flags[] = {"json",     "best-effort", "quiet", "progress",
+                                        "cpu",      "refine",      "no-refine", "no-ilp",
+                                        NULL};
     cli_args a;
     op_error err = {0};
     int code = 0;

@@ -27,6 +27,7 @@ typedef struct json_doc {
     size_t len;
     json_t *root;
     op_error *err;     /* where json_fail records errors */
+    int owns_arena;    /* the jansson allocation arena belongs to this document */
 } json_doc;
 
 /* Read and parse a file; syntax errors name path:line:column. */

@@ -12,12 +12,36 @@
 
 #include "opplace/placer.h"
 
+extern const op_placer op_placer_auto;
 extern const op_placer op_placer_single;
 extern const op_placer op_placer_round_robin;
+extern const op_placer op_placer_m_etf;
+extern const op_placer op_placer_heft;
+extern const op_placer op_placer_m_topo;
+extern const op_placer op_placer_metis;
+extern const op_placer op_placer_expert;
+extern const op_placer op_placer_m_sct;
+extern const op_placer op_placer_celeritas;
+extern const op_placer op_placer_order_place;
+extern const op_placer op_placer_dfs_topo;
+extern const op_placer op_placer_sgdp;
+extern const op_placer op_placer_pesto;
 
 static const op_placer *const PLACERS[] = {
+    &op_placer_auto,
     &op_placer_single,
     &op_placer_round_robin,
+    &op_placer_m_etf,
+    &op_placer_heft,
+    &op_placer_m_topo,
+    &op_placer_metis,
+    &op_placer_expert,
+    &op_placer_m_sct,
+    &op_placer_celeritas,
+    &op_placer_order_place,
+    &op_placer_dfs_topo,
+    &op_placer_sgdp,
+    &op_placer_pesto,
 };
 
 const op_placer *const *op_placers(int *count)
@@ -42,7 +66,7 @@ op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *o
     if (op_placement_init(out, ctx->p->n, ctx->p->nd, err))
         return OP_ENOMEM;
     op_status st = pl->place(ctx, out, err);
-    if (!st)
+    if (!st && !out->algorithm) /* a placer may name itself more precisely */
         st = op_placement_set_algorithm(out, pl->name, err);
     if (!st && op_problem_check_placement(ctx->p, out, err) != OP_OK) {
         /* a placer that breaks the hard rules is a bug, not bad input */

@@ -20,44 +20,14 @@
  * Every array is allocated by op_sim_new; op_sim_run allocates nothing
  * unless a trace is requested.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opplace/simulate.h"
 #include "sim/event_heap.h"
 
-typedef struct transfer {
-    int src, dst_dev, chan, refs, next;
-    int64_t bytes;
-    double issue, start, end;
-} transfer;
-
-struct op_sim {
-    const op_problem *p;
-    int n, nd, n_chan;
-    /* per op */
-    int *pending;      /* inputs not yet available */
-    int *out_refs;     /* holders of the op's output: local consumers + transfers */
-    double *ready_at, *start, *finish;
-    /* per edge: the transfer that carries it, or -1 when local */
-    int *xfer_of_edge;
-    /* transfers */
-    transfer *xf;
-    int n_xf;
-    int *new_xf;       /* issued at the current time, not yet queued */
-    int n_new;
-    /* channels: FIFO of transfer ids */
-    int *chan_head, *chan_tail, *chan_busy;
-    /* devices */
-    int *running;      /* op running on the device or -1 */
-    int *rq, *rq_off, *rq_len; /* ready heaps, one segment per device */
-    int *next_pos;     /* with an order: next index into order */
-    int64_t *mem, *peak, *last_logged;
-    /* scratch for grouping consumers by device */
-    int64_t *dev_bytes;
-    int *dev_count, *touched;
-    event_heap ev;
-};
+#include "sim/sim_internal.h"
 
 /* ---- set-up ------------------------------------------------------------ */
 
@@ -103,6 +73,7 @@ void op_sim_free(op_sim *s)
     free(s->mem); free(s->peak); free(s->last_logged);
     free(s->dev_bytes); free(s->dev_count); free(s->touched);
     free(s->ev.a);
+    sim_checkpoints_free(s->ckpt);
     free(s);
 }
 
@@ -200,16 +171,6 @@ static int rq_pop(op_sim *s, int d)
 }
 
 /* ---- one run ------------------------------------------------------------ */
-
-typedef struct run {
-    op_sim *s;
-    const op_placement *pl;
-    const int *dev;
-    op_sim_result *r;
-    op_sim_trace *trace;
-    op_error *err;
-    int done;
-} run;
 
 static op_status log_memory(run *R, double t)
 {
@@ -439,7 +400,7 @@ static void start_ops(run *R, double t)
     }
 }
 
-static op_status reset(run *R)
+op_status sim_reset(run *R)
 {
     op_sim *s = R->s;
     const op_problem *p = s->p;
@@ -540,39 +501,75 @@ static void fill_outputs(run *R)
     }
 }
 
+op_status sim_event_loop(run *R, double t, int resume)
+{
+    op_sim *s = R->s;
+    op_status st;
+    for (;;) {
+        if (!resume) {
+            queue_new_transfers(s);
+            start_transfers(R, t);
+            start_ops(R, t);
+        }
+        resume = 0;
+        if (s->ev.n == 0 || s->ev.a[0].t > t) {
+            if ((st = log_memory(R, t)) || (st = sim_maybe_checkpoint(R, t)))
+                return st;
+            if (s->ev.n == 0)
+                break;
+            t = s->ev.a[0].t;
+            if (s->cutoff_us > 0 && t >= s->cutoff_us && R->done < s->n) {
+                R->cut = 1; /* every op left finishes at or after t */
+                return OP_OK;
+            }
+        }
+        while (s->ev.n > 0 && s->ev.a[0].t == t) {
+            sim_event e = ev_pop(&s->ev);
+            if (e.kind == EV_OP_FINISH)
+                finish_op(R, e.id, t);
+            else
+                transfer_done(R, e.id, t);
+        }
+    }
+    return OP_OK;
+}
+
+op_status sim_finish_run(run *R)
+{
+    R->r->cut_off = R->cut;
+    if (R->cut) {
+        R->r->step_time_us = INFINITY;
+        return OP_OK;
+    }
+    if (R->done < R->s->n)
+        return report_deadlock(R);
+    fill_outputs(R);
+    return OP_OK;
+}
+
+void sim_requeue_ready(run *R)
+{
+    op_sim *s = R->s;
+    for (int i = 0; i < s->n; i++)
+        if (s->pending[i] == 0 && s->start[i] < 0)
+            rq_push(s, R->dev[i], i);
+}
+
 op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim_trace *trace,
                      op_error *err)
 {
     run R = {.s = s, .pl = pl, .dev = pl->device_of, .r = r, .trace = trace, .err = err};
     if (trace)
         trace->n_mem = 0;
-    op_status st = reset(&R);
-    if (st)
-        return st;
-    double t = 0;
-    for (;;) {
-        queue_new_transfers(s);
-        start_transfers(&R, t);
-        start_ops(&R, t);
-        if (s->ev.n == 0 || s->ev.a[0].t > t) {
-            if ((st = log_memory(&R, t)))
-                return st;
-            if (s->ev.n == 0)
-                break;
-            t = s->ev.a[0].t;
-        }
-        while (s->ev.n > 0 && s->ev.a[0].t == t) {
-            sim_event e = ev_pop(&s->ev);
-            if (e.kind == EV_OP_FINISH)
-                finish_op(&R, e.id, t);
-            else
-                transfer_done(&R, e.id, t);
-        }
-    }
-    if (R.done < s->n)
-        return report_deadlock(&R);
-    fill_outputs(&R);
-    return OP_OK;
+    op_status st = sim_reset(&R);
+    if (!st)
+        st = sim_event_loop(&R, 0.0, 0);
+    return st ? st : sim_finish_run(&R);
+}
+
+void op_sim_set_cutoff(op_sim *s, double cutoff_us)
+{
+    s->cutoff_us = cutoff_us > 0 ? cutoff_us : 0;
 }
 
 op_status op_simulate(const op_problem *p, const op_placement *pl, op_sim_result *r,

@@ -1,0 +1,70 @@
+/*
+ * sim_internal.h - the simulator's state, shared by simulate.c (the event
+ * loop) and checkpoint.c (incremental re-simulation from snapshots).
+ */
+#ifndef OPPLACE_SIM_INTERNAL_H
+#define OPPLACE_SIM_INTERNAL_H
+
+#include "opplace/simulate.h"
+#include "sim/event_heap.h"
+
+typedef struct transfer {
+    int src, dst_dev, chan, refs, next;
+    int64_t bytes;
+    double issue, start, end;
+} transfer;
+
+struct op_sim {
+    const op_problem *p;
+    int n, nd, n_chan;
+    /* per op */
+    int *pending;      /* inputs not yet available */
+    int *out_refs;     /* holders of the op's output: local consumers + transfers */
+    double *ready_at, *start, *finish;
+    /* per edge: the transfer that carries it, or -1 when local */
+    int *xfer_of_edge;
+    /* transfers */
+    transfer *xf;
+    int n_xf;
+    int *new_xf;       /* issued at the current time, not yet queued */
+    int n_new;
+    /* channels: FIFO of transfer ids */
+    int *chan_head, *chan_tail, *chan_busy;
+    /* devices */
+    int *running;      /* op running on the device or -1 */
+    int *rq, *rq_off, *rq_len; /* ready heaps, one segment per device */
+    int *next_pos;     /* with an order: next index into order */
+    int64_t *mem, *peak, *last_logged;
+    /* scratch for grouping consumers by device */
+    int64_t *dev_bytes;
+    int *dev_count, *touched;
+    event_heap ev;
+    struct sim_checkpoints *ckpt; /* snapshots of a recorded run, or NULL */
+    double cutoff_us;             /* stop once no finish can come before it (0: off) */
+};
+
+typedef struct run {
+    op_sim *s;
+    const op_placement *pl;
+    const int *dev;
+    op_sim_result *r;
+    op_sim_trace *trace;
+    op_error *err;
+    int done;
+    int cut; /* stopped early: the step time would reach the cutoff */
+} run;
+
+/* Run the event loop from time t.  resume: the state is a snapshot taken
+ * after everything at t was done (skip the dispatch at t). */
+op_status sim_event_loop(run *R, double t, int resume);
+/* Validate pl and reset every per-run array for it. */
+op_status sim_reset(run *R);
+/* Ready ops waiting for their device: push them again (after a restore). */
+void sim_requeue_ready(run *R);
+op_status sim_finish_run(run *R);
+
+/* checkpoint.c: called by the event loop after each time step */
+op_status sim_maybe_checkpoint(run *R, double t);
+void sim_checkpoints_free(struct sim_checkpoints *c);
+
+#endif

@@ -1,0 +1,176 @@
+/*
+ * test_refine.c - local refinement and the `auto` portfolio (issue 9).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "opplace/refine.h"
+#include "opplace/simulate.h"
+#include "testkit.h"
+
+static double simulate_pl(const op_problem *p, const op_placement *pl, int *oom)
+{
+    op_sim_result r;
+    op_error err = {0};
+    op_sim_result_init(&r, p, &err);
+    cr_assert_eq(op_simulate(p, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    double s = r.step_time_us;
+    if (oom)
+        *oom = r.oom;
+    op_sim_result_destroy(&r);
+    return s;
+}
+
+/* Two independent heavy chains and costly links: the optimum puts one chain
+ * on each device. */
+static op_graph *two_chains(void)
+{
+    op_graph_builder *b = op_graph_builder_new("chains", NULL);
+    char name[16];
+    int prev[2] = {-1, -1};
+    for (int k = 0; k < 10; k++)
+        for (int c = 0; c < 2; c++) {
+            snprintf(name, sizeof name, "c%d_%d", c, k);
+            int v = tk_op(b, name, 10, 1000);
+            if (prev[c] >= 0)
+                tk_edge(b, prev[c], v, -1);
+            prev[c] = v;
+        }
+    return tk_finish(b);
+}
+
+Test(refine, finds_the_one_chain_per_device_optimum)
+{
+    tk_problem tp;
+    tk_bind(&tp, two_chains(), tk_cluster(2, 50, 0.1, (int64_t)1 << 40));
+    op_placement pl;
+    op_error err = {0};
+    op_placement_init(&pl, tp.p.n, 2, &err); /* all on device 0: 200 us */
+    op_place_ctx ctx = {.p = &tp.p, .seed = 3};
+    op_refine_opts o = {.max_iterations = 4000, .seed = 3};
+    op_refine_stats st;
+    cr_assert_eq(op_refine(&ctx, &o, &pl, &st, &err), OP_OK, "%s", err.msg);
+    cr_expect_float_eq(simulate_pl(&tp.p, &pl, NULL), 100.0, 1e-9);
+    cr_expect_float_eq(st.final_us, 100.0, 1e-9);
+    cr_expect_float_eq(st.initial_us, 200.0, 1e-9);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+Test(refine, never_worse_and_deterministic)
+{
+    uint64_t seed = 99;
+    for (int round = 0; round < 12; round++) {
+        int n = 20 + (int)(tk_rand(&seed) % 60), nd = 2 + (int)(tk_rand(&seed) % 3);
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(n, 0.08, seed), tk_cluster(nd, 5, 0.0002, (int64_t)1 << 40));
+        op_error err = {0};
+        op_placement a, b;
+        op_placement_init(&a, n, nd, &err);
+        op_placement_init(&b, n, nd, &err);
+        for (int i = 0; i < n; i++)
+            a.device_of[i] = b.device_of[i] = (int)(tk_rand(&seed) % (uint64_t)nd);
+        double before = simulate_pl(&tp.p, &a, NULL);
+        op_place_ctx ctx = {.p = &tp.p};
+        op_refine_opts o = {.max_iterations = 300, .seed = 11};
+        op_refine_stats sa, sb;
+        cr_assert_eq(op_refine(&ctx, &o, &a, &sa, &err), OP_OK);
+        cr_assert_eq(op_refine(&ctx, &o, &b, &sb, &err), OP_OK);
+        double after = simulate_pl(&tp.p, &a, NULL);
+        cr_expect_leq(after, before);
+        cr_expect_eq(after, sa.final_us);
+        cr_expect_eq(memcmp(a.device_of, b.device_of, (size_t)n * sizeof(int)), 0);
+        op_placement_destroy(&a);
+        op_placement_destroy(&b);
+        tk_unbind(&tp);
+    }
+}
+
+Test(refine, moves_out_of_memory_when_it_can)
+{
+    op_graph_builder *b = op_graph_builder_new("mem", NULL);
+    for (int i = 0; i < 6; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "w%d", i);
+        tk_op_full(b, &(op_op_spec){.name = name, .time_us = 1, .param_bytes = 400});
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(3, 1, 0, 1000)); /* 2400 bytes, 3 x 1000 */
+    op_error err = {0};
+    op_placement pl;
+    op_placement_init(&pl, 6, 3, &err);
+    int oom;
+    simulate_pl(&tp.p, &pl, &oom);
+    cr_assert_eq(oom, 1);
+    op_place_ctx ctx = {.p = &tp.p};
+    op_refine_opts o = {.max_iterations = 2000, .seed = 5};
+    cr_assert_eq(op_refine(&ctx, &o, &pl, NULL, &err), OP_OK);
+    simulate_pl(&tp.p, &pl, &oom);
+    cr_expect_eq(oom, 0);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+Test(refine, colocation_groups_move_together)
+{
+    op_graph_builder *b = op_graph_builder_new("coloc", NULL);
+    int prev = -1;
+    for (int i = 0; i < 12; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "o%d", i);
+        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 5 + i,
+                                             .colocate = i % 3 == 0 ? "g" : NULL});
+        if (prev >= 0 && i % 2)
+            tk_edge(b, prev, v, 10);
+        prev = v;
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(3, 1, 0.01, (int64_t)1 << 40));
+    op_error err = {0};
+    op_placement pl;
+    op_placement_init(&pl, 12, 3, &err);
+    op_place_ctx ctx = {.p = &tp.p};
+    op_refine_opts o = {.max_iterations = 1000, .seed = 1};
+    cr_assert_eq(op_refine(&ctx, &o, &pl, NULL, &err), OP_OK);
+    cr_expect_eq(op_problem_check_placement(&tp.p, &pl, &err), OP_OK, "%s", err.msg);
+    cr_expect_eq(pl.device_of[0], pl.device_of[3]);
+    cr_expect_eq(pl.device_of[3], pl.device_of[9]);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+Test(auto_placer, at_least_as_good_as_every_fast_placer)
+{
+    const op_placer *autop = op_placer_find("auto");
+    cr_assert(autop);
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(60, 0.07, seed), tk_cluster(3, 10, 0.0005, (int64_t)1 << 40));
+        op_error err = {0};
+        op_place_ctx ctx = {.p = &tp.p, .seed = 1, .budget_seconds = 1.0, .best_effort = 1};
+        op_placement best;
+        cr_assert_eq(op_place(autop, &ctx, &best, &err), OP_OK, "%s", err.msg);
+        double auto_step = simulate_pl(&tp.p, &best, NULL);
+        cr_expect(strncmp(best.algorithm, "auto:", 5) == 0, "%s", best.algorithm);
+        int n;
+        const op_placer *const *all = op_placers(&n);
+        for (int i = 0; i < n; i++) {
+            if (all[i]->slow || all[i] == autop)
+                continue;
+            op_placement pl;
+            op_error perr = {0};
+            if (op_place(all[i], &ctx, &pl, &perr) != OP_OK)
+                continue;
+            int oom;
+            double s = simulate_pl(&tp.p, &pl, &oom);
+            if (!oom)
+                cr_expect_leq(auto_step, s + 1e-9, "auto %.3f worse than %s %.3f", auto_step,
+                              all[i]->name, s);
+            op_placement_destroy(&pl);
+        }
+        op_placement_destroy(&best);
+        tk_unbind(&tp);
+    }
+}
