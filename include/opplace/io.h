@@ -42,6 +42,29 @@ op_status op_placement_write(const op_placement *pl, const op_graph *g, const op
 /* The "metrics" object alone, as `opplace simulate --json` prints it. */
 void op_metrics_write_json(FILE *f, const op_metrics *m, const op_cluster *c);
 
+/* ONNX import (src/io/onnx_import.c): a forward graph from an .onnx model.
+ * One op per node; an edge from the node that produces a tensor to each node
+ * that consumes it, of the tensor's size.  Sizes come from the shapes in the
+ * model's value_info, graph inputs/outputs and initializers, so run ONNX
+ * shape inference first (onnx.shape_inference.infer_shapes; torch.onnx.export
+ * already does).  A tensor with no shape falls back to the size of its
+ * node's largest input (counted in the report; op_onnx_import warns on
+ * stderr); symbolic dimensions count as 1.  An op's param_bytes are the
+ * initializers (weights) it reads, each counted once, at its first reader.
+ * Time: the roofline model of opplace/profile.h on `profile` (NULL: "v100")
+ * from FLOPs of Conv/ConvTranspose/Gemm/MatMul from shapes, one FLOP per
+ * output element for other ops, and bytes read + written.  A file that is not
+ * a well-formed ONNX model (truncated, another format) is OP_EINPUT. */
+typedef struct op_onnx_report {
+    int nodes, initializers;
+    int missing_shapes;   /* node outputs with no shape: sizes were guessed */
+    int symbolic_dims;    /* dimensions given by name (dim_param), taken as 1 */
+    int subgraphs_skipped; /* If/Loop/Scan bodies are not expanded */
+} op_onnx_report;
+op_graph *op_onnx_import_report(const char *path, const char *profile, op_onnx_report *rep,
+                                op_error *err);
+op_graph *op_onnx_import(const char *path, const char *profile, op_error *err);
+
 /* Chrome/Perfetto trace-event JSON: one track per device and per channel,
  * plus a memory counter per device. */
 op_status op_trace_write(const op_sim_trace *t, const op_problem *p, const char *path,

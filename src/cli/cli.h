@@ -61,5 +61,10 @@ int cmd_cluster(int argc, char **argv);
 int cmd_fit_comm(int argc, char **argv);
 int cmd_zoo(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_coarsen(int argc, char **argv);
+int cmd_estimate(int argc, char **argv);
 
 #endif

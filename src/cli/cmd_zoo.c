@@ -19,7 +19,7 @@ static void print_help(void)
 
 int cmd_zoo(int argc, char **argv)
 {
-    static const char *const flags[] = {"list", NULL};
+    static const char *const flags[] = {"list", "cpu", NULL};
     cli_args a;
     op_error err = {0};
     op_graph *g = NULL;

@@ -20,7 +20,12 @@ static const command COMMANDS[] = {
     {"algos", cmd_algos, "list the placement algorithms"},
     {"zoo", cmd_zoo, "generate a benchmark model graph"},
     {"cluster", cmd_cluster, "write a preset cluster file"},
+    {"import", cmd_import, "convert an ONNX model into a graph file"},
+    {"coarsen", cmd_coarsen, "merge ops into groups; nodes and CCR before and after"},
+    {"estimate", cmd_estimate, "estimate a large-batch graph from small-batch ones"},
     {"fit-comm", cmd_fit_comm, "fit link models from measured transfers (CSV)"},
+    {"train", cmd_train, "train a learned placer's policy (sgdp) and save its weights"},
+    {"bench", cmd_bench, "compare algorithms on models x clusters (Markdown/CSV table)"},
     {"demo", cmd_demo, "place a built-in model with every fast algorithm (the default)"},
 };
 #define N_COMMANDS ((int)(sizeof COMMANDS / sizeof COMMANDS[0]))

@@ -8,9 +8,17 @@
 #include "opplace/zoo.h"
 
 extern const op_zoo_model op_zoo_model_synthetic;
+extern const op_zoo_model op_zoo_model_rnnlm, op_zoo_model_nmt, op_zoo_model_gnmt;
+extern const op_zoo_model op_zoo_model_transformer, op_zoo_model_transformer_xl;
+extern const op_zoo_model op_zoo_model_inception_v3, op_zoo_model_nasnet, op_zoo_model_pnasnet,
+    op_zoo_model_amoebanet, op_zoo_model_wavenet, op_zoo_model_tensor_holography;
 
 static const op_zoo_model *const MODELS[] = {
     &op_zoo_model_synthetic,
+    &op_zoo_model_rnnlm, &op_zoo_model_nmt, &op_zoo_model_gnmt,
+    &op_zoo_model_transformer, &op_zoo_model_transformer_xl,
+    &op_zoo_model_inception_v3, &op_zoo_model_nasnet, &op_zoo_model_pnasnet,
+    &op_zoo_model_amoebanet, &op_zoo_model_wavenet, &op_zoo_model_tensor_holography,
 };
 
 const op_zoo_model *const *op_zoo_models(int *count)

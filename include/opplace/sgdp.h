@@ -1,0 +1,155 @@
+/*
+ * opplace/sgdp.h - SGDP, the single-shot generalized device placer (Zhou et
+ * al., IEEE Micro 2020; papers/sgdp.txt): a policy that places every op of
+ * a graph in one shot, trained with PPO on simulated step times, whose
+ * weights transfer to graphs it has never seen.
+ *
+ *   features.c       per-op features, neighbour lists and action masks
+ *                    (sgdp_graph), all independent of the policy's weights
+ *   graphsage.c      GraphSAGE embedding, max-pool aggregator (eqs. 2-3)
+ *   placement_net.c  Transformer-XL style segment-recurrent attention over
+ *                    the topological order, no positional encoding
+ *   sgdp_policy.c    the whole policy (Figure 1): features -> GraphSAGE ->
+ *                    placement network -> per-op device distribution (eq. 4)
+ *   sgdp_train.c     PPO training over one graph (SGDP-one) or many (batch),
+ *                    rollouts simulated in parallel, best placement kept
+ *
+ * HOW THE DEVICE COUNT ENTERS.  The output head always has max_devices
+ * logits (8 by default).  A cluster with nd <= max_devices devices masks
+ * logits nd..max_devices-1 away, together with the devices an op may not
+ * use (op_eligible), and every feature is normalised per graph, so no
+ * weight's shape depends on the graph or the cluster: one weights file
+ * serves every graph and every cluster of up to max_devices devices.  The
+ * feature nd/max_devices tells the policy how many devices it has.
+ *
+ * COLOCATION.  The first op of a colocation group (in topological order) is
+ * the group's decision, masked to the devices every member may use
+ * (problem->group_ok); the other members copy its device and are not
+ * decisions (they get no probability and no gradient).
+ */
+#ifndef OPPLACE_SGDP_H
+#define OPPLACE_SGDP_H
+
+#include <stdint.h>
+
+#include "opplace/learn.h"
+#include "opplace/nn.h"
+#include "opplace/placement.h"
+#include "opplace/placer.h"
+#include "opplace/problem.h"
+
+/* ------------------------------------------------------------ features */
+
+#define SGDP_TYPE_BUCKETS 16
+#define SGDP_N_FEATURES (SGDP_TYPE_BUCKETS + 18)
+
+/* A problem prepared for the policy.  Rows are positions in the graph's
+ * topological order: row t is op g->topo[t]. */
+typedef struct sgdp_graph {
+    const op_problem *p;
+    int n, nd, max_devices;
+    double *feat;          /* n x SGDP_N_FEATURES, normalised */
+    int *nbr_off, *nbr;    /* CSR over rows: up to knn neighbours (preds and succs) */
+    unsigned char *mask;   /* n x max_devices: devices row t's decision may pick */
+    int *leader;           /* per row: the row whose device it copies, or -1 */
+    unsigned char *decides; /* per row: 1 when leader[t] < 0 */
+} sgdp_graph;
+
+/* Fails with OP_EINPUT when the cluster has more than max_devices devices. */
+op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, int knn,
+                          op_error *err);
+void sgdp_graph_destroy(sgdp_graph *sg);
+
+/* -------------------------------------------------------------- policy */
+
+/* Table 3's sizes scaled down for a 2-core CPU (paper value in brackets). */
+typedef struct sgdp_config {
+    int max_devices; /* 8: width of the output head */
+    int hidden;      /* 32 [gs_dim = trf_d_model = 128] */
+    int gs_layers;   /* 2 [4] */
+    int gs_knn;      /* 8 [5]: most neighbours aggregated per op */
+    int trf_layers;  /* 2 [2] */
+    int heads;       /* 4 [5 x 25] */
+    int ffn;         /* 64 [trf_d_inner = 256] */
+    int segment;     /* 64: ops per attention segment (and memory length) */
+} sgdp_config;
+
+sgdp_config sgdp_config_default(void);
+op_status sgdp_config_check(const sgdp_config *cfg, op_error *err);
+
+typedef struct sgdp_policy sgdp_policy;
+typedef struct sgdp_pass sgdp_pass; /* one forward pass's caches, in an arena */
+
+sgdp_policy *sgdp_policy_new(const sgdp_config *cfg, uint64_t seed, op_error *err);
+void sgdp_policy_free(sgdp_policy *pol);
+const sgdp_config *sgdp_policy_config(const sgdp_policy *pol);
+nn_params *sgdp_policy_params(sgdp_policy *pol);
+
+/* Weights files are nn_params files (opplace/nn.h) that also hold the
+ * architecture as the parameter "sgdp.arch".  Load fails with a message
+ * naming both architectures when the file's differs from the policy's. */
+op_status sgdp_policy_save(const sgdp_policy *pol, const char *path, op_error *err);
+op_status sgdp_policy_load(sgdp_policy *pol, const char *path, op_error *err);
+/* The architecture stored in a weights file, to build a matching policy. */
+op_status sgdp_weights_config(const char *path, sgdp_config *cfg, op_error *err);
+/* A new policy with the file's architecture and weights. */
+sgdp_policy *sgdp_policy_from_file(const char *path, op_error *err);
+
+/* logp [n x max_devices] (from the arena): masked log-probabilities of each
+ * row's device.  *pass keeps what backward needs until the arena is reset. */
+op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *sg,
+                              nn_tensor *logp, sgdp_pass **pass, op_error *err);
+/* Adds the parameters' gradients of a loss whose gradient w.r.t. logp is
+ * dlogp. */
+op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *sg,
+                               sgdp_pass *pass, const nn_tensor *dlogp, op_error *err);
+
+/* One placement from the distributions: row_dev[t] per row and device_of
+ * per op (followers copy their leader).  greedy: the most likely device. */
+void sgdp_sample(const sgdp_graph *sg, const nn_tensor *logp, nn_rng *rng, int greedy,
+                 int *row_dev, int *device_of);
+
+/* ------------------------------------------------------------ training */
+
+typedef struct sgdp_train_config {
+    ppo_config ppo;
+    int samples;           /* rollouts per iteration: 32 [Table 4: 800 per update] */
+    long iterations;       /* <= 0: until the budget runs out */
+    double budget_seconds; /* <= 0: no time limit (then iterations must be > 0) */
+    int threads;           /* simulation threads; <= 0: online CPUs */
+    uint64_t seed;
+    double oom_penalty;    /* subtracted from the reward of a rollout that runs out of memory */
+    const op_place_ctx *progress; /* op_progress lines go through it; may be NULL */
+} sgdp_train_config;
+
+sgdp_train_config sgdp_train_defaults(void);
+
+typedef struct sgdp_trainer sgdp_trainer;
+
+/* Training tasks: one per problem (SGDP-one with one, batch training with
+ * several: each iteration trains on one problem drawn at random). */
+sgdp_trainer *sgdp_trainer_new(sgdp_policy *pol, const op_problem *const *problems, int n,
+                               const sgdp_train_config *cfg, op_error *err);
+void sgdp_trainer_free(sgdp_trainer *t);
+/* Run PPO iterations until cfg's iterations or budget (or op_interrupted). */
+op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err);
+/* Sample `samples` placements of problem i (plus the greedy one) without
+ * updating the policy; the best joins the best-seen record. */
+op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *err);
+
+typedef struct sgdp_best {
+    const op_placement *placement; /* NULL before any rollout */
+    double step_time_us;
+    int oom;
+} sgdp_best;
+sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i);
+
+typedef struct sgdp_train_stats {
+    long iterations, rollouts;
+    double seconds;        /* wall time inside run/evaluate */
+    double sim_seconds;    /* of which simulating rollouts */
+    double last_mean_reward;
+} sgdp_train_stats;
+sgdp_train_stats sgdp_trainer_stats(const sgdp_trainer *t);
+
+#endif

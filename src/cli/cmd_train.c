@@ -1,0 +1,243 @@
+/*
+ * cmd_train.c - `opplace train ALGO ...`: train a learned placer's policy
+ * on one or more graphs and save its weights.
+ *
+ * The command loads the graphs and the cluster (shared by every learned
+ * placer) and hands them to the trainer named by ALGO, found in TRAINERS
+ * below.  A new learned placer (e.g. Trinity) adds one function with the
+ * signature of train_fn and one line to TRAINERS.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "opplace/io.h"
+#include "opplace/placer.h"
+#include "opplace/sgdp.h"
+
+static const char TRAIN_HELP[] =
+    "usage: opplace train ALGO --graphs G1.json [G2.json ...] --weights OUT.bin\n"
+    "                     [--cluster FILE | --preset P --gpus N [--cpu]]\n"
+    "                     [--iterations N] [--budget-seconds S] [--seed S] [--quiet]\n"
+    "                     [--init W.bin] [algorithm options]\n"
+    "\n"
+    "Trains the policy of a learned placer on the graphs (one graph: SGDP-one;\n"
+    "several: batch training, one graph drawn per iteration) against the\n"
+    "simulated step time on the cluster, prints the best placement found for\n"
+    "each graph and writes the weights for 'opplace place --algo ALGO --weights'.\n"
+    "Progress (iteration, best step time, mean reward) goes to stderr.\n"
+    "Ctrl-C stops training and still saves the weights.\n"
+    "\n"
+    "Algorithms:\n"
+    "  sgdp   GraphSAGE + segment-recurrent attention, PPO (papers/sgdp.txt)\n"
+    "         options: --samples K (rollouts per iteration, 32) --threads T\n"
+    "         --lr X (3e-3) --epochs E (4) --entropy B (0.01) --max-devices D (8)\n"
+    "         --hidden H (32) --segment S (64); --init W.bin continues training\n"
+    "Default: --budget-seconds 60 when no --iterations is given.\n";
+
+/* What every trainer gets: the bound problems and the common options. */
+typedef struct train_inputs {
+    int n;
+    op_graph **graphs;
+    op_problem *problems;
+    const op_problem **probs; /* pointers into problems */
+    op_cluster *cluster;
+    const char *weights;      /* where to save */
+    long iterations;
+    double budget_seconds;
+    uint64_t seed;
+    op_place_ctx ctx;         /* for op_progress */
+} train_inputs;
+
+typedef op_status (*train_fn)(cli_args *a, train_inputs *in, op_error *err);
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (op_interrupted())
+        _exit(130);
+    op_set_interrupted(1);
+}
+
+/* ----------------------------------------------------------------- sgdp */
+
+static op_status sgdp_options(cli_args *a, sgdp_config *pc, sgdp_train_config *tc,
+                              op_error *err)
+{
+    long samples, threads, epochs, maxd, hidden, segment;
+    op_status st;
+    if ((st = op_options_int(a->opts, "samples", tc->samples, 1, 4096, &samples, err)) ||
+        (st = op_options_int(a->opts, "threads", 0, 0, 64, &threads, err)) ||
+        (st = op_options_int(a->opts, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
+        (st = op_options_double(a->opts, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
+        (st = op_options_double(a->opts, "entropy", tc->ppo.entropy_coef, 0, 100,
+                                &tc->ppo.entropy_coef, err)) ||
+        (st = op_options_int(a->opts, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
+        (st = op_options_int(a->opts, "hidden", pc->hidden, 4, 4096, &hidden, err)) ||
+        (st = op_options_int(a->opts, "segment", pc->segment, 1, 100000, &segment, err)))
+        return st;
+    tc->samples = (int)samples;
+    tc->threads = (int)threads;
+    tc->ppo.epochs = (int)epochs;
+    pc->max_devices = (int)maxd;
+    pc->hidden = (int)hidden;
+    pc->segment = (int)segment;
+    return OP_OK;
+}
+
+static void sgdp_print(const train_inputs *in, const sgdp_trainer *t)
+{
+    char a[32], b[32];
+    printf("%-28s %6s %14s %14s %7s\n", "graph", "ops", "best step", "lower bound", "ratio");
+    for (int i = 0; i < in->n; i++) {
+        sgdp_best bst = sgdp_trainer_best(t, i);
+        const op_problem *p = in->probs[i];
+        if (!bst.placement) {
+            printf("%-28s %6d %14s\n", in->graphs[i]->name, p->n, "(not sampled)");
+            continue;
+        }
+        printf("%-28s %6d %14s %14s %7.3f%s\n", in->graphs[i]->name, p->n,
+               cli_time(a, sizeof a, bst.step_time_us), cli_time(b, sizeof b, p->lower_bound_us),
+               p->lower_bound_us > 0 ? bst.step_time_us / p->lower_bound_us : 1.0,
+               bst.oom ? "  OOM" : "");
+    }
+    sgdp_train_stats s = sgdp_trainer_stats(t);
+    printf("trained      %ld iterations, %ld simulated rollouts in %.1f s "
+           "(%.1f rollouts/s; %.1f s simulating)\n",
+           s.iterations, s.rollouts, s.seconds, s.seconds > 0 ? s.rollouts / s.seconds : 0.0,
+           s.sim_seconds);
+    printf("weights      %s\n", in->weights);
+}
+
+static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
+{
+    sgdp_config pc = sgdp_config_default();
+    sgdp_train_config tc = sgdp_train_defaults();
+    const char *init = op_options_str(a->opts, "init", NULL);
+    op_status st = sgdp_options(a, &pc, &tc, err);
+    if (st)
+        return st;
+    tc.iterations = in->iterations;
+    tc.budget_seconds = in->budget_seconds;
+    tc.seed = in->seed;
+    tc.progress = &in->ctx;
+    if ((st = cli_check_unused(a, err)))
+        return st;
+    sgdp_policy *pol = init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
+    if (!pol)
+        return err->code ? err->code : OP_ENOMEM;
+    sgdp_trainer *t = sgdp_trainer_new(pol, in->probs, in->n, &tc, err);
+    if (!t)
+        st = err->code ? err->code : OP_ENOMEM;
+    if (!st)
+        st = sgdp_trainer_run(t, err);
+    if (!st)
+        st = sgdp_policy_save(pol, in->weights, err);
+    if (!st)
+        sgdp_print(in, t);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    return st;
+}
+
+/* ---------------------------------------------------------- dispatcher */
+
+typedef struct trainer_entry {
+    const char *name;
+    train_fn run;
+} trainer_entry;
+
+static const trainer_entry TRAINERS[] = {
+    {"sgdp", train_sgdp},
+};
+
+static void free_inputs(train_inputs *in)
+{
+    for (int i = 0; i < in->n; i++) {
+        if (in->probs && in->probs[i])
+            op_problem_destroy(&in->problems[i]);
+        op_graph_free(in->graphs[i]);
+    }
+    free(in->graphs);
+    free(in->problems);
+    free(in->probs);
+    op_cluster_free(in->cluster);
+}
+
+/* Graphs: the value of --graphs followed by every further positional
+ * argument (so `--graphs a.json b.json c.json` works). */
+static op_status load_inputs(cli_args *a, train_inputs *in, op_error *err)
+{
+    const char *first = op_options_str(a->opts, "graphs", NULL);
+    int total = (first ? 1 : 0) + a->n_pos - 1;
+    if (total < 1)
+        return op_fail(err, OP_EUSAGE, "no graphs: give --graphs G1.json [G2.json ...]");
+    in->graphs = op_calloc((size_t)total, sizeof *in->graphs, err);
+    in->problems = op_calloc((size_t)total, sizeof *in->problems, err);
+    in->probs = op_calloc((size_t)total, sizeof *in->probs, err);
+    if (!in->graphs || !in->problems || !in->probs)
+        return OP_ENOMEM;
+    if (!(in->cluster = cli_load_cluster(a, err)))
+        return err->code;
+    for (int i = 0; i < total; i++) {
+        const char *path = first ? (i == 0 ? first : a->pos[i]) : a->pos[i + 1];
+        in->n = i + 1;
+        if (!(in->graphs[i] = op_graph_read(path, err)))
+            return err->code;
+        op_status st = op_problem_init(&in->problems[i], in->graphs[i], in->cluster, err);
+        if (st)
+            return st;
+        in->probs[i] = &in->problems[i];
+    }
+    return OP_OK;
+}
+
+static op_status run_train(cli_args *a, op_error *err)
+{
+    if (a->n_pos < 1)
+        return op_fail(err, OP_EUSAGE, "expected an algorithm: opplace train sgdp ...");
+    const trainer_entry *tr = NULL;
+    for (size_t i = 0; i < sizeof TRAINERS / sizeof *TRAINERS; i++)
+        if (!strcmp(TRAINERS[i].name, a->pos[0]))
+            tr = &TRAINERS[i];
+    if (!tr)
+        return op_fail(err, OP_EUSAGE, "no trainer for '%s' (known: sgdp)", a->pos[0]);
+    train_inputs in = {0};
+    in.weights = op_options_str(a->opts, "weights", NULL);
+    if (!in.weights)
+        return op_fail(err, OP_EUSAGE, "--weights FILE (where to save the policy) is required");
+    op_status st;
+    int quiet = op_options_has(a->opts, "quiet");
+    if ((st = op_options_int(a->opts, "iterations", 0, 0, 100000000, &in.iterations, err)) ||
+        (st = op_options_double(a->opts, "budget-seconds", in.iterations > 0 ? 0 : 60, 0, 1e9,
+                                &in.budget_seconds, err)) ||
+        (st = op_options_u64(a->opts, "seed", 1, &in.seed, err)))
+        return st;
+    in.ctx = (op_place_ctx){.seed = in.seed, .budget_seconds = in.budget_seconds,
+                            .progress = !quiet};
+    if (!(st = load_inputs(a, &in, err))) {
+        signal(SIGINT, on_sigint);
+        st = tr->run(a, &in, err);
+    }
+    free_inputs(&in);
+    return st;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    static const char *const flags[] = {"quiet", "cpu", NULL};
+    cli_args a;
+    op_error err = {0};
+    int code = 0;
+    if (cli_parse(&a, "train", argc, argv, flags, &err))
+        code = cli_report("train", &err);
+    else if (a.help)
+        fputs(TRAIN_HELP, stdout);
+    else if (run_train(&a, &err))
+        code = cli_report("train", &err);
+    cli_args_destroy(&a);
+    return code;
+}

@@ -1,0 +1,34 @@
+/*
+ * registry.c - the list of coarsening methods (opplace/coarsen.h).
+ *
+ * To add a method: define `const op_coarsener op_coarsener_<name>` in its
+ * own file under src/coarsen/, declare it below and add it to COARSENERS.
+ * `opplace coarsen --method NAME` and the tests read this list.
+ */
+#include <string.h>
+
+#include "opplace/coarsen.h"
+
+extern const op_coarsener op_coarsener_celeritas;
+extern const op_coarsener op_coarsener_pesto;
+
+static const op_coarsener *const COARSENERS[] = {
+    &op_coarsener_celeritas,
+    &op_coarsener_pesto,
+};
+
+const op_coarsener *const *op_coarseners(int *count)
+{
+    *count = (int)(sizeof COARSENERS / sizeof COARSENERS[0]);
+    return COARSENERS;
+}
+
+const op_coarsener *op_coarsener_find(const char *name)
+{
+    int n;
+    const op_coarsener *const *all = op_coarseners(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i]->name, name) == 0)
+            return all[i];
+    return NULL;
+}

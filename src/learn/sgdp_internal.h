@@ -1,0 +1,74 @@
+/*
+ * sgdp_internal.h - the two halves of SGDP's policy network, shared by
+ * graphsage.c, placement_net.c and sgdp_policy.c (not a public API).
+ *
+ * Each half is a struct of layers (weights registered in the policy's
+ * nn_params) plus a "pass" struct that keeps one forward pass's
+ * activations and caches, all from the arena, for the backward pass.
+ */
+#ifndef OPPLACE_SGDP_INTERNAL_H
+#define OPPLACE_SGDP_INTERNAL_H
+
+#include "opplace/sgdp.h"
+
+#define SGDP_MAX_LAYERS 8
+
+/* GraphSAGE with the max-pool aggregator (graphsage.c), per layer l:
+ *   a = sigmoid(h W_l + b_l);  m = maxpool over neighbours(a)     (eq. 2)
+ *   h' = relu([h | m] F_l + c_l)                                  (eq. 3) */
+typedef struct sgdp_sage {
+    int layers, dim;
+    nn_linear agg[SGDP_MAX_LAYERS], fuse[SGDP_MAX_LAYERS];
+} sgdp_sage;
+
+typedef struct sgdp_sage_pass {
+    nn_tensor h[SGDP_MAX_LAYERS + 1]; /* h[0] the input, h[layers] the embedding */
+    nn_tensor a[SGDP_MAX_LAYERS], m[SGDP_MAX_LAYERS], c[SGDP_MAX_LAYERS];
+    nn_maxpool_cache mp[SGDP_MAX_LAYERS];
+} sgdp_sage_pass;
+
+op_status sgdp_sage_init(sgdp_sage *s, nn_params *ps, const char *prefix, int dim, int layers,
+                         nn_rng *rng, op_error *err);
+/* h0 [n x dim] stays the caller's; the embedding is pass->h[layers]. */
+op_status sgdp_sage_forward(const sgdp_sage *s, nn_arena *ar, const sgdp_graph *sg,
+                            const nn_tensor *h0, sgdp_sage_pass *pass, op_error *err);
+/* dh0 += d loss / d h0 given demb = d loss / d embedding. */
+op_status sgdp_sage_backward(const sgdp_sage *s, nn_arena *ar, const sgdp_sage_pass *pass,
+                             const nn_tensor *demb, nn_tensor *dh0, op_error *err);
+
+/* Transformer-XL style placement network (placement_net.c): pre-norm
+ * blocks  y = x + MHA(LN1(x), mem);  x' = y + FFN(LN2(y))  over segments of
+ * the topological order; a block's memory is the previous segment's LN1(x)
+ * at the same layer, a constant (no gradient), as in Transformer-XL. */
+typedef struct sgdp_xl_layer {
+    nn_layernorm ln1, ln2;
+    nn_mha att;
+    nn_linear ff1, ff2;
+} sgdp_xl_layer;
+
+typedef struct sgdp_xl {
+    int layers, dim, segment;
+    sgdp_xl_layer l[SGDP_MAX_LAYERS];
+} sgdp_xl;
+
+typedef struct sgdp_xl_step {
+    nn_tensor x, u, y, v, f1, f2, xn;
+    nn_layernorm_cache c1, c2;
+    nn_mha_cache mc;
+} sgdp_xl_step;
+
+typedef struct sgdp_xl_pass {
+    int n_seg;
+    sgdp_xl_step *steps; /* n_seg x layers, segment-major */
+    nn_tensor out;       /* [n x dim] */
+} sgdp_xl_pass;
+
+op_status sgdp_xl_init(sgdp_xl *x, nn_params *ps, const char *prefix, int dim, int layers,
+                       int heads, int ffn, int segment, nn_rng *rng, op_error *err);
+op_status sgdp_xl_forward(const sgdp_xl *x, nn_arena *ar, const nn_tensor *in,
+                          sgdp_xl_pass *pass, op_error *err);
+/* din += d loss / d in given dout = d loss / d out. */
+op_status sgdp_xl_backward(const sgdp_xl *x, nn_arena *ar, const sgdp_xl_pass *pass,
+                           const nn_tensor *dout, nn_tensor *din, op_error *err);
+
+#endif

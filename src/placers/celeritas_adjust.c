@@ -1,0 +1,197 @@
+/*
+ * celeritas_adjust.c - Adjusting Placement (Celeritas section 5.2,
+ * Algorithm 2).
+ *
+ * Ops are taken in sequence (CPD-TOPO of the fused graph).  For each op v
+ * and device d with room (else EST = +inf):
+ *     pre_t(v) = max over preds u of Fin_t[u] + (d_u != d) * c(u -> d)
+ *     EST(d)   = the start of the earliest idle slot of d at or after pre_t
+ *                that is long enough for v (insertion into idle slots, eq. 7)
+ * v stays on d_k, the device of the previous op in the sequence, unless the
+ * device d_1 with the smallest EST starts it earlier by more than
+ *     back_cost = max over v's out-edges of the transfer time d_1 -> d_k (eq. 8)
+ * (condition 9).  When d_k has no room the earliest device with room is
+ * taken; when no device has room, the best-effort fallback (the allowed
+ * device with the most memory left) is, and v is scheduled there at its
+ * earliest slot.  The first op of the sequence has no d_k and takes d_1.
+ *
+ * Differences from the paper, all where it is silent:
+ *  - transfer times use the cluster's actual link between the two devices
+ *    (latency + bytes * us_per_byte); like the paper, the planner ignores
+ *    channel contention (the simulator does not);
+ *  - memory as in celeritas_place.h (received tensors are charged too);
+ *  - colocation: an op whose group is already placed may only use that
+ *    device; ties in EST go to the smaller device index.
+ * The planned start times are returned in start_us so the caller may hand
+ * the simulator the per-device order of this schedule.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/celeritas_place.h"
+
+typedef struct slot {
+    double start, end;
+} slot;
+
+/* Busy intervals of each device, sorted by start, non-overlapping. */
+typedef struct timeline {
+    int nd;
+    slot **iv;
+    int *len, *cap;
+} timeline;
+
+static op_status timeline_init(timeline *t, int nd, op_error *err)
+{
+    t->nd = nd;
+    t->iv = op_calloc((size_t)nd, sizeof *t->iv, err);
+    t->len = op_calloc((size_t)nd, sizeof *t->len, err);
+    t->cap = op_calloc((size_t)nd, sizeof *t->cap, err);
+    return t->iv && t->len && t->cap ? OP_OK : OP_ENOMEM;
+}
+
+static void timeline_destroy(timeline *t)
+{
+    for (int d = 0; t->iv && d < t->nd; d++)
+        free(t->iv[d]);
+    free(t->iv);
+    free(t->len);
+    free(t->cap);
+}
+
+/* Earliest start >= ready where [start, start + w) fits between busy slots. */
+static double earliest_slot(const timeline *t, int d, double ready, double w)
+{
+    const slot *iv = t->iv[d];
+    int lo = 0, hi = t->len[d];
+    while (lo < hi) { /* first interval ending after ready */
+        int mid = (lo + hi) / 2;
+        if (iv[mid].end <= ready)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double s = ready;
+    for (int k = lo; k < t->len[d]; k++) {
+        if (s + w <= iv[k].start)
+            return s;
+        if (iv[k].end > s)
+            s = iv[k].end;
+    }
+    return s;
+}
+
+static op_status timeline_insert(timeline *t, int d, double start, double end, op_error *err)
+{
+    size_t cap = (size_t)t->cap[d];
+    if (op_reserve((void **)&t->iv[d], sizeof(slot), &cap, (size_t)t->len[d] + 1, err))
+        return OP_ENOMEM;
+    t->cap[d] = (int)cap;
+    slot *iv = t->iv[d];
+    int k = t->len[d];
+    while (k > 0 && iv[k - 1].start > start) {
+        iv[k] = iv[k - 1];
+        k--;
+    }
+    iv[k] = (slot){start, end};
+    t->len[d]++;
+    return OP_OK;
+}
+
+/* COMP_EST without the memory test. */
+static double comp_est(const op_problem *p, const timeline *t, const int *device_of,
+                       const double *fin, int v, int d)
+{
+    const op_graph *g = p->g;
+    double pre = 0;
+    for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+        int u = g->pred[j], du = device_of[u];
+        double x = fin[u];
+        if (du != d)
+            x += op_cluster_transfer_us(p->c, du, d, g->edge_bytes[g->pred_edge[j]]);
+        if (x > pre)
+            pre = x;
+    }
+    return earliest_slot(t, d, pre, op_exec_us(p, v, d));
+}
+
+static double back_cost(const op_problem *p, int v, int from, int to)
+{
+    const op_graph *g = p->g;
+    if (from == to)
+        return 0;
+    int64_t most = -1;
+    for (int j = g->succ_off[v]; j < g->succ_off[v + 1]; j++)
+        if (g->edge_bytes[g->succ_edge[j]] > most)
+            most = g->edge_bytes[g->succ_edge[j]];
+    return most < 0 ? 0 : op_cluster_transfer_us(p->c, from, to, most);
+}
+
+/* Algorithm 2 lines 6-18 for one op: the chosen device. */
+static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
+                         const double *fin, int v, int prev, double *est)
+{
+    const op_problem *p = ps->p;
+    int d1 = -1;
+    for (int d = 0; d < p->nd; d++) {
+        est[d] = INFINITY;
+        if (cel_memory_allowed(m, v, d) &&
+            cel_memory_charge(m, ps->device_of, v, d) <= m->avail[d])
+            est[d] = comp_est(p, t, ps->device_of, fin, v, d);
+        if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
+            d1 = d;
+    }
+    if (d1 < 0) {
+        ps->n_fallback++;
+        return cel_memory_fallback(m, v);
+    }
+    if (prev < 0 || prev == d1)
+        return d1;
+    if (est[prev] - est[d1] > back_cost(p, v, d1, prev)) {
+        ps->n_moved++;
+        return d1;
+    }
+    return prev;
+}
+
+op_status cel_place_adjusting(cel_pass *ps, op_error *err)
+{
+    const op_problem *p = ps->p;
+    cel_memory m;
+    timeline t;
+    memset(&t, 0, sizeof t);
+    double *fin = op_malloc(((size_t)p->n + 1) * sizeof *fin, err);
+    double *est = op_malloc((size_t)p->nd * sizeof *est, err);
+    op_status st = !fin || !est ? OP_ENOMEM : cel_memory_init(&m, p, ps->mem, err);
+    if (st) {
+        free(fin);
+        free(est);
+        return st;
+    }
+    if ((st = timeline_init(&t, p->nd, err)))
+        goto done;
+    for (int v = 0; v < p->n; v++)
+        ps->device_of[v] = -1;
+    ps->n_fallback = ps->n_moved = 0;
+    int prev = -1;
+    for (int k = 0; k < p->n && !st; k++) {
+        int v = ps->seq[k];
+        int d = choose_device(ps, &m, &t, fin, v, prev, est);
+        double start = est[d] < INFINITY ? est[d] : comp_est(p, &t, ps->device_of, fin, v, d);
+        double w = op_exec_us(p, v, d);
+        fin[v] = start + w;
+        if (ps->start_us)
+            ps->start_us[v] = start;
+        ps->device_of[v] = d;
+        cel_memory_commit(&m, ps->device_of, v, d);
+        st = timeline_insert(&t, d, start, fin[v], err);
+        prev = d;
+    }
+done:
+    timeline_destroy(&t);
+    cel_memory_destroy(&m);
+    free(fin);
+    free(est);
+    return st;
+}

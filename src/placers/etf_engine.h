@@ -1,0 +1,34 @@
+/*
+ * etf_engine.h - the memory-constrained list scheduler behind Baechi's
+ * m-ETF and m-SCT (etf_engine.c has the design).
+ */
+#ifndef OPPLACE_ETF_ENGINE_H
+#define OPPLACE_ETF_ENGINE_H
+
+#include "opplace/placer.h"
+
+typedef struct etf_options {
+    const int *favorite; /* per op: favorite child or -1 (m-SCT); NULL for m-ETF */
+    int set_order;       /* write the schedule as the placement's per-device order */
+    const char *name;    /* for messages */
+} etf_options;
+
+/* Optional record of the scheduler's own schedule (for tests): per op its
+ * planned start, and the sequence in which ops were picked. */
+typedef struct etf_trace {
+    double *start;  /* n */
+    int *sequence;  /* n */
+} etf_trace;
+
+op_status etf_schedule(const op_place_ctx *ctx, const etf_options *o, op_placement *out,
+                       etf_trace *trace, op_error *err);
+
+/* Static b-level (longest path to an exit of fastest execution times, no
+ * communication): ETF's tie-breaker.  out has n entries. */
+void etf_static_level(const op_problem *p, double *out);
+
+/* `--order yes|no` (default yes): whether a list scheduler (m-ETF, m-SCT,
+ * HEFT) hands its own per-device order to the simulator.  Defined in m_etf.c. */
+op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_error *err);
+
+#endif

@@ -1,0 +1,481 @@
+/*
+ * expert.c - the human, layer-wise placement the papers compare against
+ * (Pesto section 5.2 "Expert"; Trinity section 5.1 "Layered Expert"; the
+ * GNMT paper's own placement, Wu et al. 2016).
+ *
+ * It reads the graph's `layer` scopes (formats.md section 1):
+ *   - Stacked layers ("encoder/layer_2", "decoder/layer_2", "layer_5",
+ *     "block_3", "lstm_1", "cell_4", "stack_1/layer_4"): the number is the
+ *     depth (nested numbers: outer first); scopes of the same depth form
+ *     one unit (GNMT puts encoder layer i and decoder layer i on the same
+ *     GPU).
+ *   - Unnumbered scopes: "embedding" scopes go first (with the first
+ *     layers), "attention", "softmax", "logits", "loss", "output" and
+ *     "head" scopes go last (with the last layers); any other unnumbered
+ *     scope is ordered by where its ops sit in the topological order,
+ *     next to the numbered unit whose ops sit nearest.
+ *   - NASNet-style cells ("cell_3/branch_1"): the parallel branches of each
+ *     cell are spread over the devices, largest branch to the least-loaded
+ *     device (Pesto: "Expert places parallel branches within each cell
+ *     across different GPUs ... divided evenly").
+ * The ordered units are cut into contiguous runs, one per device, balancing
+ * compute (speed-weighted); a unit whose footprint (params + outputs +
+ * temps) does not fit on its device goes to the nearest device with room.
+ * Devices used: those of the most common device kind (the GPUs).
+ *
+ * Ops without a layer follow their producer (the input with the most
+ * bytes), or else their consumer; colocation groups follow their first
+ * member; ops that may not run where their layer went (kind, pin) go to
+ * the allowed device with the least compute.  The final placement is
+ * checked against placer_mem.h's conservative estimate: OP_EINFEASIBLE if
+ * it does not fit (as Pesto reports Expert OOM on large NASNets), unless
+ * best_effort.  Placement only; each device runs first-ready-first.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/placer_mem.h"
+#include "placers/placer_util.h"
+
+enum { ROLE_EMBED = 0, ROLE_BODY = 1, ROLE_HEAD = 2 };
+
+typedef struct scope_info {
+    int role;
+    long depth;  /* layer number, or -1 */
+    long branch; /* branch number, or -1 */
+    int cell_len; /* length of the scope prefix naming the cell (branch scopes) */
+} scope_info;
+
+typedef struct unit {
+    int role;
+    double key;    /* order among units */
+    double work;   /* compute at speed 1 */
+    int64_t foot;  /* params + outputs + temps */
+    int cell;      /* cell index for branch units, else -1 */
+    int dev;
+} unit;
+
+/* Component like "layer_12", "layer12", "cell_3": the number, or -1. */
+static long numbered(const char *s, size_t len, const char *word)
+{
+    size_t w = strlen(word);
+    if (len <= w || strncmp(s, word, w) != 0)
+        return -1;
+    size_t i = w;
+    if (s[i] == '_')
+        i++;
+    if (i >= len)
+        return -1;
+    long x = 0;
+    for (; i < len; i++) {
+        if (!isdigit((unsigned char)s[i]))
+            return -1;
+        x = x * 10 + (s[i] - '0');
+    }
+    return x;
+}
+
+/* Case-insensitive: "AuxLogits" is a head too. */
+static int contains(const char *s, const char *word)
+{
+    char low[256];
+    size_t i = 0;
+    for (; s[i] && i + 1 < sizeof low; i++)
+        low[i] = (char)tolower((unsigned char)s[i]);
+    low[i] = '\0';
+    return strstr(low, word) != NULL;
+}
+
+static scope_info parse_scope(const char *name)
+{
+    static const char *const depth_words[] = {"layer", "cell", "block", "lstm", "stage", "stack"};
+    scope_info si = {ROLE_BODY, -1, -1, 0};
+    const char *c = name;
+    while (*c) {
+        const char *end = strchr(c, '/');
+        size_t len = end ? (size_t)(end - c) : strlen(c);
+        long b = numbered(c, len, "branch");
+        if (b >= 0 && si.branch < 0) {
+            si.branch = b;
+            si.cell_len = (int)(c - name);
+        }
+        /* nested numbers ("stack_1/layer_4") order outer first */
+        for (size_t k = 0; k < sizeof depth_words / sizeof *depth_words; k++) {
+            long x = numbered(c, len, depth_words[k]);
+            if (x >= 0) {
+                si.depth = si.depth < 0 ? x : si.depth * 1000 + x;
+                break;
+            }
+        }
+        c += len;
+        if (*c == '/')
+            c++;
+    }
+    if (si.depth < 0 && si.branch < 0) {
+        if (contains(name, "embed"))
+            si.role = ROLE_EMBED;
+        else if (contains(name, "attention") || contains(name, "softmax") ||
+                 contains(name, "logits") || contains(name, "loss") ||
+                 contains(name, "output") || contains(name, "head"))
+            si.role = ROLE_HEAD;
+    }
+    return si;
+}
+
+typedef struct expert {
+    const op_problem *p;
+    int n_units;
+    unit *units;
+    int *unit_of_layer; /* per layer scope */
+    double *load;       /* per device: compute assigned */
+    int64_t *room;      /* per device: memory left by the unit footprint */
+    unsigned char *split_dev; /* devices the layers are spread over */
+    int n_split;
+} expert;
+
+static const expert *sort_ex;
+
+static int unit_order(const void *a, const void *b)
+{
+    const unit *x = &sort_ex->units[*(const int *)a], *y = &sort_ex->units[*(const int *)b];
+    if (x->role != y->role)
+        return x->role - y->role;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The devices of the most common kind (ties: the kind of device 0). */
+static void pick_split_devices(expert *ex)
+{
+    const op_cluster *c = ex->p->c;
+    int best = 0, best_count = 0;
+    for (int d = 0; d < c->n_dev; d++) {
+        int count = 0;
+        for (int e = 0; e < c->n_dev; e++)
+            count += strcmp(c->dev[e].kind, c->dev[d].kind) == 0;
+        if (count > best_count) {
+            best_count = count;
+            best = d;
+        }
+    }
+    ex->n_split = 0;
+    for (int d = 0; d < c->n_dev; d++) {
+        ex->split_dev[d] = strcmp(c->dev[d].kind, c->dev[best].kind) == 0;
+        ex->n_split += ex->split_dev[d];
+    }
+}
+
+/* Units from the layer scopes; returns the number of cells. */
+static op_status build_units(expert *ex, op_error *err)
+{
+    const op_problem *p = ex->p;
+    const op_graph *g = p->g;
+    int nl = g->n_layers;
+    scope_info *si = op_malloc((size_t)nl * sizeof *si + 1, err);
+    double *median = op_malloc((size_t)nl * sizeof(double) + 1, err);
+    int *count = op_calloc((size_t)nl + 1, sizeof(int), err);
+    ex->units = op_calloc((size_t)nl + 1, sizeof(unit), err);
+    ex->unit_of_layer = op_malloc((size_t)nl * sizeof(int) + 1, err);
+    op_status st = OP_ENOMEM;
+    if (!si || !median || !count || !ex->units || !ex->unit_of_layer)
+        goto done;
+    /* median topological position of each scope (the middle member seen) */
+    for (int i = 0; i < p->n; i++)
+        if (g->layer[i] != OP_NONE)
+            count[g->layer[i]]++;
+    int *seen = op_calloc((size_t)nl + 1, sizeof(int), err);
+    if (!seen)
+        goto done;
+    for (int t = 0; t < p->n; t++) {
+        int v = g->topo[t], l = g->layer[v];
+        if (l != OP_NONE && seen[l]++ == count[l] / 2)
+            median[l] = t;
+    }
+    free(seen);
+    for (int l = 0; l < nl; l++)
+        si[l] = parse_scope(g->layer_name[l]);
+    /* numbered body scopes merge by depth; cells' branches by (cell, branch);
+     * everything else is its own unit */
+    int nu = 0;
+    for (int l = 0; l < nl; l++) {
+        int u = -1;
+        for (int m = 0; m < l && u < 0; m++) {
+            if (si[l].branch >= 0 && si[m].branch == si[l].branch &&
+                si[m].cell_len == si[l].cell_len &&
+                strncmp(g->layer_name[l], g->layer_name[m], (size_t)si[l].cell_len) == 0)
+                u = ex->unit_of_layer[m];
+            else if (si[l].branch < 0 && si[l].depth >= 0 && si[m].branch < 0 &&
+                     si[m].depth == si[l].depth)
+                u = ex->unit_of_layer[m];
+        }
+        if (u < 0) {
+            u = nu++;
+            ex->units[u] = (unit){.role = si[l].role, .key = median[l], .cell = -1, .dev = -1};
+            if (si[l].depth >= 0 && si[l].branch < 0)
+                ex->units[u].key = (double)si[l].depth;
+        }
+        ex->unit_of_layer[l] = u;
+    }
+    ex->n_units = nu;
+    /* cells: the same cell prefix -> the same cell index (first layer seen) */
+    for (int l = 0; l < nl; l++) {
+        if (si[l].branch < 0)
+            continue;
+        int cell = l;
+        for (int m = 0; m < l; m++)
+            if (si[m].branch >= 0 && si[m].cell_len == si[l].cell_len &&
+                strncmp(g->layer_name[l], g->layer_name[m], (size_t)si[l].cell_len) == 0) {
+                cell = m;
+                break;
+            }
+        ex->units[ex->unit_of_layer[l]].cell = cell;
+        ex->units[ex->unit_of_layer[l]].key = median[cell];
+    }
+    /* unnumbered body scopes sit next to the numbered unit nearest in topo
+     * order (only when some scopes are numbered: then keys are depths) */
+    int any_numbered = 0;
+    for (int l = 0; l < nl; l++)
+        any_numbered |= si[l].depth >= 0 && si[l].branch < 0;
+    for (int l = 0; any_numbered && l < nl; l++) {
+        if (si[l].depth >= 0 || si[l].branch >= 0 || si[l].role != ROLE_BODY)
+            continue;
+        double best_gap = INFINITY, key = 0;
+        for (int m = 0; m < nl; m++)
+            if (si[m].depth >= 0 && si[m].branch < 0 && fabs(median[m] - median[l]) < best_gap) {
+                best_gap = fabs(median[m] - median[l]);
+                key = (double)si[m].depth + (median[l] > median[m] ? 0.5 : -0.5);
+            }
+        ex->units[ex->unit_of_layer[l]].key = key;
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (g->layer[i] == OP_NONE)
+            continue;
+        unit *u = &ex->units[ex->unit_of_layer[g->layer[i]]];
+        u->work += p->work[i];
+        u->foot += g->param_bytes[i] + g->output_bytes[i] + g->temp_bytes[i];
+    }
+    st = OP_OK;
+done:
+    free(si);
+    free(median);
+    free(count);
+    return st;
+}
+
+/* The split device nearest to `want` (in split order) with room for u. */
+static int device_with_room(const expert *ex, const int *split, int want, const unit *u)
+{
+    for (int delta = 0; delta < ex->n_split; delta++)
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            int j = want + sign * delta;
+            if (j >= 0 && j < ex->n_split && ex->room[split[j]] >= u->foot)
+                return split[j];
+        }
+    return split[want];
+}
+
+static void take(expert *ex, unit *u, int d)
+{
+    u->dev = d;
+    ex->load[d] += u->work / ex->p->c->dev[d].speed;
+    ex->room[d] -= u->foot;
+}
+
+/* Layers: contiguous runs balancing speed-weighted compute. */
+static op_status assign_layers(expert *ex, op_error *err)
+{
+    const op_problem *p = ex->p;
+    int *order = op_malloc((size_t)ex->n_units * sizeof(int) + 1, err);
+    int *split = op_malloc((size_t)p->nd * sizeof(int), err);
+    double *bound = op_malloc(((size_t)p->nd + 1) * sizeof(double), err);
+    if (!order || !split || !bound) {
+        free(order);
+        free(split);
+        free(bound);
+        return OP_ENOMEM;
+    }
+    int ns = 0;
+    double speed = 0, total = 0;
+    for (int d = 0; d < p->nd; d++)
+        if (ex->split_dev[d]) {
+            split[ns++] = d;
+            speed += p->c->dev[d].speed;
+        }
+    int n_body = 0;
+    for (int u = 0; u < ex->n_units; u++)
+        if (ex->units[u].cell < 0) {
+            order[n_body++] = u;
+            total += ex->units[u].work;
+        }
+    sort_ex = ex;
+    qsort(order, (size_t)n_body, sizeof(int), unit_order);
+    bound[0] = 0;
+    for (int j = 0; j < ns; j++)
+        bound[j + 1] = bound[j] + total * p->c->dev[split[j]].speed / speed;
+    double cum = 0;
+    for (int k = 0; k < n_body; k++) {
+        unit *u = &ex->units[order[k]];
+        double mid = cum + u->work / 2;
+        int j = 0;
+        while (j < ns - 1 && mid >= bound[j + 1])
+            j++;
+        take(ex, u, device_with_room(ex, split, j, u));
+        cum += u->work;
+    }
+    free(order);
+    free(split);
+    free(bound);
+    return OP_OK;
+}
+
+/* Cells: each cell's branches, largest first, to the least-loaded device. */
+static op_status assign_branches(expert *ex, op_error *err)
+{
+    const op_problem *p = ex->p;
+    (void)err;
+    /* branch units in order of (cell key, -work) */
+    int nb = 0;
+    for (int u = 0; u < ex->n_units; u++)
+        if (ex->units[u].cell >= 0)
+            nb++;
+    for (int pass = 0; pass < nb; pass++) {
+        int pick = -1;
+        for (int u = 0; u < ex->n_units; u++) {
+            const unit *x = &ex->units[u];
+            if (x->cell < 0 || x->dev >= 0)
+                continue;
+            if (pick < 0 || x->key < ex->units[pick].key ||
+                (x->key == ex->units[pick].key && x->work > ex->units[pick].work))
+                pick = u;
+        }
+        unit *x = &ex->units[pick];
+        int best = -1;
+        for (int d = 0; d < p->nd; d++)
+            if (ex->split_dev[d] && ex->room[d] >= x->foot && (best < 0 || ex->load[d] < ex->load[best]))
+                best = d;
+        for (int d = 0; best < 0 && d < p->nd; d++)
+            if (ex->split_dev[d])
+                best = d;
+        take(ex, x, best);
+    }
+    return OP_OK;
+}
+
+/* Ops without a layer: the producer sending the most bytes, else the
+ * consumer receiving the most; lastly the first split device. */
+static void follow_neighbours(const expert *ex, int *device_of)
+{
+    const op_graph *g = ex->p->g;
+    for (int t = 0; t < ex->p->n; t++) {
+        int v = g->topo[t];
+        if (device_of[v] >= 0)
+            continue;
+        int64_t best = -1;
+        for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            if (device_of[g->pred[k]] >= 0 && g->edge_bytes[g->pred_edge[k]] > best) {
+                best = g->edge_bytes[g->pred_edge[k]];
+                device_of[v] = device_of[g->pred[k]];
+            }
+    }
+    for (int t = ex->p->n - 1; t >= 0; t--) {
+        int v = g->topo[t];
+        if (device_of[v] >= 0)
+            continue;
+        int64_t best = -1;
+        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
+            if (device_of[g->succ[k]] >= 0 && g->edge_bytes[g->succ_edge[k]] > best) {
+                best = g->edge_bytes[g->succ_edge[k]];
+                device_of[v] = device_of[g->succ[k]];
+            }
+        if (device_of[v] < 0)
+            for (int d = 0; d < ex->p->nd && device_of[v] < 0; d++)
+                if (ex->split_dev[d])
+                    device_of[v] = d;
+    }
+}
+
+/* Colocation (first member decides) and eligibility (least-loaded allowed). */
+static op_status repair_rules(expert *ex, int *device_of, op_error *err)
+{
+    const op_problem *p = ex->p;
+    int *group_device = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
+    if (!group_device)
+        return OP_ENOMEM;
+    for (int k = 0; k < p->n_groups; k++)
+        group_device[k] = -1;
+    for (int i = 0; i < p->n; i++) {
+        int d = placer_forced_device(p, group_device, i);
+        if (d < 0) {
+            d = device_of[i];
+            if (!placer_allowed(p, group_device, i, d)) {
+                d = -1;
+                for (int e = 0; e < p->nd; e++)
+                    if (placer_allowed(p, group_device, i, e) && (d < 0 || ex->load[e] < ex->load[d]))
+                        d = e;
+            }
+        }
+        if (d != device_of[i]) {
+            ex->load[d] += op_exec_us(p, i, d);
+            device_of[i] = d;
+        }
+        if (p->group_of[i] != OP_NONE)
+            group_device[p->group_of[i]] = d;
+    }
+    free(group_device);
+    return OP_OK;
+}
+
+static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    expert ex = {.p = p};
+    ex.load = op_calloc((size_t)p->nd, sizeof(double), err);
+    ex.room = op_malloc((size_t)p->nd * sizeof(int64_t), err);
+    ex.split_dev = op_calloc((size_t)p->nd, 1, err);
+    op_status st = ex.load && ex.room && ex.split_dev ? OP_OK : OP_ENOMEM;
+    if (!st) {
+        for (int d = 0; d < p->nd; d++)
+            ex.room[d] = p->c->dev[d].memory_bytes;
+        pick_split_devices(&ex);
+        st = build_units(&ex, err);
+    }
+    if (!st)
+        st = assign_layers(&ex, err);
+    if (!st)
+        st = assign_branches(&ex, err);
+    if (!st) {
+        for (int i = 0; i < p->n; i++)
+            out->device_of[i] = p->g->layer[i] == OP_NONE
+                                    ? -1 : ex.units[ex.unit_of_layer[p->g->layer[i]]].dev;
+        follow_neighbours(&ex, out->device_of);
+        st = repair_rules(&ex, out->device_of, err);
+    }
+    if (!st) {
+        pmem mem;
+        if (pmem_init(&mem, p, err))
+            st = OP_ENOMEM;
+        else {
+            if (!pmem_charge_all(&mem, out->device_of) && !ctx->best_effort)
+                st = op_fail(err, OP_EINFEASIBLE,
+                             "expert: the layer-wise placement does not fit in device memory "
+                             "(use --best-effort to place it anyway)");
+            pmem_destroy(&mem);
+        }
+    }
+    free(ex.units);
+    free(ex.unit_of_layer);
+    free(ex.load);
+    free(ex.room);
+    free(ex.split_dev);
+    return st;
+}
+
+const op_placer op_placer_expert = {
+    .name = "expert",
+    .summary = "human layer-wise placement: contiguous layers per device, cells split by branch",
+    .source = "Pesto section 5.2; Trinity section 5.1; GNMT (Wu et al. 2016)",
+    .place = place_expert,
+};

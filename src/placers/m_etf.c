@@ -1,0 +1,41 @@
+/*
+ * m_etf.c - Baechi's m-ETF: memory-constrained Earliest Time First
+ * (Jeon et al., "Baechi: fast device placement of machine learning graphs",
+ * SoCC 2020, section 4.2; Celeritas section 6.2 and Pesto section 5.2 use
+ * it as a baseline).  The scheduler itself is etf_engine.c.
+ *
+ * Output: the placement plus ETF's own schedule as the per-device order
+ * (`--order no` leaves the order to the simulator's first-ready rule).
+ * Differences from Baechi: the memory estimate is the conservative static
+ * one of placer_mem.h (Baechi frees outputs during its own schedule, which
+ * lets it OOM in practice, Celeritas 6.4.1); a colocation group's whole
+ * footprint is charged when its first member is placed.
+ */
+#include <string.h>
+
+#include "placers/etf_engine.h"
+
+/* `--order yes|no`: keep the scheduler's per-device order (default yes). */
+op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_error *err)
+{
+    const char *v = op_options_str(ctx->opts, "order", "yes");
+    if (strcmp(v, "yes") && strcmp(v, "no"))
+        return op_fail(err, OP_EUSAGE, "--order must be yes or no, not '%s'", v);
+    *set_order = strcmp(v, "yes") == 0;
+    return OP_OK;
+}
+
+static op_status place_m_etf(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    etf_options o = {.favorite = NULL, .name = "m-etf"};
+    if (placer_read_order_option(ctx, &o.set_order, err))
+        return OP_EUSAGE;
+    return etf_schedule(ctx, &o, out, NULL, err);
+}
+
+const op_placer op_placer_m_etf = {
+    .name = "m-etf",
+    .summary = "Baechi m-ETF: earliest-start (op, device) pair first, within device memory",
+    .source = "Baechi (SoCC 2020) section 4.2; Celeritas 6.2",
+    .place = place_m_etf,
+};

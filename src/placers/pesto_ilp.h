@@ -1,0 +1,59 @@
+/*
+ * pesto_ilp.h - the Pesto ILP (paper section 3.2.2): joint placement and
+ * scheduling of a (coarse) graph, solved with COIN-OR CBC.  Used by the
+ * pesto placer (pesto.c) and the tests; see pesto_ilp.c for the model.
+ */
+#ifndef OPPLACE_PESTO_ILP_H
+#define OPPLACE_PESTO_ILP_H
+
+#include "opplace/placer.h"
+
+typedef struct pesto_ilp_opts {
+    double time_limit_s;  /* CBC's wall-clock limit */
+    int congestion;       /* channel non-overlap (constraint 7); 0 = the paper's Fig. 5a */
+    int memory_cap;       /* hard capacity: sum of param + output bytes <= memory_bytes */
+    double balance;       /* < 0 off; else footprint per device <= (1 + balance) * total / nd */
+    long max_xfer_pairs;  /* cap on congestion pairs (a relaxation past it); 0 = none */
+    int verbose;          /* CBC log on stdout (debugging only) */
+} pesto_ilp_opts;
+
+void pesto_ilp_default_opts(pesto_ilp_opts *o);
+
+enum { PESTO_NO_SOLUTION = 0, PESTO_FEASIBLE = 1, PESTO_OPTIMAL = 2, PESTO_INFEASIBLE = 3 };
+
+typedef struct pesto_ilp_result {
+    int status;             /* PESTO_* */
+    double objective;       /* incumbent makespan in the ILP's model, microseconds */
+    double bound;           /* CBC's best bound: no schedule of the model is shorter */
+    double gap;             /* (objective - bound) / objective */
+    double horizon;         /* M: the upper bound every time variable is kept under */
+    int *device_of;         /* per op */
+    double *start;          /* per op: S_i */
+    int n_cols, n_rows, n_binaries;
+    long op_pairs, xfer_pairs, xfer_pairs_dropped;
+    double seconds;
+} pesto_ilp_result;
+
+/* Build and solve the ILP for problem p (every op of p is one ILP vertex).
+ * warm (may be NULL) is a placement with a per-device order: it becomes
+ * CBC's MIP start and its makespan in the model tightens M.  warm_finish
+ * (may be NULL) gives each op's finish time in the simulator, used to order
+ * the warm start's transfers on each channel first come first served. */
+op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op_placement *warm,
+                          const double *warm_finish, const op_place_ctx *ctx,
+                          pesto_ilp_result *r, op_error *err);
+void pesto_ilp_result_destroy(pesto_ilp_result *r);
+
+/* The result as a placement with a per-device order (by start time, ties
+ * by topological position). */
+op_status pesto_ilp_to_placement(const op_problem *p, const pesto_ilp_result *r,
+                                 op_placement *out, op_error *err);
+
+/* Makespan of a placement with an order in the ILP's model (one transfer
+ * per edge, FIFO channels in the order of finish_hint, transfers from one
+ * source allowed to overlap).  start_op (may be NULL) receives S_i. Returns
+ * a negative makespan if the orders are inconsistent (a cycle). */
+double pesto_model_makespan(const op_problem *p, const op_placement *pl, const double *finish_hint,
+                            double *start_op, double *start_xfer, op_error *err);
+
+#endif

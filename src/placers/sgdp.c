@@ -1,0 +1,130 @@
+/*
+ * sgdp.c - the SGDP placer (papers/sgdp.txt): a learned, single-shot
+ * placement policy (src/learn/, opplace/sgdp.h) used three ways:
+ *
+ *   --weights W.bin             zero-shot: the trained policy places the graph
+ *                               in one forward pass; the greedy placement and
+ *                               --samples sampled ones are simulated and the
+ *                               best is returned (the paper's "zero-shot")
+ *   --weights W.bin --finetune N  N PPO iterations on this graph first
+ *                               (the paper's "fine-tuned")
+ *   (no weights)                SGDP-one: a fresh policy trained on this graph
+ *                               alone for --budget-seconds (default 60) or
+ *                               --iterations, returning the best placement seen
+ *
+ * Options: --samples K (rollouts per PPO iteration and zero-shot samples,
+ * default 32), --threads T (simulation threads, default: all cores),
+ * --lr, --epochs, --entropy, --save-weights FILE (write the policy after
+ * training or fine-tuning).  --seed makes every run reproducible (for a
+ * fixed iteration count; a time budget stops after however many iterations
+ * fit).  Memory: rollouts that run out of memory are penalised in the
+ * reward; if the best placement found still does not fit, the placer
+ * returns OP_EINFEASIBLE unless --best-effort.  Eligibility, pins and
+ * colocation are enforced by the policy's action mask.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/sgdp.h"
+#include "placers/placer_util.h"
+
+typedef struct sgdp_opts {
+    const char *weights, *save;
+    long finetune, iterations, samples, threads, epochs;
+    double lr, entropy;
+} sgdp_opts;
+
+static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
+{
+    op_status st;
+    s->weights = op_options_str(o, "weights", NULL);
+    s->save = op_options_str(o, "save-weights", NULL);
+    ppo_config d = ppo_defaults();
+    if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
+        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
+        (st = op_options_int(o, "samples", 32, 1, 4096, &s->samples, err)) ||
+        (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
+        (st = op_options_int(o, "epochs", d.epochs, 1, 1000, &s->epochs, err)) ||
+        (st = op_options_double(o, "lr", d.lr, 0, 10, &s->lr, err)) ||
+        (st = op_options_double(o, "entropy", d.entropy_coef, 0, 100, &s->entropy, err)))
+        return st;
+    if (s->finetune && !s->weights)
+        return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
+    return OP_OK;
+}
+
+static sgdp_policy *make_policy(const op_place_ctx *ctx, const sgdp_opts *s, op_error *err)
+{
+    if (s->weights)
+        return sgdp_policy_from_file(s->weights, err);
+    sgdp_config cfg = sgdp_config_default();
+    if (ctx->p->nd > cfg.max_devices)
+        cfg.max_devices = ctx->p->nd;
+    return sgdp_policy_new(&cfg, ctx->seed, err);
+}
+
+static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sgdp_policy *pol,
+                                 op_placement *out, op_error *err)
+{
+    sgdp_train_config tc = sgdp_train_defaults();
+    tc.samples = (int)s->samples;
+    tc.threads = (int)s->threads;
+    tc.seed = ctx->seed;
+    tc.ppo.epochs = (int)s->epochs;
+    tc.ppo.lr = s->lr;
+    tc.ppo.entropy_coef = s->entropy;
+    tc.progress = ctx;
+    int training = !s->weights || s->finetune > 0;
+    if (s->weights) {
+        tc.iterations = s->finetune;
+        tc.budget_seconds = ctx->budget_seconds; /* <= 0: no time limit */
+    } else {
+        tc.iterations = s->iterations;
+        tc.budget_seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds
+                                                    : (s->iterations > 0 ? 0 : 60);
+    }
+    const op_problem *probs[1] = {ctx->p};
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, err);
+    if (!t)
+        return err && err->code ? err->code : OP_ENOMEM;
+    op_status st = OP_OK;
+    if (training)
+        st = sgdp_trainer_run(t, err);
+    if (!st)
+        st = sgdp_trainer_evaluate(t, 0, (int)s->samples, err);
+    if (!st && training && s->save)
+        st = sgdp_policy_save(pol, s->save, err);
+    if (!st) {
+        sgdp_best b = sgdp_trainer_best(t, 0);
+        memcpy(out->device_of, b.placement->device_of, (size_t)ctx->p->n * sizeof(int));
+        if (b.oom && !ctx->best_effort)
+            st = op_fail(err, OP_EINFEASIBLE,
+                         "sgdp: the best placement found runs out of memory "
+                         "(train longer, or pass --best-effort)");
+    }
+    sgdp_trainer_free(t);
+    return st;
+}
+
+static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    sgdp_opts s;
+    op_status st = read_opts(ctx->opts, &s, err);
+    if (st)
+        return st;
+    sgdp_policy *pol = make_policy(ctx, &s, err);
+    if (!pol)
+        return err && err->code ? err->code : OP_ENOMEM;
+    st = train_and_place(ctx, &s, pol, out, err);
+    sgdp_policy_free(pol);
+    return st;
+}
+
+const op_placer op_placer_sgdp = {
+    .name = "sgdp",
+    .summary = "learned one-shot policy (GraphSAGE + segment attention) trained by PPO; "
+               "--weights for zero-shot, --finetune N",
+    .source = "Zhou et al., SGDP, IEEE Micro 2020",
+    .place = place_sgdp,
+    .slow = 1,
+};

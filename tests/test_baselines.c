@@ -1,0 +1,514 @@
+/*
+ * test_baselines.c - the baselines the papers compare against (m-ETF,
+ * m-SCT, HEFT, m-TOPO, METIS, expert) checked against their definitions:
+ * every m-ETF pick is the earliest-start (ready op, device) pair, HEFT
+ * takes ops in decreasing upward rank, m-TOPO fills devices in its
+ * topological order, METIS keeps its balance tolerance, m-SCT's favorite
+ * children form a matching; and the hard rules: every op placed,
+ * colocation and pins respected, memory never exceeded when a feasible
+ * placement exists, OP_EINFEASIBLE (or a best-effort placement) when none
+ * does.  Last, `opplace bench` on a tiny setting prints one row per run.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/placer.h"
+#include "opplace/simulate.h"
+#include "placers/baselines.h"
+#include "placers/etf_engine.h"
+#include "testkit.h"
+
+static const char *const MINE[] = {"m-etf", "m-sct", "heft", "m-topo", "metis", "expert"};
+#define N_MINE ((int)(sizeof MINE / sizeof *MINE))
+
+/* Random DAG with layers, colocation groups, pins and memory sizes. */
+static op_graph *rules_dag(int n, double p, uint64_t seed, int n_groups, int pin_every,
+                           int64_t param, int64_t out)
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("rules", &err);
+    char name[32], layer[32], group[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        snprintf(layer, sizeof layer, "layer_%d", i * 4 / n);
+        snprintf(group, sizeof group, "g%d", (int)(tk_rand(&seed) % 8));
+        int in_group = n_groups && (int)(tk_rand(&seed) % 8) < n_groups;
+        op_op_spec s = {.name = name, .time_us = 1 + (double)(tk_rand(&seed) % 100),
+                        .output_bytes = out ? 1 + (int64_t)(tk_rand(&seed) % out) : 0,
+                        .param_bytes = param ? param / 2 + (int64_t)(tk_rand(&seed) % param) : 0,
+                        .layer = layer, .colocate = in_group ? group : NULL,
+                        .device = pin_every && i % pin_every == 3 && !in_group ? "d1" : NULL};
+        tk_op_full(b, &s);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
+                tk_edge(b, i, j, -1);
+    return tk_finish(b);
+}
+
+static op_status run_placer(const char *name, const op_problem *p, int best_effort,
+                            op_options *opts, op_placement *out, op_error *err)
+{
+    const op_placer *pl = op_placer_find(name);
+    cr_assert(pl, "placer %s is registered", name);
+    op_place_ctx ctx = {.p = p, .opts = opts, .seed = 1, .best_effort = best_effort};
+    return op_place(pl, &ctx, out, err);
+}
+
+/* ---------------------------------------------------------------- m-ETF */
+
+/* Replays the schedule: each pick must start at the earliest start time
+ * over every ready op and every device (free memory is unlimited here). */
+static void check_etf_picks(const op_problem *p, const etf_trace *tr, const int *device_of)
+{
+    const op_graph *g = p->g;
+    int n = p->n, nd = p->nd;
+    int *placed = calloc((size_t)n, sizeof(int));
+    double *finish = calloc((size_t)n, sizeof(double)), *free_at = calloc((size_t)nd, sizeof(double));
+    for (int k = 0; k < n; k++) {
+        double best = INFINITY;
+        for (int v = 0; v < n; v++) {
+            if (placed[v])
+                continue;
+            int ready = 1;
+            for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
+                ready &= placed[g->pred[e]];
+            if (!ready)
+                continue;
+            for (int d = 0; d < nd; d++) {
+                double t = free_at[d];
+                for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+                    int u = g->pred[e];
+                    double a = finish[u] + (device_of[u] == d ? 0
+                                            : op_cluster_transfer_us(p->c, device_of[u], d,
+                                                                     g->edge_bytes[g->pred_edge[e]]));
+                    if (a > t)
+                        t = a;
+                }
+                if (t < best)
+                    best = t;
+            }
+        }
+        int v = tr->sequence[k];
+        cr_assert(fabs(tr->start[v] - best) < 1e-9, "pick %d (%s) starts at %g, earliest %g", k,
+                  g->op_name[v], tr->start[v], best);
+        placed[v] = 1;
+        finish[v] = tr->start[v] + op_exec_us(p, v, device_of[v]);
+        free_at[device_of[v]] = finish[v];
+    }
+    free(placed);
+    free(finish);
+    free(free_at);
+}
+
+Test(m_etf, every_pick_is_the_earliest_start_pair)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(30, 0.15, seed), tk_cluster(3, 20, 1e-4, INT64_C(1) << 40));
+        op_placement pl;
+        op_error err = {0};
+        cr_assert_eq(op_placement_init(&pl, tp.p.n, tp.p.nd, &err), OP_OK);
+        etf_trace tr = {calloc(30, sizeof(double)), calloc(30, sizeof(int))};
+        op_place_ctx ctx = {.p = &tp.p};
+        etf_options o = {.name = "m-etf", .set_order = 1};
+        cr_assert_eq(etf_schedule(&ctx, &o, &pl, &tr, &err), OP_OK, "%s", err.msg);
+        check_etf_picks(&tp.p, &tr, pl.device_of);
+        /* the first pick: an entry op at time 0 with the largest static level */
+        double *bl = calloc(30, sizeof(double));
+        etf_static_level(&tp.p, bl);
+        int first = tr.sequence[0];
+        cr_assert_eq(tr.start[first], 0);
+        for (int v = 0; v < 30; v++)
+            if (tp.g->pred_off[v + 1] == tp.g->pred_off[v])
+                cr_assert_geq(bl[first], bl[v]);
+        free(bl);
+        free(tr.start);
+        free(tr.sequence);
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
+}
+
+Test(m_etf, simulator_agrees_with_its_schedule_without_contention)
+{
+    /* zero-latency, free links: no contention, so the simulator replays the
+     * order and reproduces ETF's own makespan */
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 9), tk_cluster(3, 0, 0, INT64_C(1) << 40));
+    op_placement pl;
+    op_error err = {0};
+    op_placement_init(&pl, tp.p.n, tp.p.nd, &err);
+    etf_trace tr = {calloc(40, sizeof(double)), calloc(40, sizeof(int))};
+    op_place_ctx ctx = {.p = &tp.p};
+    etf_options o = {.name = "m-etf", .set_order = 1};
+    cr_assert_eq(etf_schedule(&ctx, &o, &pl, &tr, &err), OP_OK);
+    double makespan = 0;
+    for (int v = 0; v < 40; v++)
+        if (tr.start[v] + op_exec_us(&tp.p, v, pl.device_of[v]) > makespan)
+            makespan = tr.start[v] + op_exec_us(&tp.p, v, pl.device_of[v]);
+    op_sim_result r;
+    op_sim_result_init(&r, &tp.p, &err);
+    cr_assert_eq(op_simulate(&tp.p, &pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    cr_assert(fabs(r.step_time_us - makespan) < 1e-6, "sim %g vs etf %g", r.step_time_us,
+              makespan);
+    op_sim_result_destroy(&r);
+    free(tr.start);
+    free(tr.sequence);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+/* ---------------------------------------------------------------- HEFT */
+
+Test(heft, processes_ops_in_decreasing_upward_rank)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.12, 3), tk_cluster(3, 30, 2e-4, INT64_C(1) << 40));
+    const op_problem *p = &tp.p;
+    const op_graph *g = tp.g;
+    int order[40];
+    double rank[40], want[40];
+    op_error err = {0};
+    cr_assert_eq(heft_priority_order(p, order, rank, &err), OP_OK);
+    /* the definition, computed here independently (all devices alike) */
+    double lat = 30, upb = 2e-4;
+    for (int t = 39; t >= 0; t--) {
+        int v = g->topo[t];
+        double tail = 0;
+        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++) {
+            double x = lat + upb * (double)g->edge_bytes[g->succ_edge[k]] + want[g->succ[k]];
+            if (x > tail)
+                tail = x;
+        }
+        want[v] = op_exec_us(p, v, 0) + tail;
+    }
+    int pos[40];
+    for (int i = 0; i < 40; i++) {
+        cr_assert(fabs(rank[order[i]] - want[order[i]]) < 1e-6);
+        if (i)
+            cr_assert_geq(rank[order[i - 1]], rank[order[i]]);
+        pos[order[i]] = i;
+    }
+    for (int e = 0; e < g->n_edges; e++) /* a topological order */
+        cr_assert_lt(pos[g->edge_src[e]], pos[g->edge_dst[e]]);
+    tk_unbind(&tp);
+}
+
+Test(heft, beats_single_device_on_a_wide_graph)
+{
+    /* 8 independent chains, free communication: HEFT must spread them */
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("chains", &err);
+    char name[16];
+    for (int i = 0; i < 32; i++) {
+        snprintf(name, sizeof name, "c%d_%d", i / 4, i % 4);
+        tk_op(b, name, 10, 0);
+        if (i % 4)
+            tk_edge(b, i - 1, i, 0);
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(4, 0, 0, INT64_C(1) << 40));
+    op_placement pl;
+    cr_assert_eq(run_placer("heft", &tp.p, 0, NULL, &pl, &err), OP_OK);
+    op_sim_result r;
+    op_sim_result_init(&r, &tp.p, &err);
+    op_simulate(&tp.p, &pl, &r, NULL, &err);
+    cr_assert(fabs(r.step_time_us - 80) < 1e-6, "8 chains of 40 us on 4 devices: %g", r.step_time_us);
+    op_sim_result_destroy(&r);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+/* ---------------------------------------------------------------- m-TOPO */
+
+Test(m_topo, fills_devices_in_topological_order)
+{
+    const char *shares[] = {"memory", "compute"};
+    for (int s = 0; s < 2; s++)
+        for (uint64_t seed = 1; seed <= 4; seed++) {
+            tk_problem tp;
+            tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+            op_error err = {0};
+            op_options *o = op_options_new(&err);
+            op_options_set(o, "share", shares[s], &err);
+            op_placement pl;
+            cr_assert_eq(run_placer("m-topo", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
+            int order[60], used[4] = {0};
+            m_topo_bfs_order(tp.g, order, &err);
+            for (int k = 1; k < 60; k++)
+                cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
+                              "share %s: op %d goes back to an earlier device", shares[s], k);
+            for (int i = 0; i < 60; i++)
+                used[pl.device_of[i]] = 1;
+            cr_assert(used[0] && used[3], "all devices filled");
+            op_placement_destroy(&pl);
+            op_options_free(o);
+            tk_unbind(&tp);
+        }
+}
+
+/* ---------------------------------------------------------------- METIS */
+
+Test(metis, respects_its_balance_tolerance)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(300, 0.02, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(run_placer("metis", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
+        double load[4] = {0}, total = 0, biggest = 0;
+        for (int i = 0; i < tp.p.n; i++) {
+            load[pl.device_of[i]] += tp.p.work[i];
+            total += tp.p.work[i];
+            if (tp.p.work[i] > biggest)
+                biggest = tp.p.work[i];
+        }
+        for (int d = 0; d < 4; d++)
+            cr_assert_leq(load[d], 1.03 * total / 4 + biggest, "device %d: %g of %g", d, load[d],
+                          total);
+        /* fewer bytes cut than dealing ops out in turn */
+        int64_t cut = 0, rr_cut = 0;
+        for (int e = 0; e < tp.g->n_edges; e++) {
+            int a = tp.g->edge_src[e], b = tp.g->edge_dst[e];
+            cut += pl.device_of[a] != pl.device_of[b] ? tp.g->edge_bytes[e] : 0;
+            rr_cut += tp.g->topo_pos[a] % 4 != tp.g->topo_pos[b] % 4 ? tp.g->edge_bytes[e] : 0;
+        }
+        cr_assert_lt(cut, rr_cut);
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
+}
+
+/* ---------------------------------------------------------------- m-SCT */
+
+Test(m_sct, favorite_children_form_a_matching_on_edges)
+{
+    const char *methods[] = {"lp", "greedy"};
+    for (int m = 0; m < 2; m++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 50, 1e-3, INT64_C(1) << 40));
+        op_error err = {0};
+        op_options *o = op_options_new(&err);
+        op_options_set(o, "favorite", methods[m], &err);
+        op_place_ctx ctx = {.p = &tp.p, .opts = o};
+        int fav[40], parents[40] = {0}, any = 0;
+        cr_assert_eq(m_sct_favorites(&ctx, fav, &err), OP_OK);
+        for (int v = 0; v < 40; v++)
+            if (fav[v] >= 0) {
+                cr_assert_geq(op_graph_find_edge(tp.g, v, fav[v]), 0, "favorite is a child");
+                cr_assert_eq(parents[fav[v]]++, 0, "a child has one favorite parent");
+                any = 1;
+            }
+        cr_assert(any, "%s: some favorite child", methods[m]);
+        op_placement pl;
+        cr_assert_eq(run_placer("m-sct", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
+        op_placement_destroy(&pl);
+        op_options_free(o);
+        tk_unbind(&tp);
+    }
+}
+
+/* ---------------------------------------------------------------- expert */
+
+Test(expert, contiguous_layers_embedding_first_softmax_last)
+{
+    /* embedding -> layer_0..layer_3 (encoder and decoder) -> attention -> softmax */
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("seq", &err);
+    const char *scopes[] = {"embedding", "encoder/layer_0", "encoder/layer_1", "encoder/layer_2",
+                            "encoder/layer_3", "decoder/layer_0", "decoder/layer_1",
+                            "decoder/layer_2", "decoder/layer_3", "decoder/attention", "softmax"};
+    int prev = -1;
+    for (int s = 0; s < 11; s++) {
+        char name[64];
+        snprintf(name, sizeof name, "%s/op", scopes[s]);
+        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = s == 0 || s >= 9 ? 1 : 50,
+                                            .layer = scopes[s], .output_bytes = 10});
+        if (prev >= 0)
+            tk_edge(b, prev, v, -1);
+        prev = v;
+    }
+    tk_op_full(b, &(op_op_spec){.name = "loose", .time_us = 1});
+    tk_edge(b, prev, 11, -1);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+    op_placement pl;
+    cr_assert_eq(run_placer("expert", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
+    const int *d = pl.device_of;
+    cr_assert_eq(d[0], 0, "embedding with the first layers");
+    for (int k = 0; k < 4; k++)
+        cr_assert_eq(d[1 + k], d[5 + k], "encoder and decoder layer %d together", k);
+    for (int k = 1; k < 4; k++)
+        cr_assert_geq(d[1 + k], d[k]);
+    cr_assert_eq(d[1], 0);
+    cr_assert_eq(d[4], 3, "four layers on four devices");
+    cr_assert_eq(d[9], 3, "attention with the last layers");
+    cr_assert_eq(d[10], 3, "softmax with the last layers");
+    cr_assert_eq(d[11], d[10], "an op without a layer follows its producer");
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+Test(expert, spreads_the_branches_of_a_cell)
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("cells", &err);
+    int in = tk_op_full(b, &(op_op_spec){.name = "stem", .time_us = 1, .layer = "stem"});
+    for (int c = 0; c < 2; c++) {
+        int out;
+        char name[64], scope[64];
+        snprintf(name, sizeof name, "cell_%d/concat", c);
+        snprintf(scope, sizeof scope, "cell_%d", c);
+        int branch_ops[4];
+        for (int br = 0; br < 4; br++) {
+            snprintf(name, sizeof name, "cell_%d/branch_%d/conv", c, br);
+            snprintf(scope, sizeof scope, "cell_%d/branch_%d", c, br);
+            branch_ops[br] = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 100,
+                                                         .layer = scope});
+            tk_edge(b, in, branch_ops[br], 8);
+        }
+        snprintf(name, sizeof name, "cell_%d/concat", c);
+        snprintf(scope, sizeof scope, "cell_%d", c);
+        out = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 1, .layer = scope});
+        for (int br = 0; br < 4; br++)
+            tk_edge(b, branch_ops[br], out, 8);
+        in = out;
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+    op_placement pl;
+    cr_assert_eq(run_placer("expert", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
+    for (int c = 0; c < 2; c++) {
+        int seen[4] = {0};
+        for (int br = 0; br < 4; br++) {
+            char name[64];
+            snprintf(name, sizeof name, "cell_%d/branch_%d/conv", c, br);
+            seen[pl.device_of[op_graph_find(tp.g, name)]]++;
+        }
+        for (int d = 0; d < 4; d++)
+            cr_assert_eq(seen[d], 1, "cell %d: one branch per device", c);
+    }
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+/* ---------------------------------------------------------------- rules */
+
+Test(all_baselines, cover_every_op_and_respect_colocation_and_pins)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, rules_dag(50, 0.1, seed, 3, 7, 0, 1000), tk_cluster(3, 10, 1e-4, INT64_C(1) << 40));
+        for (int k = 0; k < N_MINE; k++) {
+            op_error err = {0};
+            op_placement pl;
+            /* op_place checks every hard rule and fails with OP_EINTERNAL */
+            cr_assert_eq(run_placer(MINE[k], &tp.p, 0, NULL, &pl, &err), OP_OK, "%s: %s",
+                         MINE[k], err.msg);
+            for (int i = 0; i < tp.p.n; i++) {
+                cr_assert(pl.device_of[i] >= 0 && pl.device_of[i] < 3);
+                if (tp.g->device[i])
+                    cr_assert_eq(pl.device_of[i], 1, "%s: pin", MINE[k]);
+            }
+            op_sim_result r;
+            op_sim_result_init(&r, &tp.p, &err);
+            cr_assert_eq(op_simulate(&tp.p, &pl, &r, NULL, &err), OP_OK, "%s: %s", MINE[k],
+                         err.msg);
+            op_sim_result_destroy(&r);
+            op_placement_destroy(&pl);
+        }
+        tk_unbind(&tp);
+    }
+}
+
+Test(all_baselines, never_exceed_memory_when_a_placement_fits)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        /* params 500..1500 bytes per op, tiny tensors: 40 ops need ~40 KB;
+         * three devices of 0.55 x that hold it with room to spare, but no
+         * two devices do */
+        op_graph *g = rules_dag(40, 0.1, seed, seed % 2 ? 2 : 0, 0, 1000, 4);
+        int64_t total = 0;
+        for (int i = 0; i < g->n_ops; i++)
+            total += g->param_bytes[i] + g->output_bytes[i];
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(3, 10, 1e-4, total * 55 / 100));
+        for (int k = 0; k < N_MINE; k++) {
+            op_error err = {0};
+            op_placement pl;
+            cr_assert_eq(run_placer(MINE[k], &tp.p, 0, NULL, &pl, &err), OP_OK,
+                         "seed %d %s: %s", (int)seed, MINE[k], err.msg);
+            op_sim_result r;
+            op_sim_result_init(&r, &tp.p, &err);
+            cr_assert_eq(op_simulate(&tp.p, &pl, &r, NULL, &err), OP_OK);
+            cr_assert(!r.oom, "seed %d %s runs out of memory", (int)seed, MINE[k]);
+            op_sim_result_destroy(&r);
+            op_placement_destroy(&pl);
+        }
+        tk_unbind(&tp);
+    }
+}
+
+Test(all_baselines, infeasible_unless_best_effort)
+{
+    op_graph *g = rules_dag(30, 0.1, 2, 0, 0, 1000, 4);
+    tk_problem tp;
+    tk_bind(&tp, g, tk_cluster(2, 10, 1e-4, 400)); /* smaller than any op's params */
+    for (int k = 0; k < N_MINE; k++) {
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(run_placer(MINE[k], &tp.p, 0, NULL, &pl, &err), OP_EINFEASIBLE, "%s: %s",
+                     MINE[k], err.msg);
+        cr_assert_eq(err.code, OP_EINFEASIBLE);
+        op_error_clear(&err);
+        cr_assert_eq(run_placer(MINE[k], &tp.p, 1, NULL, &pl, &err), OP_OK, "%s best effort: %s",
+                     MINE[k], err.msg);
+        op_placement_destroy(&pl);
+    }
+    tk_unbind(&tp);
+}
+
+/* ---------------------------------------------------------------- bench */
+
+Test(bench, prints_one_row_per_model_cluster_and_algorithm)
+{
+    char cmd[1024], csv[256], *out = NULL;
+    snprintf(csv, sizeof csv, "%s/bench.csv", tk_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "%s bench --models synthetic:ops=120:seed=2,synthetic:ops=80 --gpus 2,3 "
+             "--algos m-etf,heft,expert --csv %s",
+             OPPLACE_BIN, csv);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
+    int rows = 0, progress = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "| synthetic", 11)) {
+            rows++;
+            cr_assert(!strstr(line, "failed"), "%s", line);
+            if (strstr(line, "| expert |"))
+                cr_assert(strstr(line, "| 1.000 |"), "expert's ratio to itself: %s", line);
+        }
+        if (line[0] == '[')
+            progress++;
+    }
+    cr_assert_eq(rows, 2 * 2 * 3);
+    cr_assert_eq(progress, 12);
+    free(out);
+    FILE *f = fopen(csv, "r");
+    cr_assert(f);
+    char line[1024];
+    int lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines++;
+    fclose(f);
+    cr_assert_eq(lines, 1 + 12);
+    /* an unknown algorithm is a usage error */
+    snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algos nope", OPPLACE_BIN);
+    cr_assert_eq(tk_run(cmd, &out), 2);
+    free(out);
+}

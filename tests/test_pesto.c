@@ -1,0 +1,504 @@
+/*
+ * test_pesto.c - Pesto: cycle-free coarsening (Theorem 3.5), the ILP against
+ * a brute force over the simulator, congestion, memory, colocation, the
+ * warm-start guarantee and the TF-Pesto export.
+ *
+ * When the ILP's model and the simulator coincide (the brute-force test):
+ * every edge from an op carries the op's output_bytes (so the simulator's
+ * single transfer per (op, device) and the ILP's per-edge transfers, which
+ * may overlap when they share a source, take the same time and channel
+ * occupancy), memory is unlimited, and a channel's first-come-first-served
+ * rule does not bind - the ILP may order a channel freely, the simulator
+ * may not.  The test therefore asserts ILP <= brute force always (the ILP is
+ * a relaxation there) and equality whenever the ILP's own placement and
+ * order, simulated, reproduce its objective (then both are the optimum);
+ * and it requires that to be the case for most instances.
+ */
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coarsen/pesto_coarsen.h"
+#include "opplace/coarsen.h"
+#include "opplace/placer.h"
+#include "opplace/zoo.h"
+#include "placers/pesto_ilp.h"
+#include "testkit.h"
+
+/* ---- coarsening ------------------------------------------------------------ */
+
+/* Every original edge goes forward in the coarse topological order, every
+ * op maps to a coarse op, and no merged group mixes pins. */
+static void check_coarsening(const op_problem *p, int target, const char *what)
+{
+    op_error err = {0};
+    op_coarse_map map;
+    pesto_coarsen_stats st;
+    cr_assert_eq(pesto_coarsen(p, target, &map, &st, &err), OP_OK, "%s: %s", what, err.msg);
+    const op_graph *g = p->g, *cg = map.coarse;
+    cr_assert_eq(st.cycle_fallbacks, 0, "%s: Theorem 3.5 batch made a cycle", what);
+    cr_assert_leq(cg->n_ops, g->n_ops);
+    for (int i = 0; i < g->n_ops; i++)
+        cr_assert(map.group_of[i] >= 0 && map.group_of[i] < cg->n_ops);
+    for (int e = 0; e < g->n_edges; e++) {
+        int a = map.group_of[g->edge_src[e]], b = map.group_of[g->edge_dst[e]];
+        cr_assert(a == b || cg->topo_pos[a] < cg->topo_pos[b], "%s: edge %d goes backwards",
+                  what, e);
+    }
+    /* the coarse problem stays feasible: pins and eligibility never conflict */
+    op_problem cp;
+    cr_assert_eq(op_problem_init(&cp, cg, p->c, &err), OP_OK, "%s: %s", what, err.msg);
+    op_problem_destroy(&cp);
+    op_coarse_map_destroy(&map);
+}
+
+Test(coarsen, random_dags_never_get_a_cycle, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        int n = 10 + (int)(seed * 37 % 190);
+        double prob = 0.02 + 0.3 * (double)(seed % 7) / 7.0;
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(n, prob, seed), tk_cluster(2 + (int)(seed % 3), 5, 1e-4, 1L << 40));
+        char what[64];
+        snprintf(what, sizeof what, "random dag n=%d p=%.2f seed=%d", n, prob, (int)seed);
+        check_coarsening(&tp.p, 1, what);
+        check_coarsening(&tp.p, n / 4 + 1, what);
+        tk_unbind(&tp);
+    }
+}
+
+Test(coarsen, figure6_pairs_are_not_merged_together)
+{
+    /* A->C, B->D, A->D, B->C: merging (A,C) and (B,D) at once makes a cycle */
+    op_graph_builder *b = op_graph_builder_new("fig6", NULL);
+    int A = tk_op(b, "A", 1, 100), B = tk_op(b, "B", 1, 100);
+    int C = tk_op(b, "C", 1, 10), D = tk_op(b, "D", 1, 10);
+    tk_edge(b, A, C, 1000);
+    tk_edge(b, B, D, 1000);
+    tk_edge(b, A, D, 10);
+    tk_edge(b, B, C, 10);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 1, 1e-3, 1L << 40));
+    check_coarsening(&tp.p, 1, "figure 6");
+    tk_unbind(&tp);
+}
+
+Test(coarsen, pins_and_kinds_never_merge, .timeout = 60)
+{
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        uint64_t s = seed;
+        op_graph_builder *b = op_graph_builder_new("pins", NULL);
+        char name[16];
+        int n = 60;
+        for (int i = 0; i < n; i++) {
+            snprintf(name, sizeof name, "v%d", i);
+            uint64_t r = tk_rand(&s) % 6;
+            op_op_spec spec = {.name = name, .time_us = 5, .output_bytes = 1000};
+            if (r == 0)
+                spec.device = "d0";
+            else if (r == 1)
+                spec.device = "d1";
+            else if (r == 2)
+                spec.colocate = "grp";
+            tk_op_full(b, &spec);
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n && j < i + 4; j++)
+                if (tk_rand(&s) % 2)
+                    tk_edge(b, i, j, -1);
+        op_graph *g = tk_finish(b);
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(3, 5, 1e-4, 1L << 40));
+        check_coarsening(&tp.p, 1, "pins");
+        tk_unbind(&tp);
+    }
+}
+
+Test(coarsen, every_zoo_model_stays_acyclic, .timeout = 240)
+{
+    int n;
+    const op_zoo_model *const *models = op_zoo_models(&n);
+    for (int i = 0; i < n; i++) {
+        op_options *o = op_options_new(NULL);
+        op_error err = {0};
+        op_graph *g = models[i]->generate(o, &err);
+        cr_assert(g, "zoo %s: %s", models[i]->name, err.msg);
+        op_cluster *c = op_cluster_preset("v100-nvlink", 4, 0, &err);
+        cr_assert(c, "%s", err.msg);
+        tk_problem tp;
+        tk_bind(&tp, g, c);
+        check_coarsening(&tp.p, 200, models[i]->name);
+        check_coarsening(&tp.p, 20, models[i]->name);
+        tk_unbind(&tp);
+        op_options_free(o);
+    }
+}
+
+Test(coarsen, registered_as_pesto)
+{
+    const op_coarsener *c = op_coarsener_find("pesto");
+    cr_assert(c);
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(80, 0.1, 3), tk_cluster(2, 5, 1e-4, 1L << 40));
+    op_options *o = op_options_new(NULL);
+    op_options_set(o, "target", "10", NULL);
+    op_coarse_map map;
+    op_error err = {0};
+    cr_assert_eq(c->run(&tp.p, o, &map, &err), OP_OK, "%s", err.msg);
+    cr_assert_leq(map.coarse->n_ops, 80);
+    op_coarse_map_destroy(&map);
+    op_options_free(o);
+    tk_unbind(&tp);
+}
+
+/* ---- the ILP against brute force ------------------------------------------------- */
+
+typedef struct bf {
+    const op_problem *p;
+    op_sim *sim;
+    op_sim_result r;
+    op_placement pl;
+    int seq[16], used[16];
+    double best;
+} bf;
+
+static void bf_extensions(bf *s, int k)
+{
+    const op_graph *g = s->p->g;
+    int n = g->n_ops;
+    if (k == n) {
+        op_placement_set_order_from_sequence(&s->pl, s->seq, NULL);
+        op_error err = {0};
+        cr_assert_eq(op_sim_run(s->sim, &s->pl, &s->r, NULL, &err), OP_OK, "%s", err.msg);
+        if (s->r.step_time_us < s->best)
+            s->best = s->r.step_time_us;
+        return;
+    }
+    for (int v = 0; v < n; v++) {
+        if (s->used[v])
+            continue;
+        int ready = 1;
+        for (int j = g->pred_off[v]; j < g->pred_off[v + 1] && ready; j++)
+            ready = s->used[g->pred[j]];
+        if (!ready)
+            continue;
+        s->used[v] = 1;
+        s->seq[k] = v;
+        bf_extensions(s, k + 1);
+        s->used[v] = 0;
+    }
+}
+
+/* Optimum over every placement and every per-device order (each arises
+ * from a linear extension of the DAG). */
+static double brute_force(const op_problem *p)
+{
+    bf s = {.p = p, .best = INFINITY};
+    op_error err = {0};
+    s.sim = op_sim_new(p, &err);
+    op_sim_result_init(&s.r, p, &err);
+    op_placement_init(&s.pl, p->n, p->nd, &err);
+    long total = 1;
+    for (int i = 0; i < p->n; i++)
+        total *= p->nd;
+    for (long code = 0; code < total; code++) {
+        long c = code;
+        for (int i = 0; i < p->n; i++) {
+            s.pl.device_of[i] = (int)(c % p->nd);
+            c /= p->nd;
+        }
+        bf_extensions(&s, 0);
+    }
+    op_placement_destroy(&s.pl);
+    op_sim_result_destroy(&s.r);
+    op_sim_free(s.sim);
+    return s.best;
+}
+
+static op_graph *small_dag(int n, uint64_t seed)
+{
+    op_graph_builder *b = op_graph_builder_new("small", NULL);
+    char name[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        tk_op(b, name, 1 + (double)(tk_rand(&seed) % 20), 1000 * (int64_t)(1 + tk_rand(&seed) % 10));
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (tk_rand(&seed) % 100 < 35)
+                tk_edge(b, i, j, -1); /* bytes = the source's output: see the file comment */
+    return tk_finish(b);
+}
+
+static double simulate_placement(const op_problem *p, const op_placement *pl)
+{
+    op_sim_result r;
+    op_error err = {0};
+    op_sim_result_init(&r, p, &err);
+    cr_assert_eq(op_simulate(p, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    double t = r.step_time_us;
+    op_sim_result_destroy(&r);
+    return t;
+}
+
+static double solve(const op_problem *p, const pesto_ilp_opts *o, op_placement *pl,
+                    pesto_ilp_result *res)
+{
+    op_error err = {0};
+    cr_assert_eq(pesto_ilp_solve(p, o, NULL, NULL, NULL, res, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(res->status, PESTO_OPTIMAL, "ILP not solved to optimality");
+    cr_assert_eq(pesto_ilp_to_placement(p, res, pl, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(op_problem_check_placement(p, pl, &err), OP_OK, "%s", err.msg);
+    return res->objective;
+}
+
+static void ilp_vs_brute_force(int n, int nd, int instances, uint64_t seed0)
+{
+    pesto_ilp_opts o;
+    pesto_ilp_default_opts(&o);
+    o.time_limit_s = 20;
+    int exact = 0;
+    for (int k = 0; k < instances; k++) {
+        uint64_t seed = seed0 + (uint64_t)k;
+        tk_problem tp;
+        tk_bind(&tp, small_dag(n, seed), tk_cluster(nd, 2, 1e-3, 1L << 40));
+        double opt = brute_force(&tp.p);
+        pesto_ilp_result res;
+        op_placement pl;
+        double obj = solve(&tp.p, &o, &pl, &res);
+        double sim = simulate_placement(&tp.p, &pl);
+        double tol = 1e-6 * (1 + opt);
+        cr_assert_leq(obj, opt + tol, "seed %d: ILP %.4f above brute force %.4f", (int)seed, obj,
+                      opt);
+        cr_assert_geq(sim, opt - tol, "seed %d: simulated %.4f below the optimum %.4f",
+                      (int)seed, sim, opt);
+        if (sim <= obj + tol) {
+            /* the simulator reproduces the ILP's schedule: both are optimal */
+            cr_assert(fabs(obj - opt) <= tol, "seed %d: ILP %.4f != brute force %.4f", (int)seed,
+                      obj, opt);
+            exact++;
+        }
+        op_placement_destroy(&pl);
+        pesto_ilp_result_destroy(&res);
+        tk_unbind(&tp);
+    }
+    cr_assert_geq(exact * 4, instances * 3, "only %d of %d instances where FIFO did not bind",
+                  exact, instances);
+}
+
+Test(ilp, optimum_equals_brute_force_2_devices, .timeout = 240)
+{
+    ilp_vs_brute_force(6, 2, 8, 100);
+}
+
+Test(ilp, optimum_equals_brute_force_3_devices, .timeout = 240)
+{
+    ilp_vs_brute_force(5, 3, 6, 200);
+}
+
+/* ---- congestion (the paper's Figure 5) ----------------------------------------- */
+
+/* R -> P1..P6 -> Z on 2 devices, every P's output a 25 us transfer.  Without
+ * congestion the ILP believes several transfers to Z's device overlap. */
+#ifndef N_PAR
+#define N_PAR 5
+#define P_TIME 10
+#define P_BYTES 14000
+#endif
+Test(ilp, congestion_constraints_matter, .timeout = 120)
+{
+    op_graph_builder *b = op_graph_builder_new("fig5", NULL);
+    int R = tk_op(b, "R", 1, 0), Z = tk_op(b, "Z", 1, 0);
+    for (int i = 0; i < N_PAR; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "P%d", i);
+        int P = tk_op(b, name, P_TIME + i, P_BYTES);
+        tk_edge(b, R, P, 0);
+        tk_edge(b, P, Z, -1);
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 1, 1e-3, 1L << 40));
+    pesto_ilp_opts o;
+    pesto_ilp_default_opts(&o);
+    o.time_limit_s = 30;
+    pesto_ilp_result with, without;
+    op_placement pw, pn;
+    solve(&tp.p, &o, &pw, &with);
+    o.congestion = 0;
+    solve(&tp.p, &o, &pn, &without);
+    double sw = simulate_placement(&tp.p, &pw), sn = simulate_placement(&tp.p, &pn);
+    cr_assert_lt(without.objective, with.objective, "ignoring congestion must look better");
+    if (getenv("PESTO_DEBUG"))
+        fprintf(stderr, "with %.1f (sim %.1f) without %.1f (sim %.1f)\n", with.objective, sw,
+                without.objective, sn);
+    cr_assert_lt(sw, sn, "congestion-aware %.1f us should beat congestion-blind %.1f us", sw, sn);
+    cr_assert(fabs(sw - with.objective) < 1e-6 * sw, "with congestion the model is exact here");
+    op_placement_destroy(&pw);
+    op_placement_destroy(&pn);
+    pesto_ilp_result_destroy(&with);
+    pesto_ilp_result_destroy(&without);
+    tk_unbind(&tp);
+}
+
+/* ---- memory, colocation, pins ------------------------------------------------------ */
+
+Test(ilp, memory_capacity_holds, .timeout = 120)
+{
+    /* a chain wants one device, but its parameters fit only on two */
+    op_graph_builder *b = op_graph_builder_new("mem", NULL);
+    int prev = -1;
+    for (int i = 0; i < 6; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "c%d", i);
+        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 10, .output_bytes = 10,
+                                            .param_bytes = 100});
+        if (prev >= 0)
+            tk_edge(b, prev, v, -1);
+        prev = v;
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 350));
+    pesto_ilp_opts o;
+    pesto_ilp_default_opts(&o);
+    pesto_ilp_result res;
+    op_placement pl;
+    solve(&tp.p, &o, &pl, &res);
+    int64_t used[2] = {0, 0};
+    for (int i = 0; i < 6; i++)
+        used[pl.device_of[i]] += 110;
+    cr_assert_leq(used[0], 350);
+    cr_assert_leq(used[1], 350);
+    op_sim_result r;
+    op_error err = {0};
+    op_sim_result_init(&r, &tp.p, &err);
+    op_simulate(&tp.p, &pl, &r, NULL, &err);
+    cr_assert(!r.oom, "the capacity bound is conservative: no OOM in the simulator");
+    op_sim_result_destroy(&r);
+    op_placement_destroy(&pl);
+    pesto_ilp_result_destroy(&res);
+    /* the balanced footprint: 660 bytes, 20% slack -> at most 396 a device */
+    pesto_ilp_default_opts(&o);
+    o.memory_cap = 0;
+    o.balance = 0.2;
+    solve(&tp.p, &o, &pl, &res);
+    used[0] = used[1] = 0;
+    for (int i = 0; i < 6; i++)
+        used[pl.device_of[i]] += 110;
+    cr_assert_leq(used[0], 396);
+    cr_assert_leq(used[1], 396);
+    op_placement_destroy(&pl);
+    pesto_ilp_result_destroy(&res);
+    tk_unbind(&tp);
+}
+
+Test(ilp, colocation_and_pins_hold, .timeout = 120)
+{
+    op_graph_builder *b = op_graph_builder_new("coloc", NULL);
+    int a = tk_op_full(b, &(op_op_spec){.name = "a", .time_us = 10, .output_bytes = 1000,
+                                        .colocate = "g"});
+    int c = tk_op_full(b, &(op_op_spec){.name = "c", .time_us = 10, .output_bytes = 1000});
+    int d = tk_op_full(b, &(op_op_spec){.name = "d", .time_us = 10, .output_bytes = 1000,
+                                        .colocate = "g"});
+    int e = tk_op_full(b, &(op_op_spec){.name = "e", .time_us = 10, .output_bytes = 1000,
+                                        .device = "d2"});
+    int f = tk_op_full(b, &(op_op_spec){.name = "f", .time_us = 10, .output_bytes = 1000,
+                                        .device = "d1", .colocate = "g"});
+    tk_edge(b, a, c, -1);
+    tk_edge(b, a, d, -1);
+    tk_edge(b, c, e, -1);
+    tk_edge(b, d, f, -1);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(3, 1, 1e-4, 1L << 40));
+    pesto_ilp_opts o;
+    pesto_ilp_default_opts(&o);
+    pesto_ilp_result res;
+    op_placement pl;
+    solve(&tp.p, &o, &pl, &res);
+    cr_assert_eq(pl.device_of[f], 1);
+    cr_assert_eq(pl.device_of[a], 1);
+    cr_assert_eq(pl.device_of[d], 1);
+    cr_assert_eq(pl.device_of[e], 2);
+    op_placement_destroy(&pl);
+    pesto_ilp_result_destroy(&res);
+    tk_unbind(&tp);
+}
+
+/* ---- end to end: warm start guarantee and export ------------------------------------ */
+
+static double place_with(const char *algo, const op_problem *p, op_options *o, op_placement *pl)
+{
+    const op_placer *placer = op_placer_find(algo);
+    cr_assert(placer, "%s registered", algo);
+    op_place_ctx ctx = {.p = p, .opts = o, .seed = 1};
+    op_error err = {0};
+    cr_assert_eq(op_place(placer, &ctx, pl, &err), OP_OK, "%s: %s", algo, err.msg);
+    return simulate_placement(p, pl);
+}
+
+Test(pesto, never_worse_than_fast_placers_and_exports, .timeout = 180)
+{
+    op_error err = {0};
+    op_graph *g = op_zoo_synthetic(300, 6, 2, 7, &err);
+    cr_assert(g, "%s", err.msg);
+    tk_problem tp;
+    tk_bind(&tp, g, op_cluster_preset("v100-nvlink", 2, 0, &err));
+    op_options *o = op_options_new(NULL);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/tfpesto", tk_tmpdir());
+    op_options_set(o, "target", "20", NULL);
+    op_options_set(o, "time-limit", "2", NULL);
+    op_options_set(o, "export-tf-pesto", dir, NULL);
+    op_placement pp;
+    double tp_us = place_with("pesto", &tp.p, o, &pp);
+    cr_assert_null(op_options_first_unused(o));
+    int n;
+    const op_placer *const *all = op_placers(&n);
+    for (int i = 0; i < n; i++) {
+        if (all[i]->slow)
+            continue;
+        op_placement hp;
+        op_options *ho = op_options_new(NULL);
+        double h = place_with(all[i]->name, &tp.p, ho, &hp);
+        op_options_free(ho);
+        if (strstr("m-etf,heft,m-sct,celeritas,m-topo,expert,metis,round-robin,single",
+                   all[i]->name))
+            cr_assert_leq(tp_us, h * (1 + 1e-9), "pesto %.1f worse than %s %.1f", tp_us,
+                          all[i]->name, h);
+        op_placement_destroy(&hp);
+    }
+    /* the export: every op once, devices known, cdep = device-order predecessor */
+    char path[300];
+    snprintf(path, sizeof path, "%s/part.json", dir);
+    json_t *part = json_load_file(path, 0, NULL);
+    snprintf(path, sizeof path, "%s/cdep.json", dir);
+    json_t *cdep = json_load_file(path, 0, NULL);
+    cr_assert(part && cdep && json_is_array(part) && json_is_array(cdep));
+    cr_assert_eq((int)json_array_size(part), g->n_ops);
+    cr_assert_eq((int)json_array_size(cdep), g->n_ops);
+    int *pos = calloc((size_t)g->n_ops, sizeof *pos);
+    if (pp.has_order)
+        for (int d = 0; d < pp.n_dev; d++)
+            for (int k = pp.order_off[d]; k < pp.order_off[d + 1]; k++)
+                pos[pp.order[k]] = k;
+    for (int i = 0; i < g->n_ops; i++) {
+        json_t *obj = json_array_get(part, (size_t)i);
+        cr_assert_eq(json_object_size(obj), 1);
+        const char *dev = json_string_value(json_object_get(obj, g->op_name[i]));
+        cr_assert(dev && op_cluster_find(tp.c, dev) == pp.device_of[i]);
+        json_t *preds = json_object_get(json_array_get(cdep, (size_t)i), g->op_name[i]);
+        cr_assert(json_is_array(preds) && json_array_size(preds) <= 1);
+        if (json_array_size(preds) == 1) {
+            int q = op_graph_find(g, json_string_value(json_array_get(preds, 0)));
+            cr_assert(q >= 0 && pp.device_of[q] == pp.device_of[i] && pos[q] + 1 == pos[i]);
+        }
+    }
+    free(pos);
+    json_decref(part);
+    json_decref(cdep);
+    op_placement_destroy(&pp);
+    op_options_free(o);
+    tk_unbind(&tp);
+}

@@ -1,0 +1,448 @@
+/*
+ * test_sgdp.c - SGDP (src/learn, src/placers/sgdp.c): PPO training finds
+ * the brute-force optimum of a tiny graph and its greedy policy learns it;
+ * weights files round-trip exactly and reject other architectures; training
+ * is reproduced bit for bit from the seed with 1 or 2 simulation threads;
+ * the action mask keeps pins, kinds, colocation and absent devices; the
+ * PPO loss's gradient matches finite differences; the train command and
+ * the placer's zero-shot mode work end to end.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/io.h"
+#include "opplace/placer.h"
+#include "opplace/sgdp.h"
+#include "testkit.h"
+
+/* Two independent chains of `len` heavy ops with 1 MB outputs, one of
+ * MatMul ops and one of Conv2D ops; on the test cluster a transfer costs
+ * 100 us, about one op.  On 2 devices the optimum runs one chain per device.  The first op is
+ * pinned to d0, which breaks the symmetry between the two mirror-image
+ * optima (a factored policy gets no first-order gradient without it). */
+static op_graph *two_chains(int len)
+{
+    op_graph_builder *b = op_graph_builder_new("two_chains", NULL);
+    int prev[2] = {-1, -1};
+    for (int i = 0; i < len; i++)
+        for (int c = 0; c < 2; c++) {
+            char name[32];
+            snprintf(name, sizeof name, "%c%d", 'a' + c, i);
+            op_op_spec spec = {.name = name, .type = c ? "Conv2D" : "MatMul",
+                               .time_us = 100.0 + 10 * c, .output_bytes = 1 << 20,
+                               .device = i == 0 && c == 0 ? "d0" : NULL};
+            int op = tk_op_full(b, &spec);
+            if (prev[c] >= 0)
+                tk_edge(b, prev[c], op, -1);
+            prev[c] = op;
+        }
+    return tk_finish(b);
+}
+
+static double brute_force_optimum(const op_problem *p)
+{
+    op_sim_result r;
+    op_sim_result_init(&r, p, NULL);
+    int *dev = calloc((size_t)p->n, sizeof *dev);
+    double best = INFINITY;
+    for (long mask = 0; mask < (1L << p->n); mask++) {
+        int ok = 1;
+        for (int i = 0; i < p->n; i++) {
+            dev[i] = (int)((mask >> i) & 1);
+            ok &= op_eligible(p, i, dev[i]);
+        }
+        if (!ok)
+            continue;
+        double t = tk_simulate(p, dev, &r);
+        if (t < best)
+            best = t;
+    }
+    free(dev);
+    op_sim_result_destroy(&r);
+    return best;
+}
+
+static sgdp_config tiny_config(void)
+{
+    sgdp_config c = sgdp_config_default();
+    c.max_devices = 4;
+    c.hidden = 16;
+    c.gs_layers = 2;
+    c.trf_layers = 1;
+    c.heads = 2;
+    c.ffn = 16;
+    c.segment = 4;
+    return c;
+}
+
+static sgdp_train_config tiny_train(long iterations, int threads, uint64_t seed)
+{
+    sgdp_train_config tc = sgdp_train_defaults();
+    tc.iterations = iterations;
+    tc.budget_seconds = 0;
+    tc.samples = 16;
+    tc.threads = threads;
+    tc.seed = seed;
+    return tc;
+}
+
+/* The greedy placement of the current policy, simulated. */
+static double greedy_time(sgdp_policy *pol, const op_problem *p, int *device_of)
+{
+    op_error err = {0};
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, p, sgdp_policy_config(pol)->max_devices,
+                                 sgdp_policy_config(pol)->gs_knn, &err), OP_OK, "%s", err.msg);
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK, "%s", err.msg);
+    int *row = calloc((size_t)p->n, sizeof *row);
+    sgdp_sample(&sg, &logp, NULL, 1, row, device_of);
+    op_sim_result r;
+    op_sim_result_init(&r, p, &err);
+    double t = tk_simulate(p, device_of, &r);
+    op_sim_result_destroy(&r);
+    free(row);
+    nn_arena_destroy(&ar);
+    sgdp_graph_destroy(&sg);
+    return t;
+}
+
+Test(sgdp, training_finds_the_optimum_of_two_chains)
+{
+    tk_problem tp;
+    tk_bind(&tp, two_chains(6), tk_cluster(2, 0.0, 1e-4, (int64_t)1 << 40));
+    double opt = brute_force_optimum(&tp.p); /* 2^12 placements */
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 1, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    const op_problem *probs[1] = {&tp.p};
+    sgdp_train_config tc = tiny_train(80, 2, 1);
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    sgdp_best b = sgdp_trainer_best(t, 0);
+    cr_assert_not_null(b.placement);
+    cr_assert_float_eq(b.step_time_us, opt, 1e-6, "best %.1f vs optimum %.1f", b.step_time_us,
+                       opt);
+    /* the reported time is the simulator's for the kept placement */
+    op_sim_result r;
+    op_sim_result_init(&r, &tp.p, &err);
+    cr_assert_float_eq(tk_simulate(&tp.p, b.placement->device_of, &r), opt, 1e-6);
+    op_sim_result_destroy(&r);
+    /* and the policy itself learnt it: its greedy placement is optimal */
+    int dev[12];
+    double g = greedy_time(pol, &tp.p, dev);
+    cr_assert_float_eq(g, opt, 1e-6, "greedy %.1f vs optimum %.1f", g, opt);
+    sgdp_train_stats s = sgdp_trainer_stats(t);
+    cr_assert_eq(s.iterations, tc.iterations);
+    cr_assert_eq(s.rollouts, tc.iterations * 17);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+static void logp_of(sgdp_policy *pol, const op_problem *p, double *out)
+{
+    op_error err = {0};
+    sgdp_graph sg;
+    sgdp_graph_init(&sg, p, sgdp_policy_config(pol)->max_devices,
+                    sgdp_policy_config(pol)->gs_knn, &err);
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK, "%s", err.msg);
+    memcpy(out, logp.data, nn_tensor_size(&logp) * sizeof(double));
+    nn_arena_destroy(&ar);
+    sgdp_graph_destroy(&sg);
+}
+
+Test(sgdp, save_and_load_give_identical_placements)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 11), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 7, &err);
+    const op_problem *probs[1] = {&tp.p};
+    sgdp_train_config tc = tiny_train(3, 1, 9);
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    sgdp_trainer_free(t);
+    char path[512];
+    snprintf(path, sizeof path, "%s/sgdp.bin", tk_tmpdir());
+    cr_assert_eq(sgdp_policy_save(pol, path, &err), OP_OK, "%s", err.msg);
+
+    sgdp_policy *back = sgdp_policy_from_file(path, &err);
+    cr_assert_not_null(back, "%s", err.msg);
+    cr_assert_eq(memcmp(sgdp_policy_config(back), &cfg, sizeof cfg), 0);
+    size_t sz = (size_t)tp.p.n * (size_t)cfg.max_devices;
+    double *a = calloc(sz, sizeof *a), *b = calloc(sz, sizeof *b);
+    logp_of(pol, &tp.p, a);
+    logp_of(back, &tp.p, b);
+    cr_assert_eq(memcmp(a, b, sz * sizeof *a), 0, "loaded policy differs");
+    int da[40], db[40];
+    cr_assert_float_eq(greedy_time(pol, &tp.p, da), greedy_time(back, &tp.p, db), 0);
+    cr_assert_eq(memcmp(da, db, sizeof da), 0);
+
+    /* a policy of another architecture refuses the file, naming both */
+    sgdp_config other = cfg;
+    other.heads = 4;
+    sgdp_policy *wrong = sgdp_policy_new(&other, 1, &err);
+    op_error e2 = {0};
+    cr_assert_eq(sgdp_policy_load(wrong, path, &e2), OP_EINPUT);
+    cr_assert(strstr(e2.msg, "2 heads") && strstr(e2.msg, "4 heads"), "%s", e2.msg);
+    /* and a file that is not SGDP weights is rejected */
+    FILE *f = fopen(path, "wb");
+    fputs("not weights", f);
+    fclose(f);
+    op_error e3 = {0};
+    cr_assert_null(sgdp_policy_from_file(path, &e3));
+    cr_assert_eq(e3.code, OP_EINPUT, "%s", e3.msg);
+    free(a), free(b);
+    sgdp_policy_free(wrong);
+    sgdp_policy_free(back);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+/* Train with the given thread count; return the best step time and fill
+ * the final policy's log-probabilities and best placement. */
+static double train_run(const op_problem *p, int threads, double *logp, int *best)
+{
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 21, &err);
+    const op_problem *probs[2] = {p, p};
+    sgdp_train_config tc = tiny_train(6, threads, 77);
+    tc.samples = 7; /* not a multiple of the thread count */
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 2, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    sgdp_best b0 = sgdp_trainer_best(t, 0), b1 = sgdp_trainer_best(t, 1);
+    const sgdp_best *b = b0.placement && (!b1.placement || b0.step_time_us <= b1.step_time_us)
+                             ? &b0 : &b1;
+    memcpy(best, b->placement->device_of, (size_t)p->n * sizeof(int));
+    double time = b->step_time_us;
+    logp_of(pol, p, logp);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    return time;
+}
+
+Test(sgdp, same_seed_same_result_with_one_or_two_threads)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(30, 0.15, 4), tk_cluster(2, 2.0, 2e-4, (int64_t)1 << 40));
+    size_t sz = (size_t)tp.p.n * tiny_config().max_devices;
+    double *l1 = calloc(sz, sizeof *l1), *l2 = calloc(sz, sizeof *l2);
+    int b1[30], b2[30];
+    double t1 = train_run(&tp.p, 1, l1, b1);
+    double t2 = train_run(&tp.p, 2, l2, b2);
+    cr_assert_eq(t1, t2);
+    cr_assert_eq(memcmp(b1, b2, sizeof b1), 0);
+    cr_assert_eq(memcmp(l1, l2, sz * sizeof *l1), 0, "weights diverged with threads");
+    free(l1), free(l2);
+    tk_unbind(&tp);
+}
+
+/* A graph with a device pin, a kind restriction and a colocation group. */
+static op_graph *constrained_graph(void)
+{
+    op_graph_builder *b = op_graph_builder_new("constrained", NULL);
+    int prev = -1;
+    for (int i = 0; i < 16; i++) {
+        char name[16], grp[8] = "g";
+        snprintf(name, sizeof name, "op%d", i);
+        op_op_spec s = {.name = name, .time_us = 20 + i, .output_bytes = 4096};
+        if (i == 3)
+            s.device = "d2";
+        if (i == 5)
+            s.kind = "cpu";
+        if (i == 7 || i == 11 || i == 14)
+            s.colocate = grp;
+        int op = tk_op_full(b, &s);
+        if (prev >= 0)
+            tk_edge(b, prev, op, -1);
+        if (i >= 2)
+            tk_edge(b, op - 2, op, -1);
+        prev = op;
+    }
+    return tk_finish(b);
+}
+
+static op_cluster *gpus_and_cpu(void)
+{
+    op_device devs[3] = {{"d0", "gpu", (int64_t)1 << 40, 1.0},
+                         {"d1", "gpu", (int64_t)1 << 40, 1.0},
+                         {"d2", "cpu", (int64_t)1 << 40, 0.5}};
+    op_link_model link = {5.0, 1e-4};
+    op_cluster *c = op_cluster_new(devs, 3, NULL, 0, &link, "test", NULL);
+    cr_assert_not_null(c);
+    return c;
+}
+
+Test(sgdp, masks_keep_pins_kinds_colocation_and_absent_devices)
+{
+    tk_problem tp;
+    tk_bind(&tp, constrained_graph(), gpus_and_cpu());
+    const op_problem *p = &tp.p;
+    op_error err = {0};
+    sgdp_config cfg = tiny_config(); /* 4 outputs, 3 devices: slot 3 is absent */
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 2, &err);
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, p, cfg.max_devices, cfg.gs_knn, &err), OP_OK, "%s",
+                 err.msg);
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK, "%s", err.msg);
+    nn_rng rng;
+    nn_rng_seed(&rng, 1);
+    int row[16], dev[16];
+    op_placement pl;
+    op_placement_init(&pl, p->n, p->nd, &err);
+    for (int s = 0; s < 300; s++) {
+        sgdp_sample(&sg, &logp, &rng, s == 0, row, dev);
+        for (int op = 0; op < p->n; op++) {
+            cr_assert(dev[op] >= 0 && dev[op] < p->nd, "absent device %d", dev[op]);
+            cr_assert(op_eligible(p, op, dev[op]), "op %d on ineligible device %d", op,
+                      dev[op]);
+        }
+        cr_assert_eq(dev[3], 2);                      /* pinned to d2 */
+        cr_assert_eq(dev[5], 2);                      /* kind cpu */
+        cr_assert(dev[7] == dev[11] && dev[11] == dev[14]); /* colocated */
+        memcpy(pl.device_of, dev, sizeof dev);
+        cr_assert_eq(op_problem_check_placement(p, &pl, &err), OP_OK, "%s", err.msg);
+    }
+    /* masked slots have probability 0 and followers are not decisions */
+    for (int t = 0; t < p->n; t++)
+        cr_assert(isinf(NN_AT(&logp, t, 3)) && NN_AT(&logp, t, 3) < 0);
+    int decisions = 0;
+    for (int t = 0; t < p->n; t++)
+        decisions += sg.decides[t];
+    cr_assert_eq(decisions, p->n - 2);
+    op_placement_destroy(&pl);
+    nn_arena_destroy(&ar);
+    sgdp_graph_destroy(&sg);
+
+    /* the placer respects them too (op_place checks the hard rules) */
+    op_options *o = op_options_new(&err);
+    op_options_set(o, "iterations", "3", &err);
+    op_options_set(o, "samples", "4", &err);
+    op_options_set(o, "threads", "2", &err);
+    op_place_ctx ctx = {.p = p, .opts = o, .seed = 3};
+    op_placement out;
+    cr_assert_eq(op_place(op_placer_find("sgdp"), &ctx, &out, &err), OP_OK, "%s", err.msg);
+    cr_assert_null(op_options_first_unused(o));
+    op_placement_destroy(&out);
+    op_options_free(o);
+    /* more devices than the policy's head has: a clear error */
+    sgdp_config small = cfg;
+    small.max_devices = 2;
+    cr_assert_eq(sgdp_graph_init(&sg, p, small.max_devices, small.gs_knn, &err), OP_EINPUT);
+    cr_assert(strstr(err.msg, "at most 2"), "%s", err.msg);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+/* PPO's analytic d loss / d logp against central differences. */
+Test(ppo, factored_loss_gradient_matches_finite_differences)
+{
+    enum { ROWS = 5, A = 3, K = 4 };
+    double lp[ROWS * A], old[K * ROWS], adv[K] = {1.3, -0.7, 0.2, -1.1};
+    int act[K * ROWS];
+    unsigned char decides[ROWS] = {1, 1, 0, 1, 1};
+    nn_rng rng;
+    nn_rng_seed(&rng, 5);
+    for (int i = 0; i < ROWS; i++) { /* log-softmax of random logits */
+        double z[A], m = -INFINITY, s = 0;
+        for (int a = 0; a < A; a++)
+            m = fmax(m, z[a] = nn_rng_normal(&rng));
+        for (int a = 0; a < A; a++)
+            s += exp(z[a] - m);
+        for (int a = 0; a < A; a++)
+            lp[i * A + a] = z[a] - m - log(s);
+    }
+    for (int k = 0; k < K * ROWS; k++) {
+        act[k] = (int)nn_rng_below(&rng, A);
+        /* old policy near the current one, ratios inside and outside the clip */
+        old[k] = lp[(k % ROWS) * A + act[k]] + 0.3 * nn_rng_normal(&rng);
+    }
+    ppo_config cfg = ppo_defaults();
+    cfg.entropy_coef = 0.05;
+    nn_tensor logp = nn_tensor_view(lp, ROWS, A);
+    double g[ROWS * A] = {0};
+    nn_tensor dlogp = nn_tensor_view(g, ROWS, A);
+    ppo_stats st;
+    ppo_factored_loss(&cfg, &logp, act, old, adv, K, decides, &dlogp, &st);
+    cr_assert(st.clip_frac > 0 && st.clip_frac < 1, "clip fraction %g", st.clip_frac);
+    for (int i = 0; i < ROWS * A; i++) {
+        double h = 1e-6, keep = lp[i], d[ROWS * A];
+        nn_tensor dd = nn_tensor_view(d, ROWS, A);
+        ppo_stats sp, sm;
+        lp[i] = keep + h;
+        ppo_factored_loss(&cfg, &logp, act, old, adv, K, decides, &dd, &sp);
+        lp[i] = keep - h;
+        ppo_factored_loss(&cfg, &logp, act, old, adv, K, decides, &dd, &sm);
+        lp[i] = keep;
+        double fd = (sp.loss - sm.loss) / (2 * h);
+        cr_assert_float_eq(g[i], fd, 1e-6, "entry %d: analytic %g, numeric %g", i, g[i], fd);
+    }
+}
+
+Test(ppo, advantages_use_a_moving_baseline)
+{
+    ppo_baseline b;
+    ppo_baseline_init(&b, 0.5);
+    double r1[2] = {1.0, 3.0}, a[2];
+    ppo_advantages(&b, r1, 2, false, a);
+    cr_assert_float_eq(a[0], -1.0, 1e-12); /* first baseline: the batch mean */
+    cr_assert_float_eq(a[1], 1.0, 1e-12);
+    double r2[2] = {6.0, 6.0};
+    ppo_advantages(&b, r2, 2, false, a);
+    cr_assert_float_eq(a[0], 4.0, 1e-12); /* against the old baseline 2 */
+    cr_assert_float_eq(b.value, 4.0, 1e-12); /* 0.5 * 2 + 0.5 * 6 */
+}
+
+Test(sgdp, train_command_then_zero_shot_placer)
+{
+    const char *dir = tk_tmpdir();
+    char g1[512], g2[512], w[512], cmd[4096];
+    snprintf(g1, sizeof g1, "%s/rand1.json", dir);
+    snprintf(g2, sizeof g2, "%s/rand.json", dir);
+    snprintf(w, sizeof w, "%s/w.bin", dir);
+    op_graph *a = tk_random_dag(18, 0.2, 8), *b = tk_random_dag(25, 0.1, 3);
+    cr_assert_eq(op_graph_write(a, g1, NULL), OP_OK);
+    cr_assert_eq(op_graph_write(b, g2, NULL), OP_OK);
+    op_graph_free(a);
+    op_graph_free(b);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "%s train sgdp --graphs %s %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--iterations 4 --samples 4 --hidden 16 --segment 8 --quiet",
+             OPPLACE_BIN, g1, g2, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_assert(strstr(out, "rollouts/s"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s --samples 3 "
+             "--json --quiet",
+             OPPLACE_BIN, g2, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_assert(strstr(out, "step_time_us"), "%s", out);
+    free(out);
+    /* fine-tuning needs weights; a missing weights file is bad input */
+    snprintf(cmd, sizeof cmd, "%s place %s --algo sgdp --finetune 2 --quiet", OPPLACE_BIN, g2);
+    cr_assert_eq(tk_run(cmd, &out), 2, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s place %s --algo sgdp --weights %s/none.bin --quiet",
+             OPPLACE_BIN, g2, dir);
+    cr_assert_eq(tk_run(cmd, &out), 1, "%s", out);
+    free(out);
+}
