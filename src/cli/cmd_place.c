@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
+#include "opplace/parallel.h"
 #include "opplace/placer.h"
 #include "opplace/refine.h"
 #include "opplace/report.h"
@@ -216,8 +217,9 @@ static op_status run_place(cli_args *a, op_error *err)
     if ((st = maybe_refine(a, &ctx, &pl, err)))
         goto done_pl;
     double seconds = cli_now() - t0;
-    /* unknown options are errors, but only after the placer had its look */
-    if (!(st = cli_check_unused(a, err)))
+    /* unknown options are errors, but only after the placer had its look;
+     * under MPI every rank holds the same answer and rank 0 reports it */
+    if (!(st = cli_check_unused(a, err)) && op_par_rank() == 0)
         st = judge(a, &o, &cp, &pl, seconds, err);
 done_pl:
     op_placement_destroy(&pl);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "opplace/parallel.h"
 
 typedef struct command {
     const char *name;
@@ -41,7 +42,7 @@ static void usage(FILE *f)
     fprintf(f, "\n'opplace COMMAND --help' describes one command.\n");
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2)
         return cmd_demo(0, NULL);
@@ -60,4 +61,12 @@ int main(int argc, char **argv)
     fprintf(stderr, "opplace: unknown command '%s'\n\n", name);
     usage(stderr);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    op_par_init(&argc, &argv); /* a no-op unless started by mpirun */
+    int code = dispatch(argc, argv);
+    op_par_finalize();
+    return code;
 }

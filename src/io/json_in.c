@@ -124,7 +124,8 @@ static int with_key(json_step *buf, const json_step *at, int n, const char *key)
 {
     if (n > 6)
         n = 6;
-    memcpy(buf, at, (size_t)n * sizeof *at);
+    if (n > 0) /* at may be NULL for top-level keys */
+        memcpy(buf, at, (size_t)n * sizeof *at);
     buf[n] = (json_step){key, 0};
     return n + 1;
 }

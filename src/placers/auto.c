@@ -9,12 +9,21 @@
  * what the portfolio leaves, split with Pesto when B >= 60 s.
  * --no-refine, --no-ilp switch stages off.  The placement's algorithm name
  * records the winner, e.g. "auto:celeritas+refine".
+ *
+ * Under MPI (opplace/parallel.h) placer i of the portfolio runs on rank
+ * i mod N, and refinement runs K independent streams (--refine-streams,
+ * default: one per rank; stream k uses seed + k) spread over the ranks.
+ * The winner is chosen by (memory overflow, step time, index) on every rank
+ * and copied from its owner.  The portfolio's result does not depend on the
+ * rank count; refinement's does not either when K is given and the streams
+ * are bounded by --refine-iters rather than by time.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "opplace/parallel.h"
 #include "opplace/refine.h"
 #include "opplace/simulate.h"
 
@@ -22,6 +31,7 @@ typedef struct candidate {
     op_placement pl;
     double step, over;
     int have;
+    int n_ops, n_dev; /* for ranks that receive a placement */
     char name[96];
 } candidate;
 
@@ -84,19 +94,132 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
     return OP_OK;
 }
 
+/* Make every rank hold the placement of rank `root`. */
+static op_status share_placement(op_placement *pl, int root, op_error *err)
+{
+    if (op_par_size() == 1)
+        return OP_OK;
+    int has_order = pl->has_order;
+    op_status st = op_par_bcast(&has_order, sizeof has_order, root, err);
+    if (!st)
+        st = op_par_bcast(pl->device_of, (size_t)pl->n_ops * sizeof(int), root, err);
+    if (!st && has_order && !pl->has_order)
+        st = op_placement_alloc_order(pl, err);
+    if (!st && !has_order)
+        op_placement_drop_order(pl);
+    if (!st && has_order) {
+        st = op_par_bcast(pl->order_off, ((size_t)pl->n_dev + 1) * sizeof(int), root, err);
+        if (!st)
+            st = op_par_bcast(pl->order, (size_t)pl->n_ops * sizeof(int), root, err);
+    }
+    return st;
+}
+
+/* Pick the best (overflow, step, index) over all ranks; every rank ends with
+ * it in best.  index orders candidates independently of the rank count. */
+static op_status elect(candidate *best, double index, op_error *err)
+{
+    int P = op_par_size();
+    if (P == 1)
+        return OP_OK;
+    double mine[3] = {best->have ? best->over : INFINITY, best->have ? best->step : INFINITY,
+                      index};
+    double all[3 * 64];
+    if (P > 64)
+        return op_fail(err, OP_EUSAGE, "auto: at most 64 MPI ranks");
+    op_status st = op_par_allgather(mine, 3, all, err);
+    if (st)
+        return st;
+    int win = 0;
+    for (int r = 1; r < P; r++) {
+        const double *a = all + 3 * r, *b = all + 3 * win;
+        if (a[0] < b[0] || (a[0] == b[0] && (a[1] < b[1] || (a[1] == b[1] && a[2] < b[2]))))
+            win = r;
+    }
+    if (!isfinite(all[3 * win + 1]))
+        return OP_OK; /* nobody has anything */
+    if (!best->have) {
+        if ((st = op_placement_init(&best->pl, (int)best->n_ops, best->n_dev, err)))
+            return st;
+        best->have = 1;
+    }
+    if ((st = share_placement(&best->pl, win, err)) ||
+        (st = op_par_bcast(best->name, sizeof best->name, win, err)))
+        return st;
+    best->over = all[3 * win];
+    best->step = all[3 * win + 1];
+    return OP_OK;
+}
+
 static op_status run_portfolio(const op_place_ctx *ctx, op_sim *sim, op_sim_result *r,
                                candidate *best, op_error *err)
 {
-    int n;
+    int n, k = 0, P = op_par_size(), me = op_par_rank();
     const op_placer *const *all = op_placers(&n);
+    double best_index = INFINITY;
     for (int i = 0; i < n && !op_interrupted(); i++) {
         if (all[i]->slow || !strcmp(all[i]->name, "auto"))
             continue;
+        if (k++ % P != me)
+            continue;
+        double before = best->have ? best->step : INFINITY, over_before = best->over;
         op_status st = try_placer(ctx, all[i], sim, r, best, err);
         if (st)
             return st;
+        if (best->step != before || best->over != over_before)
+            best_index = i;
     }
+    op_status st = elect(best, best_index, err);
+    if (st)
+        return st;
     return best->have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
+}
+
+/* K refinement streams from the portfolio's winner, spread over ranks. */
+static op_status run_refinement(const op_place_ctx *ctx, double seconds, long iters, int streams,
+                                candidate *best, op_error *err)
+{
+    int P = op_par_size(), me = op_par_rank();
+    int mine = streams / P + (me < streams % P ? 1 : 0);
+    candidate start = *best, local = {0};
+    double local_index = INFINITY;
+    op_status st = OP_OK;
+    for (int s = me; s < streams && !st; s += P) {
+        op_placement pl;
+        if ((st = op_placement_copy(&pl, &start.pl, err)))
+            break;
+        op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds / (mine ? mine : 1),
+                             .max_iterations = iters, .seed = ctx->seed + (uint64_t)s,
+                             .max_units = 2000};
+        op_refine_stats rs;
+        st = op_refine(ctx, &ro, &pl, &rs, err);
+        op_progress(ctx, "auto: refine stream %d tried %ld, kept %ld: %.1f -> %.1f us", s,
+                    rs.tried, rs.accepted, rs.initial_us, rs.final_us);
+        if (!st && (!local.have || rs.final_us < local.step)) {
+            if (local.have)
+                op_placement_destroy(&local.pl);
+            local.pl = pl;
+            local.have = 1;
+            local.step = rs.final_us;
+            local.over = start.over; /* refinement never adds overflow */
+            local_index = s;
+        } else {
+            op_placement_destroy(&pl);
+        }
+    }
+    local.n_ops = best->n_ops;
+    local.n_dev = best->n_dev;
+    if (!st)
+        st = elect(&local, local_index, err);
+    if (!st && local.have && local.step < best->step) {
+        op_placement_destroy(&best->pl);
+        best->pl = local.pl;
+        best->step = local.step;
+        strncat(best->name, "+refine", sizeof best->name - strlen(best->name) - 1);
+    } else if (local.have) {
+        op_placement_destroy(&local.pl);
+    }
+    return st;
 }
 
 static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, op_sim_result *r,
@@ -127,7 +250,12 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     double t0 = seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
     int refine = !op_options_has(ctx->opts, "no-refine");
     int ilp = !op_options_has(ctx->opts, "no-ilp");
-    candidate best = {0};
+    candidate best = {.n_ops = p->n, .n_dev = p->nd};
+    long iters, streams;
+    op_status ost;
+    if ((ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)) ||
+        (ost = op_options_int(ctx->opts, "refine-streams", op_par_size(), 1, 1024, &streams, err)))
+        return ost;
     op_sim_result r;
     op_sim *sim = op_sim_new(p, err);
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
@@ -138,18 +266,8 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
         st = run_ilp(ctx, left * 0.5, sim, &r, &best, err);
         left = budget - (seconds_now() - t0);
     }
-    if (!st && refine && left > 0.05) {
-        op_refine_opts ro = {.budget_seconds = left, .seed = ctx->seed, .max_units = 2000};
-        op_refine_stats rs;
-        double before = best.step;
-        st = op_refine(ctx, &ro, &best.pl, &rs, err);
-        if (!st && rs.final_us < before) {
-            best.step = rs.final_us;
-            strncat(best.name, "+refine", sizeof best.name - strlen(best.name) - 1);
-        }
-        op_progress(ctx, "auto: refine tried %ld, kept %ld: %.1f -> %.1f us", rs.tried,
-                    rs.accepted, before, rs.final_us);
-    }
+    if (!st && refine && (left > 0.05 || iters > 0))
+        st = run_refinement(ctx, left, iters, (int)streams, &best, err);
     if (!st && best.over > 0 && !ctx->best_effort)
         st = op_fail(err, OP_EINFEASIBLE, "auto: no placement found that fits in memory "
                      "(use --best-effort to get the best one anyway)");

@@ -46,7 +46,7 @@ op_graph *tk_finish(op_graph_builder *b)
 op_cluster *tk_cluster(int nd, double lat, double upb, int64_t mem)
 {
     op_device devs[16];
-    char names[16][8];
+    char names[16][16];
     for (int i = 0; i < nd; i++) {
         snprintf(names[i], sizeof names[i], "d%d", i);
         devs[i] = (op_device){names[i], "gpu", mem, 1.0};
