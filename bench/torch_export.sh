@@ -25,7 +25,7 @@ run() {
     "$(echo "$info" | sed 's/.*"edges": \([0-9]*\).*/\1/')" \
     "$(echo "$info" | sed 's/.*"layers": \([0-9]*\).*/\1/')" \
     "$(echo "$info" | sed 's/.*"colocation_groups": \([0-9]*\).*/\1/')" \
-    "$(echo "$t1 - $t0" | bc)"
+    "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}')"
 }
 run inception_v3 inception_v3 --batch 32 --estimate v100
 run resnet50 resnet50 --batch 32 --estimate v100
@@ -57,5 +57,5 @@ PY
   info=$("$opplace" info "$tmp/$m.onnx.json" --json)
   printf '| %s (batch 32) | %s | %s | %.2f |\n' "$m" \
     "$(echo "$info" | sed 's/.*"ops": \([0-9]*\).*/\1/')" \
-    "$(echo "$info" | sed 's/.*"edges": \([0-9]*\).*/\1/')" "$(echo "$t1 - $t0" | bc)"
+    "$(echo "$info" | sed 's/.*"edges": \([0-9]*\).*/\1/')" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}')"
 done

@@ -311,7 +311,9 @@ Test(ilp, optimum_equals_brute_force_3_devices, .timeout = 240)
 Test(ilp, congestion_constraints_matter, .timeout = 120)
 {
     op_graph_builder *b = op_graph_builder_new("fig5", NULL);
-    int R = tk_op(b, "R", 1, 0), Z = tk_op(b, "Z", 1, 0);
+    /* R and Z pinned to d0: the same instance without its mirror image */
+    int R = tk_op_full(b, &(op_op_spec){.name = "R", .time_us = 1, .device = "d0"});
+    int Z = tk_op_full(b, &(op_op_spec){.name = "Z", .time_us = 1, .device = "d0"});
     for (int i = 0; i < N_PAR; i++) {
         char name[8];
         snprintf(name, sizeof name, "P%d", i);

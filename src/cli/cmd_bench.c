@@ -10,17 +10,21 @@
  * which ones do not fit.  Slow placers (solvers, training) run only when
  * named or with --algos all.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/bench_table.h"
 #include "cli/cli.h"
+#include "io/file_util.h"
+#include "opplace/report.h"
 #include "opplace/zoo.h"
 
 static const char HELP[] =
     "usage: opplace bench [--models M1,M2,...|all] [--gpus 2,4] [--preset P] [--cpu]\n"
     "                     [--algos A1,A2,...|fast|all] [--csv out.csv] [--md out.md]\n"
+    "                     [--plot out.svg]\n"
     "                     [--seed S]\n"
     "\n"
     "Places every model on every cluster with every algorithm, simulates one\n"
@@ -32,6 +36,7 @@ static const char HELP[] =
     "  --gpus     GPU counts (default 2,4); --preset the cluster (v100-nvlink)\n"
     "  --algos    names, 'fast' (default: every placer not marked slow) or 'all'\n"
     "  --csv, --md  also write the table as CSV / Markdown to a file\n"
+    "  --plot FILE  draw step time per model and algorithm as an SVG bar chart\n"
     "Every algorithm runs with --best-effort.\n";
 
 /* The models the papers evaluate, in the order tables list them. */
@@ -171,7 +176,7 @@ typedef struct bench_cfg {
     list models, gpus;
     const op_placer **algos;
     int n_algos;
-    const char *preset, *csv, *md;
+    const char *preset, *csv, *md, *plot;
     int cpu;
     uint64_t seed;
 } bench_cfg;
@@ -184,6 +189,7 @@ static op_status read_cfg(cli_args *a, bench_cfg *c, op_error *err)
     c->preset = op_options_str(a->opts, "preset", "v100-nvlink");
     c->csv = op_options_str(a->opts, "csv", NULL);
     c->md = op_options_str(a->opts, "md", NULL);
+    c->plot = op_options_str(a->opts, "plot", NULL);
     c->cpu = op_options_has(a->opts, "cpu");
     op_status st;
     if ((st = op_options_u64(a->opts, "seed", 1, &c->seed, err)))
@@ -248,16 +254,38 @@ static op_status bench_setting(const bench_cfg *c, const char *spec, op_graph *g
 static op_status write_file(const char *path, const bench_row *rows, int n, int csv,
                             op_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return op_fail(err, OP_EIO, "%s: cannot write", path);
+    op_atomic f;
+    if (op_atomic_open(&f, path, err))
+        return OP_EIO;
     if (csv)
-        bench_print_csv(f, rows, n);
+        bench_print_csv(f.f, rows, n);
     else
-        bench_print_markdown(f, rows, n);
-    if (fclose(f))
-        return op_fail(err, OP_EIO, "%s: write failed", path);
-    return OP_OK;
+        bench_print_markdown(f.f, rows, n);
+    return op_atomic_commit(&f, err);
+}
+
+/* --plot: step time per model setting and algorithm, as an SVG bar chart. */
+static op_status write_plot(const char *path, const bench_row *rows, int n, const char *preset,
+                            op_error *err)
+{
+    op_report_bench_row *pr = op_calloc((size_t)n + 1, sizeof *pr, err);
+    char (*label)[160] = op_calloc((size_t)n + 1, sizeof *label, err);
+    op_status st = OP_ENOMEM;
+    if (pr && label) {
+        for (int i = 0; i < n; i++) {
+            snprintf(label[i], sizeof label[i], "%s, %d GPUs", rows[i].model, rows[i].devices);
+            pr[i] = (op_report_bench_row){.model = label[i], .algorithm = rows[i].algo,
+                                          .step_time_us = rows[i].ok ? rows[i].step_us : NAN,
+                                          .lower_bound_us = rows[i].lower_bound_us,
+                                          .oom = rows[i].oom};
+        }
+        char title[200];
+        snprintf(title, sizeof title, "Simulated step time (%s)", preset);
+        st = op_report_bench_plot_svg(pr, n, title, path, err);
+    }
+    free(pr);
+    free(label);
+    return st;
 }
 
 static op_status run_bench(cli_args *a, op_error *err)
@@ -288,6 +316,8 @@ static op_status run_bench(cli_args *a, op_error *err)
             st = write_file(c.csv, rows, n_rows, 1, err);
         if (!st && c.md)
             st = write_file(c.md, rows, n_rows, 0, err);
+        if (!st && c.plot)
+            st = write_plot(c.plot, rows, n_rows, c.preset, err);
     }
     free(rows);
     list_free(&c.models);

@@ -42,7 +42,7 @@ static void print_row(const cli_problem *cp, const char *algo, const op_sim_resu
     for (int d = 0; d < cp->p.nd; d++)
         if (r->peak_mem[d] > peak)
             peak = r->peak_mem[d];
-    printf("| %-14s | %12s | %6.3f | %12s | %12s | %-3s | %8.3f |\n", algo,
+    printf("| %-22s | %12s | %6.3f | %12s | %12s | %-3s | %8.3f |\n", algo,
            cli_time(t, sizeof t, r->step_time_us), r->step_time_us / cp->p.lower_bound_us,
            cli_bytes(m, sizeof m, (double)peak), cli_bytes(c, sizeof c, (double)r->comm_bytes),
            r->oom ? "yes" : "no", seconds);
@@ -58,27 +58,28 @@ static op_status compare_all(cli_problem *cp, op_error *err)
         op_sim_result_destroy(&r);
         return OP_ENOMEM;
     }
-    printf("| %-14s | %12s | %6s | %12s | %12s | %-3s | %8s |\n", "algorithm", "step time",
+    printf("| %-22s | %12s | %6s | %12s | %12s | %-3s | %8s |\n", "algorithm", "step time",
            "/bound", "max peak mem", "traffic", "OOM", "place s");
-    printf("|----------------|--------------|--------|--------------|--------------|-----|----------|\n");
+    printf("|------------------------|--------------|--------|--------------|--------------|-----|----------|\n");
     int n;
     const op_placer *const *all = op_placers(&n);
     for (int i = 0; i < n; i++) {
         if (all[i]->slow)
             continue;
-        op_place_ctx ctx = {.p = &cp->p, .seed = 1, .best_effort = 1};
+        /* auto gets a short budget: the demo should answer in seconds */
+        op_place_ctx ctx = {.p = &cp->p, .seed = 1, .best_effort = 1, .budget_seconds = 3};
         op_placement pl;
         op_error perr = {0};
         double t0 = cli_now();
         if (op_place(all[i], &ctx, &pl, &perr)) {
-            printf("| %-14s | failed: %s\n", all[i]->name, perr.msg);
+            printf("| %-22s | failed: %s\n", all[i]->name, perr.msg);
             continue;
         }
         double seconds = cli_now() - t0;
         if (op_sim_run(sim, &pl, &r, NULL, &perr))
-            printf("| %-14s | simulation failed: %s\n", all[i]->name, perr.msg);
+            printf("| %-22s | simulation failed: %s\n", all[i]->name, perr.msg);
         else
-            print_row(cp, all[i]->name, &r, seconds);
+            print_row(cp, pl.algorithm ? pl.algorithm : all[i]->name, &r, seconds);
         op_placement_destroy(&pl);
     }
     op_sim_free(sim);

@@ -26,7 +26,11 @@
  * argument above) the batch is halved and retried, and the fallback is
  * counted in pesto_coarsen_stats so the tests can assert it never occurs.
  *
- * Beyond the paper: two vertices merge only if they can share a device
+ * Beyond the paper: to keep parallelism (the paper's "maintaining
+ * parallelizability") a merge may not create a vertex with more compute
+ * than a cap (twice the mean work per target vertex, doubled whenever no
+ * edge qualifies, so the target is still reached).  Two vertices merge only
+ * if they can share a device
  * (their eligibility sets, which include kind/device pins and colocation
  * groups, intersect) and they do not belong to two different colocation
  * groups, so coarsening never turns a feasible problem infeasible.
@@ -140,7 +144,7 @@ int pesto_select_batch(const op_graph *g, const double *edge_cost, const uint64_
             gmask[g->colocate[v]] &= mask[v];
     for (int k = 0; k < m && n - pairs > target; k++) {
         int e = order[k], u = g->edge_src[e], v = g->edge_dst[e];
-        if (mate[u] >= 0 || mate[v] >= 0 || !same_colocation_ok(g, u, v))
+        if (edge_cost[e] < 0 || mate[u] >= 0 || mate[v] >= 0 || !same_colocation_ok(g, u, v))
             continue;
         int grp = g->colocate[u] != OP_NONE ? g->colocate[u] : g->colocate[v];
         uint64_t both = mask[u] & mask[v] & (grp == OP_NONE ? ~(uint64_t)0 : gmask[grp]);
@@ -279,9 +283,10 @@ op_status pesto_coarsen(const op_problem *p, int target, op_coarse_map *out,
     int *grp = op_malloc((size_t)n * sizeof *grp + 1, err);
     uint64_t *mask = op_malloc((size_t)n * sizeof *mask + 1, err);
     double *cost = op_malloc((size_t)orig->n_edges * sizeof *cost + 1, err);
+    double *work = op_malloc((size_t)n * sizeof *work + 1, err);
     op_coarse_map cur = {0};
     op_status s = OP_OK;
-    if (!omask || !group_of || !grp || !mask || !cost) {
+    if (!omask || !group_of || !grp || !mask || !cost || !work) {
         s = OP_ENOMEM;
         goto done;
     }
@@ -289,21 +294,41 @@ op_status pesto_coarsen(const op_problem *p, int target, op_coarse_map *out,
         group_of[i] = i;
     double upb, lat = mean_link(p->c, &upb);
     const op_graph *g = orig;
+    /* parallelism guard: a merged vertex's work may not exceed cap, which
+     * starts at twice the mean work per target vertex and doubles whenever
+     * no edge is feasible, so the target is still reached (Corollary 3.6) */
+    double biggest = 0, cap;
+    for (int i = 0; i < n; i++)
+        biggest = p->work[i] > biggest ? p->work[i] : biggest;
+    cap = 2 * p->total_work_us / target;
+    if (cap < biggest)
+        cap = biggest;
     for (;;) {
         if (g->n_ops <= target)
             break;
-        for (int v = 0; v < g->n_ops; v++)
+        for (int v = 0; v < g->n_ops; v++) {
             mask[v] = ~(uint64_t)0;
-        for (int i = 0; i < n; i++)
+            work[v] = 0;
+        }
+        for (int i = 0; i < n; i++) {
             mask[group_of[i]] &= omask[i];
-        for (int e = 0; e < g->n_edges; e++)
+            work[group_of[i]] += p->work[i];
+        }
+        for (int e = 0; e < g->n_edges; e++) {
             cost[e] = lat + upb * (double)g->edge_bytes[e];
+            if (work[g->edge_src[e]] + work[g->edge_dst[e]] > cap)
+                cost[e] = -1;
+        }
         op_coarse_map next = {0};
         int ng;
         if ((s = one_batch(g, mask, cost, target, grp, &ng, &next, st, err)))
             break;
-        if (ng == g->n_ops)
-            break; /* no feasible edge */
+        if (ng == g->n_ops) {
+            if (cap >= p->total_work_us || p->total_work_us <= 0)
+                break; /* no feasible edge */
+            cap *= 2;
+            continue;
+        }
         for (int i = 0; i < n; i++)
             group_of[i] = grp[group_of[i]];
         op_coarse_map_destroy(&cur);
@@ -323,6 +348,7 @@ done:
     free(grp);
     free(mask);
     free(cost);
+    free(work);
     return s;
 }
 

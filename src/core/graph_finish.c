@@ -298,6 +298,31 @@ static op_status check_groups(const op_graph *g, const char *origin, op_error *e
     return st;
 }
 
+/* Totals of bytes must fit an int64 with room to spare, so every sum taken
+ * later (per device, per channel, over a run) cannot overflow. */
+static op_status check_totals(const op_graph *g, const char *origin, op_error *err)
+{
+    const int64_t limit = (int64_t)1 << 60;
+    int64_t total = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        int64_t b[3] = {g->output_bytes[i], g->param_bytes[i], g->temp_bytes[i]};
+        for (int k = 0; k < 3; k++) {
+            if (b[k] > limit - total)
+                return op_fail(err, OP_EINPUT, "%s: the ops' byte counts add up to more than "
+                               "2^60 bytes (at op '%s')", origin, g->op_name[i]);
+            total += b[k];
+        }
+    }
+    total = 0;
+    for (int e = 0; e < g->n_edges; e++) {
+        if (g->edge_bytes[e] > limit - total)
+            return op_fail(err, OP_EINPUT, "%s: the edges' byte counts add up to more than "
+                           "2^60 bytes", origin);
+        total += g->edge_bytes[e];
+    }
+    return OP_OK;
+}
+
 /* Move the per-op arrays from the builder into the graph. */
 static void take_ops(op_graph_builder *b, op_graph *g)
 {
@@ -347,7 +372,8 @@ op_graph *op_graph_finish(op_graph_builder *b, op_error *err)
         op_fail(err, OP_ENOMEM, "out of memory");
         goto fail;
     }
-    if (build_csr(g, err) || topo_sort(g, b->origin, err) || check_op_pins(g, b->origin, err) ||
+    if (check_totals(g, b->origin, err) || build_csr(g, err) || topo_sort(g, b->origin, err) ||
+        check_op_pins(g, b->origin, err) ||
         check_groups(g, b->origin, err))
         goto fail;
     op_graph_builder_free(b);

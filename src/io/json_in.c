@@ -61,6 +61,34 @@ static void arena_release(void)
     arena_active = 0;
 }
 
+/* Refuse strings longer than OP_MAX_STRING before jansson spends seconds
+ * and gigabytes on them (a hostile or corrupt file). */
+static op_status check_string_lengths(const json_doc *d)
+{
+    const char *p = d->text, *end = d->text + d->len;
+    int line = 1;
+    while (p < end) {
+        if (*p == '\n')
+            line++;
+        if (*p++ != '"')
+            continue;
+        const char *start = p;
+        while (p < end && *p != '"') {
+            if (*p == '\\' && p + 1 < end)
+                p++;
+            else if (*p == '\n')
+                line++;
+            p++;
+        }
+        if ((size_t)(p - start) > OP_MAX_STRING)
+            return op_fail(d->err, OP_EINPUT, "%s:%d: a string of %zu bytes; opplace accepts "
+                           "names and values up to %d bytes", d->path, line,
+                           (size_t)(p - start), OP_MAX_STRING);
+        p++;
+    }
+    return OP_OK;
+}
+
 op_status json_doc_load(json_doc *d, const char *path, op_error *err)
 {
     memset(d, 0, sizeof *d);
@@ -71,11 +99,16 @@ op_status json_doc_load(json_doc *d, const char *path, op_error *err)
     op_status st = op_read_whole_file(path, &d->text, &d->len, err);
     if (st)
         return st;
+    if ((st = check_string_lengths(d)))
+        return st;
     json_set_alloc_funcs(arena_alloc, arena_free);
     arena_active = 1;
     d->owns_arena = 1;
     json_error_t je;
     d->root = json_loadb(d->text, d->len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
+    if (!d->root && !je.text[0]) /* jansson reports allocation failure this way */
+        return op_fail(err, OP_ENOMEM, "%s: out of memory parsing %zu bytes of JSON", path,
+                       d->len);
     if (!d->root)
         return op_fail(err, OP_EINPUT, "%s:%d:%d: invalid JSON: %s", path, je.line, je.column,
                        je.text);
@@ -176,10 +209,10 @@ op_status json_get_bytes(const json_doc *d, json_t *obj, const json_step *at, in
     op_status st = json_get_amount(d, obj, at, n, key, required, &x);
     if (st || x < 0)
         return st;
-    if (x > 9.0e18) {
+    if (x > (double)OP_MAX_BYTES) {
         json_step path[8];
         int pn = with_key(path, at, n, key);
-        return json_fail(d, path, pn, "is too large (%g bytes)", x);
+        return json_fail(d, path, pn, "is too large (%g bytes; at most 2^50)", x);
     }
     *out = (int64_t)llround(x);
     return OP_OK;

@@ -15,6 +15,10 @@
 
 #include "opplace/error.h"
 
+/* Limits on hostile input: strings (names, kinds) and byte counts. */
+#define OP_MAX_STRING (1 << 20)
+#define OP_MAX_BYTES ((int64_t)1 << 50)
+
 /* One step of a path into a JSON document: an object key or an array index. */
 typedef struct json_step {
     const char *key; /* NULL: use index */

@@ -112,6 +112,7 @@ typedef struct fused_run {
     int *seq, *pos, *device_of;
     int64_t *mem;
     double *start;
+    int contention;
 } fused_run;
 
 static void fused_run_destroy(fused_run *f)
@@ -132,7 +133,7 @@ static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusti
                               op_placement *fine, int *n_fallback, op_error *err)
 {
     cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem = f->mem, .device_of = f->device_of,
-                   .start_us = adjusting ? f->start : NULL};
+                   .start_us = adjusting ? f->start : NULL, .contention = f->contention};
     op_status st = adjusting ? cel_place_adjusting(&ps, err) : cel_place_sequential(&ps, err);
     if (st)
         return st;
@@ -191,8 +192,11 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     op_status st = cel_fusion_read_opts(p, ctx->opts, &fo, err);
     if (!st)
         st = op_options_int(ctx->opts, "schedule", 0, 0, 1, &schedule, err);
+    long contention = 1;
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "guard", 1, 0, 1, &guard, err);
+    if (!st && adjusting)
+        st = op_options_int(ctx->opts, "contention", 1, 0, 1, &contention, err);
     if (!st)
         st = cel_fuse(p, &fo, &f.map, err);
     if (st)
@@ -200,6 +204,7 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     if ((st = op_problem_init(&f.cp, f.map.coarse, p->c, err)))
         goto done;
     f.bound = 1;
+    f.contention = (int)contention;
     int nc = f.cp.n;
     op_progress(ctx, "%s: %d ops fused into %d (R=%d, M=%lld bytes)", name, p->n, nc, fo.range,
                 (long long)fo.mem_limit);

@@ -99,21 +99,64 @@ static op_status timeline_insert(timeline *t, int d, double start, double end, o
     return OP_OK;
 }
 
-/* COMP_EST without the memory test. */
-static double comp_est(const op_problem *p, const timeline *t, const int *device_of,
-                       const double *fin, int v, int d)
+/* Planned arrival on d of u's output (u already placed, not on d).  With
+ * contention (ps->contention), one transfer per (u, d) as in the simulator
+ * (formats.md 5.3): a transfer already planned is reused, else the earliest
+ * gap of the channel after Fin_t[u] is taken (channels as device timelines). */
+static double arrival(const cel_pass *ps, const timeline *ch, const double *arrive,
+                      const double *fin, int u, int d, int64_t bytes)
 {
+    const op_cluster *c = ps->p->c;
+    int du = ps->device_of[u];
+    double w = op_cluster_transfer_us(c, du, d, bytes);
+    if (!ps->contention)
+        return fin[u] + w;
+    double a = arrive[(size_t)u * ps->p->nd + d];
+    if (a >= 0)
+        return a;
+    return earliest_slot(ch, c->chan[du * c->n_dev + d], fin[u], w) + w;
+}
+
+/* COMP_EST without the memory test. */
+static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch,
+                       const double *arrive, const double *fin, int v, int d)
+{
+    const op_problem *p = ps->p;
     const op_graph *g = p->g;
     double pre = 0;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
-        int u = g->pred[j], du = device_of[u];
-        double x = fin[u];
-        if (du != d)
-            x += op_cluster_transfer_us(p->c, du, d, g->edge_bytes[g->pred_edge[j]]);
+        int u = g->pred[j];
+        double x = ps->device_of[u] == d
+                       ? fin[u]
+                       : arrival(ps, ch, arrive, fin, u, d, g->edge_bytes[g->pred_edge[j]]);
         if (x > pre)
             pre = x;
     }
     return earliest_slot(t, d, pre, op_exec_us(p, v, d));
+}
+
+/* Book the transfers v on d needs (contention only). */
+static op_status commit_transfers(const cel_pass *ps, timeline *ch, double *arrive,
+                                  const double *fin, int v, int d, op_error *err)
+{
+    const op_problem *p = ps->p;
+    const op_graph *g = p->g;
+    const op_cluster *c = p->c;
+    if (!ps->contention)
+        return OP_OK;
+    for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+        int u = g->pred[j], du = ps->device_of[u];
+        double *a = &arrive[(size_t)u * p->nd + d];
+        if (du == d || *a >= 0)
+            continue;
+        int chan = c->chan[du * c->n_dev + d];
+        double w = op_cluster_transfer_us(c, du, d, g->edge_bytes[g->pred_edge[j]]);
+        double s = earliest_slot(ch, chan, fin[u], w);
+        *a = s + w;
+        if (timeline_insert(ch, chan, s, s + w, err))
+            return OP_ENOMEM;
+    }
+    return OP_OK;
 }
 
 static double back_cost(const op_problem *p, int v, int from, int to)
@@ -130,7 +173,8 @@ static double back_cost(const op_problem *p, int v, int from, int to)
 
 /* Algorithm 2 lines 6-18 for one op: the chosen device. */
 static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
-                         const double *fin, int v, int prev, double *est)
+                         const timeline *ch, const double *arrive, const double *fin, int v,
+                         int prev, double *est)
 {
     const op_problem *p = ps->p;
     int d1 = -1;
@@ -138,7 +182,7 @@ static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
         est[d] = INFINITY;
         if (cel_memory_allowed(m, v, d) &&
             cel_memory_charge(m, ps->device_of, v, d) <= m->avail[d])
-            est[d] = comp_est(p, t, ps->device_of, fin, v, d);
+            est[d] = comp_est(ps, t, ch, arrive, fin, v, d);
         if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
             d1 = d;
     }
@@ -159,39 +203,53 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
 {
     const op_problem *p = ps->p;
     cel_memory m;
-    timeline t;
+    timeline t, ch;
     memset(&t, 0, sizeof t);
+    memset(&ch, 0, sizeof ch);
+    size_t n_arrive = ps->contention ? (size_t)p->n * (size_t)p->nd : 0;
     double *fin = op_malloc(((size_t)p->n + 1) * sizeof *fin, err);
     double *est = op_malloc((size_t)p->nd * sizeof *est, err);
-    op_status st = !fin || !est ? OP_ENOMEM : cel_memory_init(&m, p, ps->mem, err);
+    double *arrive = op_malloc((n_arrive + 1) * sizeof *arrive, err);
+    op_status st = !fin || !est || !arrive ? OP_ENOMEM : cel_memory_init(&m, p, ps->mem, err);
     if (st) {
         free(fin);
         free(est);
+        free(arrive);
         return st;
     }
-    if ((st = timeline_init(&t, p->nd, err)))
+    for (size_t k = 0; k < n_arrive; k++)
+        arrive[k] = -1;
+    if ((st = timeline_init(&t, p->nd, err)) || (st = timeline_init(&ch, p->c->n_chan, err)))
         goto done;
     for (int v = 0; v < p->n; v++)
         ps->device_of[v] = -1;
     ps->n_fallback = ps->n_moved = 0;
+    ps->makespan_us = 0;
     int prev = -1;
     for (int k = 0; k < p->n && !st; k++) {
         int v = ps->seq[k];
-        int d = choose_device(ps, &m, &t, fin, v, prev, est);
-        double start = est[d] < INFINITY ? est[d] : comp_est(p, &t, ps->device_of, fin, v, d);
+        int d = choose_device(ps, &m, &t, &ch, arrive, fin, v, prev, est);
+        double start =
+            est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, arrive, fin, v, d);
         double w = op_exec_us(p, v, d);
         fin[v] = start + w;
         if (ps->start_us)
             ps->start_us[v] = start;
+        if ((st = commit_transfers(ps, &ch, arrive, fin, v, d, err)))
+            break;
         ps->device_of[v] = d;
         cel_memory_commit(&m, ps->device_of, v, d);
         st = timeline_insert(&t, d, start, fin[v], err);
+        if (fin[v] > ps->makespan_us)
+            ps->makespan_us = fin[v];
         prev = d;
     }
 done:
     timeline_destroy(&t);
+    timeline_destroy(&ch);
     cel_memory_destroy(&m);
     free(fin);
     free(est);
+    free(arrive);
     return st;
 }

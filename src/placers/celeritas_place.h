@@ -35,6 +35,9 @@ typedef struct cel_pass {
     double *start_us;    /* out (adjusting only; may be NULL): planned start times */
     int n_fallback;      /* out: ops placed on a device without room */
     int n_moved;         /* out (adjusting): ops moved off the previous op's device */
+    int contention;      /* in (adjusting): plan transfers on FIFO channels (see
+                            celeritas_adjust.c); 0 = the paper's contention-free EST */
+    double makespan_us;  /* out (adjusting): the planned step time */
 } cel_pass;
 
 op_status cel_place_sequential(cel_pass *ps, op_error *err);

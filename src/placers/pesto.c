@@ -24,7 +24,7 @@
  * Options: --target N, --time-limit S, --congestion on|off (default on),
  * --memory hard|balanced|both|none (default hard), --balance SLACK
  * (default 0.2, for balanced), --max-pairs N (congestion pairs kept,
- * default 60000), --warm-start a,b,c, --export-tf-pesto DIR.  With
+ * default 5000), --warm-start a,b,c, --export-tf-pesto DIR.  With
  * --progress it reports each candidate, the ILP's size, incumbent, bound
  * and gap on stderr.
  */
@@ -304,7 +304,16 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
     if (r->warm.valid)
         summary(ctx, cfg, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
                 r->warm.step_us);
-    return pesto_ilp_solve(&r->cp, &cfg->ilp, r->warm.valid ? &r->warm.pl : NULL,
+    pesto_ilp_opts ilp = cfg->ilp;
+    if (r->warm.valid && !r->warm.oom && ilp.memory_cap == 1 &&
+        !pesto_ilp_memory_ok(&r->cp, r->warm.pl.device_of, &ilp)) {
+        /* the static param + output sum rejects a placement the simulator
+         * says fits: too conservative for this graph, keep params only */
+        ilp.memory_cap = 2;
+        summary(ctx, cfg, "pesto: the param+output memory bound rejects the warm start that fits; "
+                "using param bytes only");
+    }
+    return pesto_ilp_solve(&r->cp, &ilp, r->warm.valid ? &r->warm.pl : NULL,
                            r->warm.valid ? r->warm_finish : NULL, ctx, &r->ilp, err);
 }
 

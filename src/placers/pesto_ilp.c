@@ -26,7 +26,10 @@
  * device pairs of channel c; (8) memory: a hard capacity sum_i (param_bytes
  * + output_bytes) x_id <= memory_bytes - conservative for the op's own
  * tensors (everything counted for the whole step) but blind to received
- * tensors and temp_bytes - and optionally the paper's balanced footprint.
+ * tensors and temp_bytes; memory_cap = 2 counts param_bytes only (what is
+ * surely resident all step), for graphs where the conservative sum rules
+ * out placements the simulator finds fit - and optionally the paper's
+ * balanced footprint.
  *
  * Why one-hot rather than the paper's binary encoding {x_i, y_i}: exec time,
  * eligibility (kind and device pins), per-pair link costs and per-link
@@ -68,7 +71,7 @@
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
     *o = (pesto_ilp_opts){.time_limit_s = 30, .congestion = 1, .memory_cap = 1, .balance = -1,
-                          .max_xfer_pairs = 60000, .verbose = 0};
+                          .max_xfer_pairs = 5000, .verbose = 0};
 }
 
 /* ---- a column/row/triplet model builder --------------------------------------- */
@@ -618,9 +621,11 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
     return rc;
 }
 
+static int count_outputs = 1; /* set per solve from pesto_ilp_opts.memory_cap */
+
 static double footprint(const op_problem *p, int i)
 {
-    return (double)p->g->param_bytes[i] + (double)p->g->output_bytes[i];
+    return (double)p->g->param_bytes[i] + (count_outputs ? (double)p->g->output_bytes[i] : 0);
 }
 
 static void add_memory(lp_model *m, const inst *I, const pesto_ilp_opts *o)
@@ -649,8 +654,9 @@ static void add_memory(lp_model *m, const inst *I, const pesto_ilp_opts *o)
 }
 
 /* Does a placement meet the model's memory rows? */
-static int memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opts *o)
+int pesto_ilp_memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opts *o)
 {
+    count_outputs = o->memory_cap != 2;
     double total = 0;
     for (int i = 0; i < p->n; i++)
         total += footprint(p, i);
@@ -804,7 +810,24 @@ static op_status solve_model(const lp_model *m, const inst *I, const pesto_ilp_o
     Cbc_Model *model = load_model(m);
     if (!model)
         return op_fail(err, OP_ENOMEM, "pesto: out of memory loading the ILP");
+    char secs[32];
+    snprintf(secs, sizeof secs, "%.3f", o->time_limit_s > 0 ? o->time_limit_s : 1e9);
     Cbc_setMaximumSeconds(model, o->time_limit_s > 0 ? o->time_limit_s : 1e9);
+    /* Cbc_solve runs CbcMain1, which takes its limits from these parameters */
+    Cbc_setParameter(model, "seconds", secs);
+    Cbc_setParameter(model, "timeMode", "elapsed");
+    if (getenv("PESTO_CBC_ARGS")) { /* experiments: "name=value,name=value" */
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", getenv("PESTO_CBC_ARGS"));
+        char *save = NULL;
+        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            if (eq) {
+                *eq = 0;
+                Cbc_setParameter(model, kv, eq + 1);
+            }
+        }
+    }
     Cbc_setLogLevel(model, o->verbose ? 1 : 0);
     Cbc_setAllowableFractionGap(model, 1e-6);
     if (warm)
@@ -852,8 +875,9 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     op_status st = OP_OK;
     if (!r->device_of || !r->start || (st = inst_init(&I, p, err)))
         goto done;
+    count_outputs = o->memory_cap != 2;
     I.H = serial_horizon(p);
-    if (warm && warm->has_order && memory_ok(p, warm->device_of, o)) {
+    if (warm && warm->has_order && pesto_ilp_memory_ok(p, warm->device_of, o)) {
         s_op = op_malloc((size_t)p->n * sizeof *s_op + 1, err);
         s_xf = op_malloc((size_t)p->g->n_edges * sizeof *s_xf + 1, err);
         if (!s_op || !s_xf) {

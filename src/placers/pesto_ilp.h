@@ -11,7 +11,8 @@
 typedef struct pesto_ilp_opts {
     double time_limit_s;  /* CBC's wall-clock limit */
     int congestion;       /* channel non-overlap (constraint 7); 0 = the paper's Fig. 5a */
-    int memory_cap;       /* hard capacity: sum of param + output bytes <= memory_bytes */
+    int memory_cap;       /* hard capacity: 1: sum of param + output bytes <= memory_bytes;
+                             2: param bytes only; 0: none */
     double balance;       /* < 0 off; else footprint per device <= (1 + balance) * total / nd */
     long max_xfer_pairs;  /* cap on congestion pairs (a relaxation past it); 0 = none */
     int verbose;          /* CBC log on stdout (debugging only) */
@@ -43,6 +44,9 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                           const double *warm_finish, const op_place_ctx *ctx,
                           pesto_ilp_result *r, op_error *err);
 void pesto_ilp_result_destroy(pesto_ilp_result *r);
+
+/* Does device_of meet the ILP's memory rows (capacity and balance)? */
+int pesto_ilp_memory_ok(const op_problem *p, const int *device_of, const pesto_ilp_opts *o);
 
 /* The result as a placement with a per-device order (by start time, ties
  * by topological position). */

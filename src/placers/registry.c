@@ -25,6 +25,7 @@ extern const op_placer op_placer_celeritas;
 extern const op_placer op_placer_order_place;
 extern const op_placer op_placer_dfs_topo;
 extern const op_placer op_placer_sgdp;
+extern const op_placer op_placer_trinity;
 extern const op_placer op_placer_pesto;
 
 static const op_placer *const PLACERS[] = {
@@ -41,6 +42,7 @@ static const op_placer *const PLACERS[] = {
     &op_placer_order_place,
     &op_placer_dfs_topo,
     &op_placer_sgdp,
+    &op_placer_trinity,
     &op_placer_pesto,
 };
 

@@ -24,6 +24,10 @@
  *   from the third layer up in encoder and decoder, normalised-Bahdanau
  *   attention driven by the bottom decoder layer, its context fed to every
  *   decoder layer.
+ * --seq-len: the papers do not state the unrolled length; defaults are 40
+ * steps (RNNLM, NMT) and 20 (GNMT, so the built-in demo stays a few
+ * thousand ops); bench/zoo.sh shows the lengths that reach the papers' op
+ * counts (100-160 steps).
  * Simplified: fixed sequence lengths (no padding/masking, no bucketing), one
  * shared vocabulary size for source and target (32,000 word pieces), no
  * dropout, no beam search (training graphs only).

@@ -266,7 +266,8 @@ int zb_op_n(zb *z, const char *name, const char *type, double flops, double out_
              .n_in = n_inputs, .weight = weight_id, .flags = flags,
              .needs_grad = needs_grad && !(flags & ZB_NO_GRAD), .flops = flops,
              .out_elems = out_elems};
-    memcpy(z->ins + z->nins, inputs, (size_t)n_inputs * sizeof *inputs);
+    if (n_inputs > 0)
+        memcpy(z->ins + z->nins, inputs, (size_t)n_inputs * sizeof *inputs);
     z->nins += (size_t)n_inputs;
     return push_rec(z, &r);
 }

@@ -1,0 +1,239 @@
+/*
+ * opplace/trinity.h - Trinity (Zhang et al., Algorithms 2022; papers/
+ * trinity.txt sections 3-4): a two-level RL placer.  A partition network
+ * puts every op into one of G groups; a seq2seq schedule network reads the
+ * groups in order and emits a device per group; both are trained jointly
+ * with PPO on the MDPE reward (runtime, communication and memory).
+ *
+ *   node2vec.c          structure vectors of the op graph (opplace/node2vec.h)
+ *   trinity_features.c  per-op features (Table 1), colocation leaders, masks,
+ *                       and the group features of a sampled partition (Table 2)
+ *   trinity_policy.c    the networks: partition FFN 64-128 with dropout;
+ *                       LSTM encoder over groups, LSTM decoder with additive
+ *                       attention and trainable device embeddings, logits
+ *                       C*tanh(u/T) (eq. 9); forward (sampling or given
+ *                       actions) and backward
+ *   trinity_reward.c    the MDPE reward (eq. 8) from a simulator result
+ *   trinity_train.c     PPO (eqs. 12-15): rollouts simulated in parallel,
+ *                       clipped ratio, EMA baseline, Adam, clipping, logit
+ *                       noise in the first iterations, best placement kept
+ *
+ * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
+ * max_devices outputs (8); devices >= nd are masked, so one weights file
+ * serves clusters of up to max_devices devices and graphs of any size
+ * (G is fixed by the architecture, not by the graph).
+ *
+ * COLOCATION, ELIGIBILITY, PINS.  Members of an opplace colocation group
+ * are forced into one Trinity group: the group's first op (topological
+ * order) is the partition decision, the others copy its group (they are
+ * not decisions).  A Trinity group's device mask is the intersection of its
+ * members' allowed devices (op_eligible; problem->group_ok for colocation
+ * groups); when that is empty (e.g. a CPU-only op grouped with a GPU-only
+ * op) the mask is their union and, after sampling, every op whose group's
+ * device it may not use is REPAIRED to its first allowed device (with its
+ * whole colocation group).  Empty groups still get a device from the
+ * decoder but are not decisions (no probability, no gradient).
+ */
+#ifndef OPPLACE_TRINITY_H
+#define OPPLACE_TRINITY_H
+
+#include <stdint.h>
+
+#include "opplace/learn.h"
+#include "opplace/nn.h"
+#include "opplace/node2vec.h"
+#include "opplace/placer.h"
+#include "opplace/problem.h"
+#include "opplace/simulate.h"
+
+/* --------------------------------------------------------------- config */
+
+/* Section 5.1 (4) scaled down for a 2-core CPU (paper value in brackets). */
+typedef struct trinity_config {
+    int max_devices;    /* 8 [2, 4 or 8] decoder outputs */
+    int groups;         /* G: 64 [256] */
+    int n2v_dim;        /* 16 Node2vec width */
+    int type_dim;       /* 8 op-type embedding width */
+    int part_h1, part_h2; /* 64, 128 [64, 128] partition hidden layers */
+    double dropout;     /* 0.3 [0.3] between them */
+    int hidden;         /* 64 [256] LSTM width (encoder and decoder) */
+    int dev_dim;        /* 16 device embedding width */
+    int attn;           /* 32 additive-attention width */
+    double temperature; /* T: 10 [10] */
+    double tanh_c;      /* C: 5 [5] */
+    double prior;       /* 1 [none]: order prior of the partition logits, see below */
+} trinity_config;
+
+/* The ORDER PRIOR (not in the paper): op i's partition logit for group g
+ * gets -prior * |anchor_i - g| added, anchor_i the op's part in a METIS
+ * G-way min-cut partition whose parts are numbered in dataflow order
+ * (trinity_anchor.c).  An untrained partition network then forms groups
+ * that are cheaply-cut clusters, read by the schedule network roughly in
+ * dataflow order, instead of scattering every group over the whole graph
+ * (which makes every random schedule communicate on almost every edge and
+ * drives the policy straight to "everything on one device"); the network
+ * learns deviations from it.  prior = 0 gives the paper's network. */
+trinity_config trinity_config_default(void);
+op_status trinity_config_check(const trinity_config *cfg, op_error *err);
+
+/* ------------------------------------------------------------- features */
+
+/* Numeric op features before the Node2vec vector: z(runtime),
+ * z(log output bytes), z(log param bytes), topological depth in [0,1]. */
+#define TRINITY_N_SCALAR 4
+/* Op-type vocabulary: a fixed list of common TensorFlow op names plus
+ * hash buckets for the rest (trinity_type_id). */
+int trinity_vocab_size(void);
+int trinity_type_id(const char *type);
+
+/* A problem prepared for the policy (independent of the weights). */
+typedef struct trinity_graph {
+    const op_problem *p;
+    int n, nd, max_devices, groups;
+    int n_num;             /* TRINITY_N_SCALAR + n2v_dim */
+    double *num;           /* n x n_num, op index order */
+    int *type_id;          /* per op */
+    int *leader;           /* per op: the op whose group it copies, or -1 */
+    unsigned char *decides; /* per op: leader < 0 */
+    unsigned char *allowed; /* n x max_devices: devices the op (its colocation group) may use */
+    int *first_allowed;    /* per op: the repair device */
+    int *anchor;           /* per op: centre of the order prior (trinity_anchor.c) */
+    double *out_share, *time_share, *param_share; /* per op: fraction of the graph's total */
+} trinity_graph;
+
+/* Computes Node2vec (n2v, its dim overridden by cfg->n2v_dim).  Fails with
+ * OP_EINPUT when the cluster has more than cfg->max_devices devices. */
+op_status trinity_graph_init(trinity_graph *tg, const op_problem *p, const trinity_config *cfg,
+                             const node2vec_config *n2v, op_error *err);
+void trinity_graph_destroy(trinity_graph *tg);
+
+/* Width of a group's feature row (Table 2): mean type embedding, log-scaled
+ * output, runtime, parameter and member shares, adjacency over G groups. */
+int trinity_group_feature_dim(const trinity_config *cfg);
+
+/* --------------------------------------------------------------- policy */
+
+typedef struct trinity_policy trinity_policy;
+typedef struct trinity_pass trinity_pass; /* one forward pass, in an arena */
+
+trinity_policy *trinity_policy_new(const trinity_config *cfg, uint64_t seed, op_error *err);
+void trinity_policy_free(trinity_policy *pol);
+const trinity_config *trinity_policy_config(const trinity_policy *pol);
+nn_params *trinity_policy_params(trinity_policy *pol);
+/* Weights files: nn_params files holding the architecture as "trinity.arch". */
+op_status trinity_policy_save(const trinity_policy *pol, const char *path, op_error *err);
+trinity_policy *trinity_policy_from_file(const char *path, op_error *err);
+
+/* The actions of K rollouts and what PPO needs about them. */
+typedef struct trinity_batch {
+    int k, cap, n, groups, max_devices;
+    int *group;               /* k x n: each op's group */
+    int *device;              /* k x G: each group's device */
+    unsigned char *gmask;     /* k x G x max_devices: the decoder's mask */
+    unsigned char *gdecides;  /* k x G: the group has members */
+    double *old_part;         /* k x n: log-probability of group[] when sampled */
+    double *old_sched;        /* k x G: log-probability of device[] when sampled */
+} trinity_batch;
+
+op_status trinity_batch_init(trinity_batch *b, const trinity_graph *tg, int cap, op_error *err);
+void trinity_batch_destroy(trinity_batch *b);
+/* Rollout r's device per op (repairs applied, colocation followed). */
+void trinity_batch_placement(const trinity_graph *tg, const trinity_batch *b, int r,
+                             int *device_of);
+
+typedef struct trinity_run {
+    int training;       /* dropout on (masks drawn from dropout_rng) */
+    nn_rng dropout_rng; /* the same state gives the same masks */
+    int sample;         /* draw the k rollouts' actions into the batch; else use its actions */
+    int greedy_last;    /* when sampling: rollout k-1 takes every argmax */
+    nn_rng *rng;        /* for sampling */
+    double noise;       /* when sampling: logits + U(-noise, noise) */
+} trinity_run;
+
+/* One forward pass for k rollouts (batch->k = k).  Outputs, from the
+ * arena: logp_part [n x G] (op i's group distribution) and logp_sched
+ * [(k*G) x max_devices] (row r*G+t: rollout r's device distribution for
+ * group t, given its earlier devices; masked entries -INFINITY).  When
+ * sampling, the batch's actions, masks and old log-probabilities are
+ * filled. */
+op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
+                                 trinity_batch *batch, int k, const trinity_run *run,
+                                 nn_tensor *logp_part, nn_tensor *logp_sched,
+                                 trinity_pass **pass, op_error *err);
+/* Adds the parameters' gradients of a loss with gradients dlogp_part,
+ * dlogp_sched (same shapes as the outputs; either may be NULL). */
+op_status trinity_policy_backward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
+                                  const trinity_batch *batch, trinity_pass *pass,
+                                  const nn_tensor *dlogp_part, const nn_tensor *dlogp_sched,
+                                  op_error *err);
+
+/* --------------------------------------------------------------- reward */
+
+/* MDPE (eq. 8): R = -ln(alpha * step/LB + beta * q_comm + gamma * q_mem),
+ * q_x = [x > tol] * (1 + (x - tol) / tol), x the peak over devices. */
+typedef struct trinity_reward_config {
+    double alpha, beta, gamma; /* 0.5, 0.3, 0.2 (section 5.2) */
+    double max_comm_bytes;     /* C^: per-device communication tolerance (8 GiB) */
+    double max_mem_bytes;      /* M^: per-device memory tolerance (8 GiB), and never
+                                  above the device's memory_bytes */
+} trinity_reward_config;
+
+trinity_reward_config trinity_reward_defaults(void);
+
+typedef struct trinity_metrics {
+    double step_us;
+    int64_t peak_comm;  /* max over devices of bytes sent + received (channels it uses) */
+    int64_t peak_mem;   /* max over devices of peak memory */
+    int oom;            /* above some device's memory_bytes */
+    double reward;
+} trinity_metrics;
+
+/* Per-device communication load from r->chan_bytes: a device's load is the
+ * traffic of every channel that carries one of its links. */
+void trinity_comm_load(const op_problem *p, const op_sim_result *r, int64_t *per_device);
+trinity_metrics trinity_measure(const op_problem *p, const op_sim_result *r,
+                                const trinity_reward_config *rc);
+
+/* ------------------------------------------------------------- training */
+
+typedef struct trinity_train_config {
+    ppo_config ppo;
+    int samples;           /* rollouts per iteration (16) */
+    long iterations;       /* <= 0: until the budget runs out */
+    double budget_seconds; /* <= 0: no time limit (then iterations must be > 0) */
+    int threads;           /* simulation threads; <= 0: online CPUs */
+    uint64_t seed;
+    int ema_period;        /* N of eq. 15 (9: decay 0.8) */
+    int noise_steps;       /* iterations with logit noise (500) */
+    double noise_max;      /* 0.1 */
+    trinity_reward_config reward;
+    node2vec_config n2v;
+    const op_place_ctx *progress; /* op_progress lines; may be NULL */
+} trinity_train_config;
+
+trinity_train_config trinity_train_defaults(void);
+
+typedef struct trinity_trainer trinity_trainer;
+
+trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *const *problems,
+                                     int n, const trinity_train_config *cfg, op_error *err);
+void trinity_trainer_free(trinity_trainer *t);
+op_status trinity_trainer_run(trinity_trainer *t, op_error *err);
+/* Sample `samples` placements of problem i plus the greedy one, without
+ * dropout or noise and without learning; the best joins the record. */
+op_status trinity_trainer_evaluate(trinity_trainer *t, int i, int samples, op_error *err);
+
+typedef struct trinity_best {
+    const int *device_of;  /* NULL before any rollout */
+    trinity_metrics m;
+} trinity_best;
+trinity_best trinity_trainer_best(const trinity_trainer *t, int i);
+
+typedef struct trinity_train_stats {
+    long iterations, rollouts;
+    double seconds, sim_seconds, setup_seconds;
+    double last_mean_reward;
+} trinity_train_stats;
+trinity_train_stats trinity_trainer_stats(const trinity_trainer *t);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * trinity.c - the Trinity placer (papers/trinity.txt; src/learn/trinity_*,
+ * opplace/trinity.h): a partition network groups the ops, a seq2seq
+ * schedule network maps groups to devices, both trained by PPO on the MDPE
+ * reward (runtime, peak communication, peak memory).  Used like SGDP:
+ *
+ *   --weights W.bin               zero-shot: the trained policy's greedy
+ *                                 placement and --samples sampled ones are
+ *                                 simulated, the best is returned
+ *   --weights W.bin --finetune N  N PPO iterations on this graph first
+ *   (no weights)                  a fresh policy trained on this graph for
+ *                                 --budget-seconds (default 60) or
+ *                                 --iterations; the best placement seen wins
+ *
+ * Options: --samples K (16), --threads T, --lr, --epochs, --entropy,
+ * --groups G (64) and --prior P (1; the order prior, opplace/trinity.h)
+ * for new policies only, --max-comm BYTES and --max-mem BYTES
+ * (the user's tolerances C^ and M^ of eqs. 6-7, default 8 GiB each),
+ * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
+ * (Node2vec return and in-out parameters), --save-weights FILE.  --seed
+ * makes a run with a fixed --iterations reproducible.  Eligibility, pins
+ * and colocation are enforced by the policy's masks (opplace/trinity.h);
+ * if the best placement runs out of memory the placer returns
+ * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
+ * runtime, peak communication and peak memory as the paper's Table 4.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/trinity.h"
+#include "placers/placer_util.h"
+
+typedef struct trinity_opts {
+    const char *weights, *save;
+    long finetune, iterations, samples, threads, epochs, groups;
+    double lr, entropy, p, q, prior;
+    trinity_reward_config reward;
+} trinity_opts;
+
+static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
+{
+    trinity_train_config d = trinity_train_defaults();
+    trinity_config pc = trinity_config_default();
+    s->weights = op_options_str(o, "weights", NULL);
+    s->save = op_options_str(o, "save-weights", NULL);
+    s->reward = d.reward;
+    op_status st;
+    if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
+        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
+        (st = op_options_int(o, "samples", d.samples, 1, 4096, &s->samples, err)) ||
+        (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
+        (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
+        (st = op_options_int(o, "groups", pc.groups, 1, 4096, &s->groups, err)) ||
+        (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
+        (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
+        (st = op_options_double(o, "prior", pc.prior, 0, 1e3, &s->prior, err)) ||
+        (st = op_options_double(o, "n2v-p", d.n2v.p, 1e-6, 1e6, &s->p, err)) ||
+        (st = op_options_double(o, "n2v-q", d.n2v.q, 1e-6, 1e6, &s->q, err)) ||
+        (st = op_options_double(o, "max-comm", s->reward.max_comm_bytes, 0, 1e18,
+                                &s->reward.max_comm_bytes, err)) ||
+        (st = op_options_double(o, "max-mem", s->reward.max_mem_bytes, 0, 1e18,
+                                &s->reward.max_mem_bytes, err)) ||
+        (st = op_options_double(o, "alpha", s->reward.alpha, 0, 1e6, &s->reward.alpha, err)) ||
+        (st = op_options_double(o, "beta", s->reward.beta, 0, 1e6, &s->reward.beta, err)) ||
+        (st = op_options_double(o, "gamma", s->reward.gamma, 0, 1e6, &s->reward.gamma, err)))
+        return st;
+    if (s->finetune && !s->weights)
+        return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
+    return OP_OK;
+}
+
+static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *s,
+                                   op_error *err)
+{
+    if (s->weights)
+        return trinity_policy_from_file(s->weights, err);
+    trinity_config cfg = trinity_config_default();
+    cfg.groups = (int)s->groups;
+    cfg.prior = s->prior;
+    if (ctx->p->nd > cfg.max_devices)
+        cfg.max_devices = ctx->p->nd;
+    return trinity_policy_new(&cfg, ctx->seed, err);
+}
+
+static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s)
+{
+    trinity_train_config tc = trinity_train_defaults();
+    tc.samples = (int)s->samples;
+    tc.threads = (int)s->threads;
+    tc.seed = ctx->seed;
+    tc.ppo.epochs = (int)s->epochs;
+    tc.ppo.lr = s->lr;
+    tc.ppo.entropy_coef = s->entropy;
+    tc.reward = s->reward;
+    tc.n2v.p = s->p;
+    tc.n2v.q = s->q;
+    tc.n2v.seed = ctx->seed;
+    tc.progress = ctx;
+    if (s->weights) {
+        tc.iterations = s->finetune;
+        tc.budget_seconds = ctx->budget_seconds;
+    } else {
+        tc.iterations = s->iterations;
+        tc.budget_seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds
+                                                    : (s->iterations > 0 ? 0 : 60);
+    }
+    return tc;
+}
+
+static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
+                                 trinity_policy *pol, op_placement *out, op_error *err)
+{
+    trinity_train_config tc = train_config(ctx, s);
+    int training = !s->weights || s->finetune > 0;
+    const op_problem *probs[1] = {ctx->p};
+    trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, err);
+    if (!t)
+        return err && err->code ? err->code : OP_ENOMEM;
+    op_status st = OP_OK;
+    if (training)
+        st = trinity_trainer_run(t, err);
+    if (!st)
+        st = trinity_trainer_evaluate(t, 0, (int)s->samples, err);
+    if (!st && training && s->save)
+        st = trinity_policy_save(pol, s->save, err);
+    if (!st) {
+        trinity_best b = trinity_trainer_best(t, 0);
+        trinity_train_stats ts = trinity_trainer_stats(t);
+        memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
+        op_progress(ctx,
+                    "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
+                    "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
+                    b.m.step_us / 1000.0, (double)b.m.peak_comm / 1048576.0,
+                    (double)b.m.peak_mem / 1073741824.0, ts.iterations, ts.rollouts,
+                    ts.seconds, ts.setup_seconds);
+        if (b.m.oom && !ctx->best_effort)
+            st = op_fail(err, OP_EINFEASIBLE,
+                         "trinity: the best placement found runs out of memory "
+                         "(train longer, or pass --best-effort)");
+    }
+    trinity_trainer_free(t);
+    return st;
+}
+
+static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    trinity_opts s;
+    op_status st = read_opts(ctx->opts, &s, err);
+    if (st)
+        return st;
+    trinity_policy *pol = make_policy(ctx, &s, err);
+    if (!pol)
+        return err && err->code ? err->code : OP_ENOMEM;
+    st = train_and_place(ctx, &s, pol, out, err);
+    trinity_policy_free(pol);
+    return st;
+}
+
+const op_placer op_placer_trinity = {
+    .name = "trinity",
+    .summary = "learned partition (FFN) + seq2seq schedule (LSTM, attention) networks, PPO on "
+               "runtime/communication/memory; --weights, --finetune N",
+    .source = "Zhang et al., Trinity, Algorithms 2022 (sections 3-4)",
+    .place = place_trinity,
+    .slow = 1,
+};
