@@ -70,19 +70,6 @@ static op_status read_link(const json_doc *d, json_t *v, long i, const op_device
     return OP_OK;
 }
 
-static op_status get_array(const json_doc *d, const char *key, int required, json_t **out)
-{
-    json_step at[1] = {{key, 0}};
-    json_t *v = json_object_get(d->root, key);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return required ? json_fail(d, at, 1, "required key is missing") : OP_OK;
-    if (!json_is_array(v))
-        return json_fail(d, at, 1, "must be an array");
-    *out = v;
-    return OP_OK;
-}
-
 op_cluster *op_cluster_read(const char *path, op_error *err)
 {
     json_doc d;
@@ -91,7 +78,7 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
     op_link_spec *links = NULL;
     op_cluster *c = NULL;
     if (json_doc_load(&d, path, err) || json_check_header(&d, "opplace-cluster") ||
-        get_array(&d, "devices", 1, &devs_j) || get_array(&d, "links", 0, &links_j))
+        json_get_array(&d, "devices", 1, &devs_j) || json_get_array(&d, "links", 0, &links_j))
         goto done;
     size_t nd = json_array_size(devs_j), nl = links_j ? json_array_size(links_j) : 0;
     if (nd == 0) {

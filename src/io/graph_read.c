@@ -97,19 +97,6 @@ static op_status read_edge(const json_doc *d, json_t *e, long i, op_graph_builde
     return op_graph_add_edge(b, s, t, bytes, d->err);
 }
 
-static op_status read_array(const json_doc *d, const char *key, int required, json_t **out)
-{
-    json_step at[1] = {{key, 0}};
-    json_t *v = json_object_get(d->root, key);
-    *out = NULL;
-    if (!v || json_is_null(v))
-        return required ? json_fail(d, at, 1, "required key is missing") : OP_OK;
-    if (!json_is_array(v))
-        return json_fail(d, at, 1, "must be an array");
-    *out = v;
-    return OP_OK;
-}
-
 static const char *base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -136,7 +123,7 @@ op_graph *op_graph_read(const char *path, op_error *err)
     const char *name = NULL;
     if (json_doc_load(&d, path, err) || json_check_header(&d, "opplace-graph") ||
         json_get_string(&d, d.root, NULL, 0, "name", 0, &name) ||
-        read_array(&d, "ops", 1, &ops) || read_array(&d, "edges", 0, &edges))
+        json_get_array(&d, "ops", 1, &ops) || json_get_array(&d, "edges", 0, &edges))
         goto fail;
     b = op_graph_builder_new(name ? name : base_name(path), err);
     if (!b || read_batch(&d, b))

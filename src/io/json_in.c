@@ -163,17 +163,30 @@ static int with_key(json_step *buf, const json_step *at, int n, const char *key)
     return n + 1;
 }
 
+/* Find obj.key: 1 with *v set when present, 0 when absent or null (an error
+ * if required).  path/pn receive the key's path for messages. */
+static int lookup(const json_doc *d, json_t *obj, const json_step *at, int n, const char *key,
+                  int required, json_step *path, int *pn, json_t **v, op_status *st)
+{
+    *pn = with_key(path, at, n, key);
+    *v = json_object_get(obj, key);
+    *st = OP_OK;
+    if (*v && !json_is_null(*v))
+        return 1;
+    if (required)
+        *st = json_fail(d, path, *pn, "required key is missing");
+    return 0;
+}
+
 op_status json_get_string(const json_doc *d, json_t *obj, const json_step *at, int n,
                           const char *key, int required, const char **out)
 {
     json_step path[8];
-    int pn = with_key(path, at, n, key);
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return json_fail(d, path, pn, "required key is missing");
-        return OP_OK;
-    }
+    int pn;
+    json_t *v;
+    op_status st;
+    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
+        return st;
     if (!json_is_string(v))
         return json_fail(d, path, pn, "must be a string");
     if (strlen(json_string_value(v)) != json_string_length(v))
@@ -186,19 +199,32 @@ op_status json_get_amount(const json_doc *d, json_t *obj, const json_step *at, i
                           const char *key, int required, double *out)
 {
     json_step path[8];
-    int pn = with_key(path, at, n, key);
-    json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return json_fail(d, path, pn, "required key is missing");
-        return OP_OK;
-    }
+    int pn;
+    json_t *v;
+    op_status st;
+    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
+        return st;
     if (!json_is_number(v))
         return json_fail(d, path, pn, "must be a number");
     double x = json_number_value(v);
     if (!isfinite(x) || x < 0)
         return json_fail(d, path, pn, "must be a finite non-negative number (got %g)", x);
     *out = x;
+    return OP_OK;
+}
+
+op_status json_get_array(const json_doc *d, const char *key, int required, json_t **out)
+{
+    json_step path[8];
+    int pn;
+    json_t *v;
+    op_status st;
+    *out = NULL;
+    if (!lookup(d, d->root, NULL, 0, key, required, path, &pn, &v, &st))
+        return st;
+    if (!json_is_array(v))
+        return json_fail(d, path, pn, "must be an array");
+    *out = v;
     return OP_OK;
 }
 

@@ -55,6 +55,8 @@ op_status json_get_amount(const json_doc *d, json_t *obj, const json_step *at, i
                           const char *key, int required, double *out);
 op_status json_get_bytes(const json_doc *d, json_t *obj, const json_step *at, int n,
                          const char *key, int required, int64_t *out);
+/* A top-level array; *out is NULL when an optional key is absent. */
+op_status json_get_array(const json_doc *d, const char *key, int required, json_t **out);
 /* Check "format" and "version" at the top of a document. */
 op_status json_check_header(const json_doc *d, const char *format);
 

@@ -67,6 +67,7 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
     sub.progress = 0;
     op_placement out;
     op_error perr = {0};
+    double t0 = seconds_now();
     if (op_place(pl, &sub, &out, &perr) != OP_OK) {
         if (perr.code == OP_ENOMEM)
             return op_fail(err, OP_ENOMEM, "%s", perr.msg);
@@ -79,7 +80,8 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
         return st;
     }
     double over = overflow_of(ctx->p, r);
-    op_progress(ctx, "auto: %-12s %12.1f us%s", pl->name, r->step_time_us, over > 0 ? " (OOM)" : "");
+    op_progress(ctx, "auto: %-12s %12.1f us%s  (%.2f s)", pl->name, r->step_time_us,
+                over > 0 ? " (OOM)" : "", seconds_now() - t0);
     if (beats(r->step_time_us, over, best)) {
         if (best->have)
             op_placement_destroy(&best->pl);
