@@ -3,21 +3,25 @@
 #   1. Table 2 of the paper: nodes and CCR before and after Optimal Operation
 #      Fusion (opplace coarsen --method celeritas, default R=200, M=M_dev/4);
 #   2. simulated step time of celeritas, order-place, dfs-topo and every
-#      other registered fast placer, on 2 and 4 x v100-nvlink (--best-effort,
-#      so a placer that cannot fit the graph still reports a step, marked OOM);
-#   3. placement time of celeritas on a 36,000-op graph.
-# usage: bash bench/celeritas.sh [path/to/opplace] [models...]
+#      other registered fast placer (not auto: its 10 s budget per run would
+#      dominate), on 2 and 4 GPUs of each preset in PRESETS (default:
+#      v100-pcie, the paper's testbed, and v100-nvlink), with --best-effort
+#      so a placer that cannot fit the graph still reports a step (marked *);
+#   3. per table, celeritas against min(m-topo, m-etf, m-sct) and expert;
+#   4. placement time of celeritas on a 36,000-op graph.
+# usage: [PRESETS="v100-pcie v100-nvlink"] bash bench/celeritas.sh [path/to/opplace] [models...]
 set -euo pipefail
 BIN=${1:-./build/opplace}
 shift || true
-MODELS=${*:-"rnnlm nmt gnmt transformer transformer_xl"}
+MODELS=${*:-"rnnlm nmt gnmt transformer transformer_xl inception_v3 nasnet pnasnet amoebanet wavenet tensor_holography"}
+PRESETS=${PRESETS:-"v100-pcie v100-nvlink"}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-ALGOS=$("$BIN" algos | awk '{print $1}' | grep -v -E '^(sgdp|pesto|trinity|round-robin)$' | tr '\n' ' ')
+ALGOS=$("$BIN" algos | awk '{print $1}' | grep -v -E '^(auto|sgdp|pesto|trinity|round-robin)$' | tr '\n' ' ')
 
 num() { python3 -c "import json,sys; d=json.load(sys.stdin); print(d['$1'])"; }
 
-echo "### Table 2: nodes and CCR before and after fusion (4 x v100-nvlink reference link)"
+echo "### Table 2: nodes and CCR before and after fusion (R = 200, M = 8 GiB; 4 x v100-nvlink reference link)"
 echo
 echo "| model | nodes | CCR | nodes after | CCR after | fusion s |"
 echo "|---|---:|---:|---:|---:|---:|"
@@ -31,25 +35,56 @@ print(f"| {sys.argv[1]} | {d['nodes_before']} | {d['ccr_before']:.3f} | {d['node
 PY
 done
 echo
-for gpus in 2 4; do
-  echo "### Simulated step time (ms) on $gpus x v100-nvlink; * = out of memory"
-  echo
-  printf "| model |"; for a in $ALGOS; do printf " %s |" "$a"; done; echo
-  printf "|---|"; for a in $ALGOS; do printf -- "---:|"; done; echo
-  for m in $MODELS; do
-    printf "| %s |" "$m"
-    for a in $ALGOS; do
-      if out=$("$BIN" place "$TMP/$m.json" --algo "$a" --gpus "$gpus" --best-effort --json --quiet 2>/dev/null); then
-        python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(' %.2f%s |' % (d['step_time_us']/1e3, '*' if d['oom'] else ''), end='')" "$out"
-      else
-        printf " fail |"
-      fi
+for preset in $PRESETS; do
+  for gpus in 2 4; do
+    : > "$TMP/rows.tsv"
+    for m in $MODELS; do
+      for a in $ALGOS; do
+        if out=$("$BIN" place "$TMP/$m.json" --algo "$a" --preset "$preset" --gpus "$gpus" --best-effort --json --quiet 2>/dev/null); then
+          python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%s\t%s\t%.2f\t%d' % (sys.argv[2], sys.argv[3], d['step_time_us']/1e3, d['oom']))" "$out" "$m" "$a" >> "$TMP/rows.tsv"
+        else
+          printf "%s\t%s\tfail\t0\n" "$m" "$a" >> "$TMP/rows.tsv"
+        fi
+      done
     done
-    echo
+    python3 - "$TMP/rows.tsv" "$preset" "$gpus" "$ALGOS" <<'PY'
+import math, sys
+rows, preset, gpus, algos = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split()
+t = {}
+models = []
+for line in open(rows):
+    m, a, ms, oom = line.rstrip("\n").split("\t")
+    if m not in models:
+        models.append(m)
+    t[m, a] = (float("inf") if ms == "fail" else float(ms), int(oom))
+print(f"### Simulated step time (ms) on {gpus} x {preset}; * = out of memory")
+print()
+print("| model | " + " | ".join(algos) + " |")
+print("|---|" + "---:|" * len(algos))
+for m in models:
+    print(f"| {m} | " + " | ".join("%.2f%s" % (t[m, a][0], "*" if t[m, a][1] else "") for a in algos) + " |")
+print()
+key = lambda x: (x[1], x[0])  # OOM-free first, then step
+lose_b, lose_e, log_e = [], [], []
+for m in models:
+    c = t[m, "celeritas"]
+    b = min((t[m, a] for a in ("m-topo", "m-etf", "m-sct")), key=key)
+    if key(c) > key(b):
+        lose_b.append(f"{m} ({c[0]:.2f}{'*' if c[1] else ''} vs {b[0]:.2f}{'*' if b[1] else ''})")
+    e = t[m, "expert"]
+    log_e.append(math.log(c[0] / e[0]))
+    if key(c) > key(e):
+        lose_e.append(m)
+print(f"celeritas vs best Baechi heuristic: worse on {len(lose_b)} of {len(models)}"
+      + (": " + ", ".join(lose_b) if lose_b else "") + ".  ")
+print(f"celeritas vs expert: worse on {len(lose_e)} of {len(models)}"
+      + (" (" + ", ".join(lose_e) + ")" if lose_e else "")
+      + f"; geometric mean of celeritas / expert = {math.exp(sum(log_e) / len(log_e)):.3f}.")
+print()
+PY
   done
-  echo
 done
-echo "### Placement time (s) of celeritas on large graphs (4 x v100-nvlink)"
+echo "### Placement time (s) on large graphs (4 x v100-pcie)"
 echo
 echo "| graph | ops | celeritas s | order-place s |"
 echo "|---|---:|---:|---:|"
@@ -57,7 +92,7 @@ echo "|---|---:|---:|---:|"
 for g in s36k transformer; do
   [ -f "$TMP/$g.json" ] || continue
   n=$("$BIN" info "$TMP/$g.json" | awk '/ops \/ edges/ {print $4}')
-  c=$("$BIN" place "$TMP/$g.json" --algo celeritas --best-effort --json --quiet | num placement_seconds)
-  o=$("$BIN" place "$TMP/$g.json" --algo order-place --best-effort --json --quiet | num placement_seconds)
+  c=$("$BIN" place "$TMP/$g.json" --algo celeritas --preset v100-pcie --gpus 4 --best-effort --json --quiet | num placement_seconds)
+  o=$("$BIN" place "$TMP/$g.json" --algo order-place --preset v100-pcie --gpus 4 --best-effort --json --quiet | num placement_seconds)
   printf "| %s | %s | %.3f | %.3f |\n" "$g" "$n" "$c" "$o"
 done

@@ -293,15 +293,15 @@ Test(fusion, every_zoo_model_stays_acyclic, .timeout = 240)
 
 /* ---- placers ---------------------------------------------------------- */
 
-static op_status run_placer_opt(const char *name, const op_problem *p, int best_effort,
-                                const char *opt, const char *val, op_placement *pl,
-                                op_error *err)
+/* opts: NULL or "name", "value", ..., NULL pairs. */
+static op_status run_placer_opts(const char *name, const op_problem *p, int best_effort,
+                                 const char *const *opts, op_placement *pl, op_error *err)
 {
     const op_placer *placer = op_placer_find(name);
     cr_assert(placer, "placer %s is registered", name);
     op_options *o = op_options_new(NULL);
-    if (opt)
-        op_options_set(o, opt, val, NULL);
+    for (int k = 0; opts && opts[k]; k += 2)
+        op_options_set(o, opts[k], opts[k + 1], NULL);
     op_place_ctx ctx = {.p = p, .opts = o, .seed = 1, .best_effort = best_effort};
     op_status st = op_place(placer, &ctx, pl, err);
     op_options_free(o);
@@ -311,7 +311,7 @@ static op_status run_placer_opt(const char *name, const op_problem *p, int best_
 static op_status run_placer(const char *name, const op_problem *p, int best_effort,
                             op_placement *pl, op_error *err)
 {
-    return run_placer_opt(name, p, best_effort, NULL, NULL, pl, err);
+    return run_placer_opts(name, p, best_effort, NULL, pl, err);
 }
 
 static double step_of(const op_problem *p, const op_placement *pl, int *oom)
@@ -325,6 +325,14 @@ static double step_of(const op_problem *p, const op_placement *pl, int *oom)
         *oom = r.oom;
     op_sim_result_destroy(&r);
     return t;
+}
+
+/* (oom, step) of a placement, compared OOM-free first, then by step. */
+static int no_worse(const op_problem *p, const op_placement *x, const op_placement *y)
+{
+    int ox, oy;
+    double tx = step_of(p, x, &ox), ty = step_of(p, y, &oy);
+    return (!ox && oy) || (ox == oy && tx <= ty * (1 + 1e-9));
 }
 
 /* A random DAG with parameters and some colocation groups. */
@@ -418,14 +426,17 @@ Test(placers, no_room_is_infeasible_unless_best_effort)
  * proves each such step no worse than Order-Place.  The simulator is a
  * different model (channel contention, first-ready order), so for Algorithm
  * 2 alone (--guard 0) disagreements are printed, not asserted; the placer
- * as shipped (guard on) must never lose to Order-Place. */
+ * as shipped (guard on, range search) must never lose to Order-Place or to
+ * Algorithm 2 alone (OOM-free first, then the step time). */
 static void compare_adjusting(const op_problem *p, const char *what, int *worse, int *total,
                               double *log_ratio)
 {
     op_placement a, o, guarded;
     op_error err = {0};
-    cr_assert_eq(run_placer_opt("celeritas", p, 1, "guard", "0", &a, &err), OP_OK, "%s: %s",
-                 what, err.msg);
+    /* Algorithm 2 as in the paper: the order-place's R, no contention, no guard */
+    const char *paper[] = {"guard", "0", "contention", "0", "fusion-range", "200", NULL};
+    cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
+                 err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
     cr_assert_eq(run_placer("celeritas", p, 1, &guarded, &err), OP_OK, "%s: %s", what, err.msg);
     double ta = step_of(p, &a, NULL), to = step_of(p, &o, NULL), tg = step_of(p, &guarded, NULL);
@@ -436,7 +447,7 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
         printf("test_celeritas: simulator disagrees on %s: adjusting placement %.1f us > "
                "order-place %.1f us\n", what, ta, to);
     }
-    cr_assert(tg <= to * (1 + 1e-9) && tg <= ta * (1 + 1e-9),
+    cr_assert(no_worse(p, &guarded, &o) && no_worse(p, &guarded, &a),
               "%s: guarded celeritas %.1f us, order-place %.1f us, adjusting %.1f us", what, tg,
               to, ta);
     op_placement_destroy(&a);
@@ -475,6 +486,85 @@ Test(placers, adjusting_is_not_worse_than_order_place, .timeout = 300)
         }
     printf("test_celeritas: adjusting placement alone slower than order-place in %d of %d "
            "cases, geometric mean ratio %.4f\n", worse, total, exp(log_ratio / total));
+}
+
+/* The search over fusion ranges (the default) simulates the fixed-range
+ * candidates too, so it never returns a worse placement than any of them. */
+static void check_search_vs_fixed(const op_problem *p, const char *what)
+{
+    op_placement searched;
+    op_error err = {0};
+    cr_assert_eq(run_placer("celeritas", p, 1, &searched, &err), OP_OK, "%s: %s", what, err.msg);
+    const char *ranges[] = {"200", "16", "1"};
+    for (int k = 0; k < 3; k++) {
+        op_placement fixed;
+        const char *opts[] = {"fusion-range", ranges[k], NULL};
+        cr_assert_eq(run_placer_opts("celeritas", p, 1, opts, &fixed, &err), OP_OK, "%s: %s",
+                     what, err.msg);
+        cr_assert(no_worse(p, &searched, &fixed), "%s: the range search loses to R=%s", what,
+                  ranges[k]);
+        op_placement_destroy(&fixed);
+    }
+    op_placement_destroy(&searched);
+}
+
+Test(placers, range_search_never_worse_than_a_fixed_range, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        op_graph *g = random_training_dag(200, 0.08, seed, (int)(seed % 2));
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(2 + (int)(seed % 3), 20, 2e-4, total_memory(g) / 2));
+        char what[64];
+        snprintf(what, sizeof what, "random graph seed %llu", (unsigned long long)seed);
+        check_search_vs_fixed(&tp.p, what);
+        tk_unbind(&tp);
+    }
+    const char *models[] = {"rnnlm", "inception_v3", "wavenet"};
+    for (int i = 0; i < 3; i++) {
+        op_options *o = op_options_new(NULL);
+        op_error err = {0};
+        op_graph *g = op_zoo_find(models[i])->generate(o, &err);
+        cr_assert(g, "%s", err.msg);
+        tk_problem tp;
+        tk_bind(&tp, g, op_cluster_preset("v100-pcie", 4, 0, &err));
+        check_search_vs_fixed(&tp.p, models[i]);
+        tk_unbind(&tp);
+        op_options_free(o);
+    }
+}
+
+/* Issue 5's target on the paper's testbed (4 x V100 32 GB on PCIe): on
+ * every zoo model celeritas is at least as good as the best Baechi
+ * heuristic (m-topo, m-etf, m-sct), OOM-free first.  (On v100-nvlink it
+ * is not: bench/RESULTS.md lists the cases.) */
+Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
+{
+    int n;
+    const op_zoo_model *const *models = op_zoo_models(&n);
+    const char *baechi[] = {"m-topo", "m-etf", "m-sct"};
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(models[i]->name, "synthetic"))
+            continue;
+        op_options *o = op_options_new(NULL);
+        op_error err = {0};
+        op_graph *g = models[i]->generate(o, &err);
+        cr_assert(g, "%s", err.msg);
+        tk_problem tp;
+        tk_bind(&tp, g, op_cluster_preset("v100-pcie", 4, 0, &err));
+        op_placement cel;
+        cr_assert_eq(run_placer("celeritas", &tp.p, 1, &cel, &err), OP_OK, "%s", err.msg);
+        for (int b = 0; b < 3; b++) {
+            op_placement pl;
+            cr_assert_eq(run_placer(baechi[b], &tp.p, 1, &pl, &err), OP_OK, "%s", err.msg);
+            cr_assert(no_worse(&tp.p, &cel, &pl), "%s: celeritas %.1f us loses to %s %.1f us",
+                      models[i]->name, step_of(&tp.p, &cel, NULL), baechi[b],
+                      step_of(&tp.p, &pl, NULL));
+            op_placement_destroy(&pl);
+        }
+        op_placement_destroy(&cel);
+        tk_unbind(&tp);
+        op_options_free(o);
+    }
 }
 
 Test(placers, fast_on_a_large_graph, .timeout = 120)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/coarsen.h"
 #include "opplace/commfit.h"
 #include "opplace/io.h"
 #include "opplace/stats.h"
@@ -259,4 +260,38 @@ Test(stats, ccr_and_bounds_by_hand)
     cr_expect_float_eq(s.total_comm_us, 2 * 3.0, 1e-9); /* two edges of 2 + 1 us */
     cr_expect_float_eq(s.ccr, 6.0 / 60.0, 1e-12);
     tk_unbind(&tp);
+}
+
+Test(coarsen, coarse_graph_sums_edges_and_expands_back)
+{
+    op_graph_builder *b = op_graph_builder_new("c", NULL);
+    int a = tk_op(b, "a", 1, 100), x = tk_op(b, "x", 2, 50), y = tk_op(b, "y", 3, 0),
+        z = tk_op(b, "z", 4, 0);
+    tk_edge(b, a, y, 100);
+    tk_edge(b, x, y, 50);
+    tk_edge(b, x, z, 50);
+    op_graph *g = tk_finish(b);
+    /* groups {a, x} and {y, z} */
+    int group_of[4] = {0, 0, 1, 1};
+    op_coarse_map m;
+    op_error err = {0};
+    cr_assert_eq(op_coarse_build(g, group_of, 2, &m, &err), OP_OK, "%s", err.msg);
+    cr_expect_eq(m.coarse->n_ops, 2);
+    cr_expect_eq(m.coarse->n_edges, 1);
+    cr_expect_eq(m.coarse->edge_bytes[0], 200); /* 100 + 50 + 50, not the max */
+    cr_expect_float_eq(m.coarse->time_val[0], 3.0, 1e-12);
+    op_placement cp, fine;
+    op_placement_init(&cp, 2, 2, &err);
+    cp.device_of[1] = 1;
+    cr_assert_eq(op_coarse_expand(&m, g, &cp, &fine, &err), OP_OK);
+    cr_expect_eq(fine.device_of[a], 0);
+    cr_expect_eq(fine.device_of[z], 1);
+    op_placement_destroy(&cp);
+    op_placement_destroy(&fine);
+    /* a grouping that makes a cycle is refused: {a, z} and {x, y} */
+    int cyclic[4] = {0, 1, 1, 0};
+    op_coarse_map bad;
+    cr_expect_neq(op_coarse_build(g, cyclic, 2, &bad, &err), OP_OK);
+    op_coarse_map_destroy(&m);
+    op_graph_free(g);
 }

@@ -155,15 +155,46 @@ static void group_bytes(const op_graph *g, const int *group_of, const int *mem, 
     }
 }
 
+typedef struct coarse_edge {
+    int src, dst;
+    int64_t bytes;
+} coarse_edge;
+
+static int cmp_coarse_edge(const void *a, const void *b)
+{
+    const coarse_edge *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+/* One coarse edge per pair of groups carrying the SUM of the original
+ * edges' bytes (op_graph_add_edge would merge duplicates by max, the rule
+ * for duplicate edges of one file, not for distinct edges fused together). */
 static op_status add_coarse_edges(const op_graph *g, const int *group_of, op_graph_builder *b,
                                   op_error *err)
 {
+    coarse_edge *ce = op_malloc(((size_t)g->n_edges + 1) * sizeof *ce, err);
+    if (!ce)
+        return OP_ENOMEM;
+    int m = 0;
     for (int e = 0; e < g->n_edges; e++) {
         int a = group_of[g->edge_src[e]], c = group_of[g->edge_dst[e]];
-        if (a != c && op_graph_add_edge(b, a, c, g->edge_bytes[e], err))
-            return OP_EINPUT;
+        if (a != c)
+            ce[m++] = (coarse_edge){a, c, g->edge_bytes[e]};
     }
-    return OP_OK;
+    qsort(ce, (size_t)m, sizeof *ce, cmp_coarse_edge);
+    op_status st = OP_OK;
+    for (int i = 0; i < m && !st;) {
+        int j = i;
+        int64_t sum = 0;
+        for (; j < m && ce[j].src == ce[i].src && ce[j].dst == ce[i].dst; j++)
+            sum += ce[j].bytes;
+        st = op_graph_add_edge(b, ce[i].src, ce[i].dst, sum, err);
+        i = j;
+    }
+    free(ce);
+    return st;
 }
 
 op_status op_coarse_build(const op_graph *g, const int *group_of, int ng, op_coarse_map *out,

@@ -23,11 +23,33 @@
  * Order-Place on the same fused graph and keeps whichever the simulator
  * finds faster (an OOM-free one first).  --guard 0 is Algorithm 2 alone.
  *
+ * Choosing R by simulation (celeritas only; departs from the paper's fixed
+ * R = 200, which the paper itself calls a parameter chosen empirically):
+ * without --fusion-range (or --target), celeritas fuses with each R of
+ * SEARCH_RANGES (200, 128, ..., 2, 1; stopping once n / R exceeds
+ * SEARCH_MAX_FUSED_OPS, to keep a 36k-op graph under 0.5 s), runs the passes
+ * on each fused graph and keeps the placement the simulator finds best
+ * (OOM-free first).  Each candidate costs one op_sim_run on the one op_sim,
+ * cut off at the incumbent's step.  The R = 200 candidates are always among
+ * them, so the search never returns worse than the fixed-R placer.  M stays
+ * the paper's quarter of the device memory.
+ * --contention -1|0|1 (celeritas only, default -1 = try both): the EST of
+ * Adjusting Placement with FIFO channel queues (1) or the paper's
+ * contention-free transfer times (0); see celeritas_adjust.c.
+ *
+ * Cut fused edges carry, for the passes, the traffic the simulator will
+ * see (fused_edge_bytes: one transfer per member with a consumer across
+ * the cut), not op_coarse_build's largest single edge; with the latter the
+ * passes under-estimated both the transfer times and the received-tensor
+ * memory of wide runs (e.g. 40 x 128 MB weight gradients of rnnlm looked
+ * like one).
+ *
  * Out of memory: the passes fall back to the device with the most memory
  * left (the paper's best effort).  Their accounting is an upper bound, so a
  * fallback need not mean an overflow: the result is then simulated, and only
  * a simulated overflow without --best-effort returns OP_EINFEASIBLE.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +102,57 @@ static op_status memory_of_groups(const op_graph *g, const op_coarse_map *map, i
     return OP_OK;
 }
 
+/* The traffic a cut fused edge U -> V causes in the simulator: one
+ * transfer per member a of U with a consumer in V, of a's largest edge
+ * into V (formats.md 5.3; op_coarse_build keeps only the largest single
+ * edge, which hid most of the traffic of wide runs). */
+static op_status fused_edge_bytes(const op_graph *g, const op_coarse_map *map, int64_t **out,
+                                  op_error *err)
+{
+    const op_graph *c = map->coarse;
+    int nc = c->n_ops;
+    int64_t *eb = op_calloc((size_t)c->n_edges + 1, sizeof *eb, err);
+    int *mark = op_malloc(((size_t)nc + 1) * sizeof *mark, err);
+    int64_t *most = op_malloc(((size_t)nc + 1) * sizeof *most, err);
+    int *touched = op_malloc(((size_t)nc + 1) * sizeof *touched, err);
+    if (!eb || !mark || !most || !touched) {
+        free(eb);
+        free(mark);
+        free(most);
+        free(touched);
+        return OP_ENOMEM;
+    }
+    for (int k = 0; k < nc; k++)
+        mark[k] = -1;
+    for (int a = 0; a < g->n_ops; a++) {
+        int U = map->group_of[a], nt = 0;
+        for (int j = g->succ_off[a]; j < g->succ_off[a + 1]; j++) {
+            int V = map->group_of[g->succ[j]];
+            int64_t b = g->edge_bytes[g->succ_edge[j]];
+            if (V == U)
+                continue;
+            if (mark[V] != a) {
+                mark[V] = a;
+                most[V] = 0;
+                touched[nt++] = V;
+            }
+            if (b > most[V])
+                most[V] = b;
+        }
+        for (int t = 0; t < nt; t++)
+            for (int j = c->succ_off[U]; j < c->succ_off[U + 1]; j++)
+                if (c->succ[j] == touched[t]) {
+                    eb[c->succ_edge[j]] += most[touched[t]];
+                    break;
+                }
+    }
+    free(mark);
+    free(most);
+    free(touched);
+    *out = eb;
+    return OP_OK;
+}
+
 /* A coarse placement with, optionally, the per-device order of the pass. */
 static op_status coarse_placement(const cel_pass *ps, const int *pos, int with_order,
                                   op_placement *cpl, op_error *err)
@@ -110,9 +183,9 @@ typedef struct fused_run {
     int bound;
     op_levels lv;
     int *seq, *pos, *device_of;
-    int64_t *mem;
+    int64_t *mem, *edge_bytes;
     double *start;
-    int contention;
+    int contention, range;
 } fused_run;
 
 static void fused_run_destroy(fused_run *f)
@@ -125,6 +198,7 @@ static void fused_run_destroy(fused_run *f)
     free(f->pos);
     free(f->device_of);
     free(f->mem);
+    free(f->edge_bytes);
     free(f->start);
 }
 
@@ -132,13 +206,15 @@ static void fused_run_destroy(fused_run *f)
 static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusting, int schedule,
                               op_placement *fine, int *n_fallback, op_error *err)
 {
-    cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem = f->mem, .device_of = f->device_of,
+    cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem = f->mem, .edge_bytes = f->edge_bytes,
+                   .device_of = f->device_of,
                    .start_us = adjusting ? f->start : NULL, .contention = f->contention};
     op_status st = adjusting ? cel_place_adjusting(&ps, err) : cel_place_sequential(&ps, err);
     if (st)
         return st;
-    op_progress(ctx, "%s: %d coarse ops moved off their predecessor's device, %d by fallback",
-                adjusting ? "adjusting placement" : "order-place", ps.n_moved, ps.n_fallback);
+    op_progress(ctx, "%s: %d coarse ops moved off their predecessor's device, %d by fallback; "
+                "planned step %.1f us", adjusting ? "adjusting placement" : "order-place",
+                ps.n_moved, ps.n_fallback, ps.makespan_us);
     *n_fallback = ps.n_fallback;
     op_placement cpl;
     memset(&cpl, 0, sizeof cpl);
@@ -148,37 +224,109 @@ static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusti
     return st;
 }
 
-/* The guard: keep Order-Place's placement when the simulator finds it faster. */
-static op_status keep_faster(const op_place_ctx *ctx, op_placement *a, int *fb_a,
-                             op_placement *b, int fb_b, op_error *err)
+/* Fuse with range R and prepare the fused graph for the passes. */
+static op_status fused_run_init(const op_place_ctx *ctx, const cel_fusion_opts *fo, fused_run *f,
+                                op_error *err)
 {
-    op_sim *sim = op_sim_new(ctx->p, err);
-    op_sim_result r;
-    op_status st = sim ? op_sim_result_init(&r, ctx->p, err) : OP_ENOMEM;
-    if (st) {
-        op_sim_free(sim);
+    const op_problem *p = ctx->p;
+    memset(f, 0, sizeof *f);
+    op_status st = cel_fuse(p, fo, &f->map, err);
+    if (st)
         return st;
+    if ((st = op_problem_init(&f->cp, f->map.coarse, p->c, err)))
+        return st;
+    f->bound = 1;
+    size_t nc = (size_t)f->cp.n + 1;
+    op_progress(ctx, "celeritas: %d ops fused into %d (R=%d, M=%lld bytes)", p->n, f->cp.n,
+                fo->range, (long long)fo->mem_limit);
+    f->seq = op_malloc(nc * sizeof *f->seq, err);
+    f->pos = op_malloc(nc * sizeof *f->pos, err);
+    f->device_of = op_malloc(nc * sizeof *f->device_of, err);
+    f->start = op_malloc(nc * sizeof *f->start, err);
+    if (!f->seq || !f->pos || !f->device_of || !f->start)
+        return OP_ENOMEM;
+    if ((st = memory_of_groups(p->g, &f->map, &f->mem, err)) ||
+        (st = fused_edge_bytes(p->g, &f->map, &f->edge_bytes, err)) ||
+        (st = op_levels_init(&f->lv, &f->cp, err)))
+        return st;
+    return op_order_cpd_topo(f->map.coarse, f->lv.cpath, f->seq, f->pos, err);
+}
+
+/* The incumbent of the search: the best simulated placement so far. */
+typedef struct incumbent {
+    op_sim *sim;
+    op_sim_result r;
+    op_placement best;
+    int have, oom, n_fallback;
+    double step_us;
+} incumbent;
+
+/* Simulate cand; keep it when it beats the incumbent (an OOM-free one
+ * first, then the shorter step).  Runs stop early at the incumbent's step. */
+static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *cand,
+                       int n_fallback, const char *what, op_error *err)
+{
+    op_sim_set_cutoff(inc->sim, inc->have && !inc->oom ? inc->step_us : 0);
+    op_status st = op_sim_run(inc->sim, cand, &inc->r, NULL, err);
+    if (st)
+        return st;
+    int better = !inc->have ||
+                 (!inc->r.cut_off && ((inc->oom && !inc->r.oom) ||
+                                      (inc->oom == inc->r.oom && inc->r.step_time_us < inc->step_us)));
+    op_progress(ctx, "celeritas: %s: %s", what,
+                inc->r.cut_off ? "cut off" : better ? "kept" : "not better");
+    if (better) {
+        op_placement tmp = inc->best;
+        inc->best = *cand;
+        *cand = tmp;
+        inc->have = 1;
+        inc->oom = inc->r.oom;
+        inc->step_us = inc->r.step_time_us;
+        inc->n_fallback = n_fallback;
     }
-    double ta = 0, tb = 0;
-    int oa = 0, ob = 0;
-    if (!(st = op_sim_run(sim, a, &r, NULL, err))) {
-        ta = r.step_time_us;
-        oa = r.oom;
-        st = op_sim_run(sim, b, &r, NULL, err);
-        tb = r.step_time_us;
-        ob = r.oom;
+    return OP_OK;
+}
+
+/* The passes tried on one fused graph: Adjusting Placement with the
+ * contention-aware and/or the paper's contention-free EST, and (the guard)
+ * Order-Place. */
+static op_status try_passes(const op_place_ctx *ctx, fused_run *f, int adjusting, long guard,
+                            long contention, int schedule, incumbent *inc, op_error *err)
+{
+    struct pass_kind {
+        int adjusting, contention;
+    } pass[3];
+    int np = 0;
+    if (adjusting) {
+        if (contention != 0)
+            pass[np++] = (struct pass_kind){1, 1};
+        if (contention != 1)
+            pass[np++] = (struct pass_kind){1, 0};
     }
-    if (!st && ((oa && !ob) || (oa == ob && tb < ta))) {
-        op_progress(ctx, "celeritas: guard keeps order-place (%.1f us < %.1f us)", tb, ta);
-        op_placement tmp = *a;
-        *a = *b;
-        *b = tmp;
-        *fb_a = fb_b;
+    if (!adjusting || guard)
+        pass[np++] = (struct pass_kind){0, 0};
+    op_status st = OP_OK;
+    for (int k = 0; k < np && !st; k++) {
+        op_placement fine;
+        memset(&fine, 0, sizeof fine);
+        int fb = 0;
+        char what[64];
+        f->contention = pass[k].contention;
+        snprintf(what, sizeof what, "R=%d %s", f->range,
+                 !pass[k].adjusting ? "order-place"
+                 : pass[k].contention ? "adjusting (contention)" : "adjusting");
+        if (!(st = pass_to_fine(ctx, f, pass[k].adjusting, schedule, &fine, &fb, err)))
+            st = offer(ctx, inc, &fine, fb, what, err);
+        op_placement_destroy(&fine);
     }
-    op_sim_result_destroy(&r);
-    op_sim_free(sim);
     return st;
 }
+
+/* The fusion ranges searched when --fusion-range is not given. */
+static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
+#define N_SEARCH_RANGES ((int)(sizeof SEARCH_RANGES / sizeof SEARCH_RANGES[0]))
+/* Ranges giving more fused ops than this are skipped (placement time). */
+#define SEARCH_MAX_FUSED_OPS 2000
 
 static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placement *out,
                              op_error *err)
@@ -186,59 +334,49 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     const op_problem *p = ctx->p;
     const char *name = adjusting ? "celeritas" : "order-place";
     cel_fusion_opts fo;
-    long schedule, guard = 0;
-    fused_run f;
-    memset(&f, 0, sizeof f);
+    long schedule, guard = 0, contention = -1;
     op_status st = cel_fusion_read_opts(p, ctx->opts, &fo, err);
+    int search = adjusting && !st && !op_options_has(ctx->opts, "fusion-range") &&
+                 !op_options_has(ctx->opts, "target");
     if (!st)
         st = op_options_int(ctx->opts, "schedule", 0, 0, 1, &schedule, err);
-    long contention = 1;
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "guard", 1, 0, 1, &guard, err);
     if (!st && adjusting)
-        st = op_options_int(ctx->opts, "contention", 1, 0, 1, &contention, err);
-    if (!st)
-        st = cel_fuse(p, &fo, &f.map, err);
+        st = op_options_int(ctx->opts, "contention", -1, -1, 1, &contention, err);
     if (st)
         return st;
-    if ((st = op_problem_init(&f.cp, f.map.coarse, p->c, err)))
-        goto done;
-    f.bound = 1;
-    f.contention = (int)contention;
-    int nc = f.cp.n;
-    op_progress(ctx, "%s: %d ops fused into %d (R=%d, M=%lld bytes)", name, p->n, nc, fo.range,
-                (long long)fo.mem_limit);
-    f.seq = op_malloc(((size_t)nc + 1) * sizeof *f.seq, err);
-    f.pos = op_malloc(((size_t)nc + 1) * sizeof *f.pos, err);
-    f.device_of = op_malloc(((size_t)nc + 1) * sizeof *f.device_of, err);
-    f.start = op_malloc(((size_t)nc + 1) * sizeof *f.start, err);
-    if (!f.seq || !f.pos || !f.device_of || !f.start) {
-        st = OP_ENOMEM;
-        goto done;
+    incumbent inc;
+    memset(&inc, 0, sizeof inc);
+    if (!(inc.sim = op_sim_new(p, err)) || op_sim_result_init(&inc.r, p, err)) {
+        op_sim_free(inc.sim);
+        return OP_ENOMEM;
     }
-    if ((st = memory_of_groups(p->g, &f.map, &f.mem, err)) ||
-        (st = op_levels_init(&f.lv, &f.cp, err)) ||
-        (st = op_order_cpd_topo(f.map.coarse, f.lv.cpath, f.seq, f.pos, err)))
-        goto done;
-    op_placement fine, alt;
-    int fb = 0, fb_alt = 0;
-    if ((st = pass_to_fine(ctx, &f, adjusting, (int)schedule, &fine, &fb, err)))
-        goto done;
-    if (guard) {
-        if (!(st = pass_to_fine(ctx, &f, 0, (int)schedule, &alt, &fb_alt, err))) {
-            st = keep_faster(ctx, &fine, &fb, &alt, fb_alt, err);
-            op_placement_destroy(&alt);
+    int n_ranges = search ? N_SEARCH_RANGES : 1, tried = 0;
+    for (int k = 0; k < n_ranges && !st; k++) {
+        cel_fusion_opts fk = fo;
+        if (search)
+            fk.range = SEARCH_RANGES[k];
+        if (search && tried && p->n / fk.range > SEARCH_MAX_FUSED_OPS)
+            break;
+        fused_run f;
+        if (!(st = fused_run_init(ctx, &fk, &f, err))) {
+            f.range = fk.range;
+            st = try_passes(ctx, &f, adjusting, guard, contention, (int)schedule, &inc, err);
+            tried++;
         }
+        fused_run_destroy(&f);
     }
     if (!st) {
+        op_progress(ctx, "%s: best simulated step %.1f us", name, inc.step_us);
         op_placement_destroy(out);
-        *out = fine;
-        st = check_memory(ctx, out, fb, name, err);
-    } else {
-        op_placement_destroy(&fine);
+        *out = inc.best;
+        memset(&inc.best, 0, sizeof inc.best);
+        st = check_memory(ctx, out, inc.n_fallback, name, err);
     }
-done:
-    fused_run_destroy(&f);
+    op_placement_destroy(&inc.best);
+    op_sim_result_destroy(&inc.r);
+    op_sim_free(inc.sim);
     return st;
 }
 

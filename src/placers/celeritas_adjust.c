@@ -17,8 +17,16 @@
  *
  * Differences from the paper, all where it is silent:
  *  - transfer times use the cluster's actual link between the two devices
- *    (latency + bytes * us_per_byte); like the paper, the planner ignores
- *    channel contention (the simulator does not);
+ *    (latency + bytes * us_per_byte);
+ *  - with ps->contention (a departure: the paper's c_{p,i} is
+ *    contention-free, which is ps->contention = 0), transfers are planned
+ *    like the simulator moves them (formats.md 5.3-5.4): one per (source
+ *    op, destination device), reused by later consumers on that device
+ *    unless they need more bytes, each in the earliest gap of its channel's
+ *    timeline after the source finishes (insertion, as for devices).  An
+ *    op's own inputs do not queue behind each other in its EST (they do
+ *    once committed).  On high-CCR graphs over PCIe the contention-free
+ *    plan was off by up to 10x from the simulator;
  *  - memory as in celeritas_place.h (received tensors are charged too);
  *  - colocation: an op whose group is already placed may only use that
  *    device; ties in EST go to the smaller device index.
@@ -99,11 +107,18 @@ static op_status timeline_insert(timeline *t, int d, double start, double end, o
     return OP_OK;
 }
 
+/* Transfers planned so far, per (source op, destination device): arrival
+ * time (-1: none) and bytes sent. */
+typedef struct xfer_book {
+    double *arrive;
+    int64_t *sent;
+} xfer_book;
+
 /* Planned arrival on d of u's output (u already placed, not on d).  With
  * contention (ps->contention), one transfer per (u, d) as in the simulator
  * (formats.md 5.3): a transfer already planned is reused, else the earliest
  * gap of the channel after Fin_t[u] is taken (channels as device timelines). */
-static double arrival(const cel_pass *ps, const timeline *ch, const double *arrive,
+static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *xb,
                       const double *fin, int u, int d, int64_t bytes)
 {
     const op_cluster *c = ps->p->c;
@@ -111,15 +126,15 @@ static double arrival(const cel_pass *ps, const timeline *ch, const double *arri
     double w = op_cluster_transfer_us(c, du, d, bytes);
     if (!ps->contention)
         return fin[u] + w;
-    double a = arrive[(size_t)u * ps->p->nd + d];
-    if (a >= 0)
-        return a;
+    size_t k = (size_t)u * ps->p->nd + d;
+    if (xb->arrive[k] >= 0 && bytes <= xb->sent[k])
+        return xb->arrive[k];
     return earliest_slot(ch, c->chan[du * c->n_dev + d], fin[u], w) + w;
 }
 
 /* COMP_EST without the memory test. */
 static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch,
-                       const double *arrive, const double *fin, int v, int d)
+                       const xfer_book *xb, const double *fin, int v, int d)
 {
     const op_problem *p = ps->p;
     const op_graph *g = p->g;
@@ -128,7 +143,7 @@ static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch
         int u = g->pred[j];
         double x = ps->device_of[u] == d
                        ? fin[u]
-                       : arrival(ps, ch, arrive, fin, u, d, g->edge_bytes[g->pred_edge[j]]);
+                       : arrival(ps, ch, xb, fin, u, d, ps->edge_bytes[g->pred_edge[j]]);
         if (x > pre)
             pre = x;
     }
@@ -136,7 +151,7 @@ static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch
 }
 
 /* Book the transfers v on d needs (contention only). */
-static op_status commit_transfers(const cel_pass *ps, timeline *ch, double *arrive,
+static op_status commit_transfers(cel_pass *ps, timeline *ch, xfer_book *xb,
                                   const double *fin, int v, int d, op_error *err)
 {
     const op_problem *p = ps->p;
@@ -146,34 +161,37 @@ static op_status commit_transfers(const cel_pass *ps, timeline *ch, double *arri
         return OP_OK;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
         int u = g->pred[j], du = ps->device_of[u];
-        double *a = &arrive[(size_t)u * p->nd + d];
-        if (du == d || *a >= 0)
+        size_t k = (size_t)u * p->nd + d;
+        int64_t bytes = ps->edge_bytes[g->pred_edge[j]];
+        if (du == d || (xb->arrive[k] >= 0 && bytes <= xb->sent[k]))
             continue;
         int chan = c->chan[du * c->n_dev + d];
-        double w = op_cluster_transfer_us(c, du, d, g->edge_bytes[g->pred_edge[j]]);
+        double w = op_cluster_transfer_us(c, du, d, bytes);
         double s = earliest_slot(ch, chan, fin[u], w);
-        *a = s + w;
+        xb->arrive[k] = s + w;
+        xb->sent[k] = bytes;
         if (timeline_insert(ch, chan, s, s + w, err))
             return OP_ENOMEM;
     }
     return OP_OK;
 }
 
-static double back_cost(const op_problem *p, int v, int from, int to)
+static double back_cost(const cel_pass *ps, int v, int from, int to)
 {
+    const op_problem *p = ps->p;
     const op_graph *g = p->g;
     if (from == to)
         return 0;
     int64_t most = -1;
     for (int j = g->succ_off[v]; j < g->succ_off[v + 1]; j++)
-        if (g->edge_bytes[g->succ_edge[j]] > most)
-            most = g->edge_bytes[g->succ_edge[j]];
+        if (ps->edge_bytes[g->succ_edge[j]] > most)
+            most = ps->edge_bytes[g->succ_edge[j]];
     return most < 0 ? 0 : op_cluster_transfer_us(p->c, from, to, most);
 }
 
 /* Algorithm 2 lines 6-18 for one op: the chosen device. */
 static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
-                         const timeline *ch, const double *arrive, const double *fin, int v,
+                         const timeline *ch, const xfer_book *xb, const double *fin, int v,
                          int prev, double *est)
 {
     const op_problem *p = ps->p;
@@ -182,7 +200,7 @@ static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
         est[d] = INFINITY;
         if (cel_memory_allowed(m, v, d) &&
             cel_memory_charge(m, ps->device_of, v, d) <= m->avail[d])
-            est[d] = comp_est(ps, t, ch, arrive, fin, v, d);
+            est[d] = comp_est(ps, t, ch, xb, fin, v, d);
         if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
             d1 = d;
     }
@@ -192,7 +210,7 @@ static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
     }
     if (prev < 0 || prev == d1)
         return d1;
-    if (est[prev] - est[d1] > back_cost(p, v, d1, prev)) {
+    if (est[prev] - est[d1] > back_cost(ps, v, d1, prev)) {
         ps->n_moved++;
         return d1;
     }
@@ -202,6 +220,8 @@ static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
 op_status cel_place_adjusting(cel_pass *ps, op_error *err)
 {
     const op_problem *p = ps->p;
+    if (!ps->edge_bytes)
+        ps->edge_bytes = p->g->edge_bytes;
     cel_memory m;
     timeline t, ch;
     memset(&t, 0, sizeof t);
@@ -209,16 +229,19 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     size_t n_arrive = ps->contention ? (size_t)p->n * (size_t)p->nd : 0;
     double *fin = op_malloc(((size_t)p->n + 1) * sizeof *fin, err);
     double *est = op_malloc((size_t)p->nd * sizeof *est, err);
-    double *arrive = op_malloc((n_arrive + 1) * sizeof *arrive, err);
-    op_status st = !fin || !est || !arrive ? OP_ENOMEM : cel_memory_init(&m, p, ps->mem, err);
+    xfer_book xb = {op_malloc((n_arrive + 1) * sizeof *xb.arrive, err),
+                    op_malloc((n_arrive + 1) * sizeof *xb.sent, err)};
+    op_status st = !fin || !est || !xb.arrive || !xb.sent ? OP_ENOMEM
+                                                          : cel_memory_init(&m, p, ps->mem, ps->edge_bytes, err);
     if (st) {
         free(fin);
         free(est);
-        free(arrive);
+        free(xb.arrive);
+        free(xb.sent);
         return st;
     }
     for (size_t k = 0; k < n_arrive; k++)
-        arrive[k] = -1;
+        xb.arrive[k] = -1;
     if ((st = timeline_init(&t, p->nd, err)) || (st = timeline_init(&ch, p->c->n_chan, err)))
         goto done;
     for (int v = 0; v < p->n; v++)
@@ -228,14 +251,13 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     int prev = -1;
     for (int k = 0; k < p->n && !st; k++) {
         int v = ps->seq[k];
-        int d = choose_device(ps, &m, &t, &ch, arrive, fin, v, prev, est);
-        double start =
-            est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, arrive, fin, v, d);
+        int d = choose_device(ps, &m, &t, &ch, &xb, fin, v, prev, est);
+        double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, fin, v, d);
         double w = op_exec_us(p, v, d);
         fin[v] = start + w;
         if (ps->start_us)
             ps->start_us[v] = start;
-        if ((st = commit_transfers(ps, &ch, arrive, fin, v, d, err)))
+        if ((st = commit_transfers(ps, &ch, &xb, fin, v, d, err)))
             break;
         ps->device_of[v] = d;
         cel_memory_commit(&m, ps->device_of, v, d);
@@ -250,6 +272,7 @@ done:
     cel_memory_destroy(&m);
     free(fin);
     free(est);
-    free(arrive);
+    free(xb.arrive);
+    free(xb.sent);
     return st;
 }

@@ -36,7 +36,7 @@ op_status cel_place_sequential(cel_pass *ps, op_error *err)
 {
     const op_problem *p = ps->p;
     cel_memory m;
-    op_status st = cel_memory_init(&m, p, ps->mem, err);
+    op_status st = cel_memory_init(&m, p, ps->mem, ps->edge_bytes, err);
     if (st)
         return st;
     for (int v = 0; v < p->n; v++)

@@ -9,11 +9,13 @@
 #include "placers/celeritas_place.h"
 #include "placers/placer_util.h"
 
-op_status cel_memory_init(cel_memory *m, const op_problem *p, const int64_t *mem, op_error *err)
+op_status cel_memory_init(cel_memory *m, const op_problem *p, const int64_t *mem,
+                          const int64_t *edge_bytes, op_error *err)
 {
     memset(m, 0, sizeof *m);
     m->p = p;
     m->mem = mem;
+    m->edge_bytes = edge_bytes ? edge_bytes : p->g->edge_bytes;
     m->avail = op_malloc((size_t)p->nd * sizeof *m->avail, err);
     m->group_mem = op_calloc((size_t)p->n_groups + 1, sizeof *m->group_mem, err);
     m->group_device = op_malloc(((size_t)p->n_groups + 1) * sizeof *m->group_device, err);
@@ -47,7 +49,7 @@ int64_t cel_memory_charge(const cel_memory *m, const int *device_of, int v, int 
     int64_t charge = grp == OP_NONE ? m->mem[v] : m->group_device[grp] < 0 ? m->group_mem[grp] : 0;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++)
         if (device_of[g->pred[j]] != d)
-            charge += g->edge_bytes[g->pred_edge[j]];
+            charge += m->edge_bytes[g->pred_edge[j]];
     return charge;
 }
 

@@ -31,6 +31,9 @@ typedef struct cel_pass {
     const op_problem *p; /* the graph being placed (the coarse one for fused placers) */
     const int *seq;      /* every op once, a topological order */
     const int64_t *mem;  /* per op memory charge */
+    const int64_t *edge_bytes; /* per edge bytes a cut edge moves, or NULL for the
+                                  graph's own (celeritas.c: the fused graph's
+                                  edges carry the summed traffic of their members) */
     int *device_of;      /* out: per op */
     double *start_us;    /* out (adjusting only; may be NULL): planned start times */
     int n_fallback;      /* out: ops placed on a device without room */
@@ -47,12 +50,14 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err);
 typedef struct cel_memory {
     const op_problem *p;
     const int64_t *mem;
+    const int64_t *edge_bytes; /* as cel_pass's, never NULL */
     int64_t *avail;       /* per device: capacity minus charges */
     int64_t *group_mem;   /* per colocation group: summed mem of its members */
     int *group_device;    /* per colocation group: device or -1 */
 } cel_memory;
 
-op_status cel_memory_init(cel_memory *m, const op_problem *p, const int64_t *mem, op_error *err);
+op_status cel_memory_init(cel_memory *m, const op_problem *p, const int64_t *mem,
+                          const int64_t *edge_bytes, op_error *err);
 void cel_memory_destroy(cel_memory *m);
 /* Bytes placing v on d would charge, given device_of of earlier ops. */
 int64_t cel_memory_charge(const cel_memory *m, const int *device_of, int v, int d);
