@@ -17,6 +17,7 @@
 
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
+#include "opplace/zoo.h"
 #include "placers/baselines.h"
 #include "placers/etf_engine.h"
 #include "testkit.h"
@@ -470,6 +471,151 @@ Test(all_baselines, infeasible_unless_best_effort)
         cr_assert_eq(run_placer(MINE[k], &tp.p, 1, NULL, &pl, &err), OP_OK, "%s best effort: %s",
                      MINE[k], err.msg);
         op_placement_destroy(&pl);
+    }
+    tk_unbind(&tp);
+}
+
+/* ------------------------------------------------- liveness memory */
+
+/* Simulate pl (its order too); returns the result's oom flag. */
+static int simulated_oom(const op_problem *p, const op_placement *pl)
+{
+    op_error err = {0};
+    op_sim_result r;
+    op_sim_result_init(&r, p, &err);
+    cr_assert_eq(op_simulate(p, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    int oom = r.oom;
+    op_sim_result_destroy(&r);
+    return oom;
+}
+
+/* Every memory-aware placer on tp: placed (OP_OK) and no simulated OOM. */
+static void all_place_without_oom(const tk_problem *tp, const char *what)
+{
+    for (int k = 0; k < N_MINE; k++) {
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(run_placer(MINE[k], &tp->p, 0, NULL, &pl, &err), OP_OK, "%s, %s: %s", what,
+                     MINE[k], err.msg);
+        cr_assert(!simulated_oom(&tp->p, &pl), "%s: %s runs out of memory", what, MINE[k]);
+        op_placement_destroy(&pl);
+    }
+}
+
+Test(liveness, a_long_chain_fits_although_its_outputs_sum_far_beyond_memory)
+{
+    /* 80 ops in a chain, 1 MiB each: outputs sum to 80 MiB, the simulated
+     * peak on one device is two tensors; each device holds 8 MiB */
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("chain", &err);
+    for (int i = 0; i < 80; i++) {
+        char name[16], layer[16];
+        snprintf(name, sizeof name, "c%d", i);
+        snprintf(layer, sizeof layer, "layer_%d", i / 20);
+        tk_op_full(b, &(op_op_spec){.name = name, .time_us = 10, .output_bytes = 1 << 20,
+                                    .temp_bytes = 1 << 18, .layer = layer});
+        if (i)
+            tk_edge(b, i - 1, i, -1);
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 10, 1e-4, INT64_C(8) << 20));
+    all_place_without_oom(&tp, "chain");
+    tk_unbind(&tp);
+}
+
+Test(liveness, forward_backward_activations_fit_where_one_device_would_not)
+{
+    /* forward f0..f29 whose outputs the backward b29..b0 consumes: every
+     * activation is live at the turn, 30 MiB in all plus the backward's
+     * own tensors; three devices of 16 MiB hold it split, one does not */
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("fwdbwd", &err);
+    char name[16], layer[16];
+    for (int i = 0; i < 30; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        snprintf(layer, sizeof layer, "layer_%d", i / 10);
+        tk_op_full(b, &(op_op_spec){.name = name, .time_us = 10, .output_bytes = 1 << 20,
+                                    .layer = layer});
+        if (i)
+            tk_edge(b, i - 1, i, -1);
+    }
+    for (int i = 29; i >= 0; i--) {
+        snprintf(name, sizeof name, "b%d", i);
+        snprintf(layer, sizeof layer, "layer_%d", i / 10);
+        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 10,
+                                            .output_bytes = 1 << 19, .layer = layer});
+        tk_edge(b, i, v, -1);
+        tk_edge(b, v - 1, v, -1);
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(3, 10, 1e-4, INT64_C(16) << 20));
+    op_sim_result r;
+    op_error e2 = {0};
+    op_sim_result_init(&r, &tp.p, &e2);
+    int zeros[60] = {0};
+    tk_simulate(&tp.p, zeros, &r);
+    cr_assert(r.oom, "one device alone runs out of memory");
+    op_sim_result_destroy(&r);
+    all_place_without_oom(&tp, "forward-backward");
+    tk_unbind(&tp);
+}
+
+Test(liveness, tight_random_cases_never_run_out_of_memory)
+{
+    /* capacity = the simulated peak of all ops on one device: a feasible
+     * placement is known, so every placer must find one that fits */
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        op_graph *g = rules_dag(60, 0.08, seed, seed % 3 == 0 ? 2 : 0, 0, 200, 4000);
+        tk_problem probe;
+        tk_bind(&probe, g, tk_cluster(1, 10, 1e-4, INT64_C(1) << 40));
+        int zeros[60] = {0};
+        op_sim_result r;
+        op_error err = {0};
+        op_sim_result_init(&r, &probe.p, &err);
+        tk_simulate(&probe.p, zeros, &r);
+        int64_t peak = r.peak_mem[0], total = 0;
+        op_sim_result_destroy(&r);
+        for (int i = 0; i < g->n_ops; i++)
+            total += g->param_bytes[i] + g->output_bytes[i];
+        cr_assert_lt(peak, total, "liveness matters in this case");
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(3, 10, 1e-4, peak));
+        probe.g = NULL; /* g now belongs to tp */
+        tk_unbind(&probe);
+        all_place_without_oom(&tp, "tight random");
+        tk_unbind(&tp);
+    }
+}
+
+Test(liveness, transformer_on_four_pcie_v100s)
+{
+    /* 14,902 ops, outputs 328 GiB, one-device peak 108 GiB, 4 x 32 GB */
+    op_error err = {0};
+    op_graph *g = op_zoo_find("transformer")->generate(NULL, &err);
+    cr_assert(g, "%s", err.msg);
+    tk_problem tp;
+    tk_bind(&tp, g, op_cluster_preset("v100-pcie", 4, 0, &err));
+    const char *must[] = {"m-topo", "metis", "expert"};
+    for (int k = 0; k < 3; k++) {
+        op_placement pl;
+        cr_assert_eq(run_placer(must[k], &tp.p, 0, NULL, &pl, &err), OP_OK, "%s: %s", must[k],
+                     err.msg);
+        cr_assert(!simulated_oom(&tp.p, &pl), "%s runs out of memory", must[k]);
+        op_placement_destroy(&pl);
+    }
+    /* the list schedulers' memory-blind device choice copies forward
+     * activations to other devices until nothing fits (bench/RESULTS.md):
+     * they may refuse, but never claim a fit that runs out of memory */
+    const char *may[] = {"m-etf", "heft"};
+    for (int k = 0; k < 2; k++) {
+        op_placement pl;
+        op_error_clear(&err);
+        op_status st = run_placer(may[k], &tp.p, 0, NULL, &pl, &err);
+        cr_assert(st == OP_OK || st == OP_EINFEASIBLE, "%s: %s", may[k], err.msg);
+        if (st == OP_OK) {
+            cr_assert(!simulated_oom(&tp.p, &pl), "%s runs out of memory", may[k]);
+            op_placement_destroy(&pl);
+        }
     }
     tk_unbind(&tp);
 }

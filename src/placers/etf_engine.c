@@ -8,9 +8,11 @@
  * start time, start = max(device free, data arrival on that device); ties go
  * to the op with the larger static b-level, then the smaller op index, then
  * the smaller device index.  The "m-" part (Baechi): a device is a candidate
- * for an op only if the op fits in its memory (placer_mem.h's conservative
- * estimate); a colocation group goes where its first member goes and its
- * whole footprint is charged then.
+ * for an op only if the op fits in its memory (placer_mem.h's liveness
+ * estimate, on a timeline of slots in decreasing static b-level, the order
+ * ETF tends to run ops in); a colocation group goes where its first member
+ * goes and its whole footprint is charged then.  Every run is checked by
+ * the simulator (pmem_place_checked).
  *
  * m-SCT's favorite-child rule (Baechi's SCTDevice, from Hanen and Munier's
  * SCT): when a device's last op has a favorite child that is ready and this
@@ -25,9 +27,11 @@
  * that device and `avail` (arrival <= device free time) keyed by b-level.
  * A device's best start is then the top of `avail` at its free time, or
  * the top of `pending` at its arrival.  Entries are deleted lazily: an op
- * scheduled elsewhere, or one that no longer fits (the memory charge only
- * grows), is dropped when it surfaces.  Cost: O(n * nd * log n) plus the
- * in-degree work of the memory checks.
+ * scheduled elsewhere, or one that does not fit, is dropped when it
+ * surfaces.  Memory can free up later (placer_mem.h), so an op every
+ * device dropped is tested once more on every device before it counts as
+ * unplaceable; it then goes to the fitting device where it starts first.
+ * Cost: O(n * nd * log n) plus the in-degree work of the memory checks.
  *
  * No op fits anywhere: OP_EINFEASIBLE, or with best_effort the op goes to
  * the device with the most free memory (Celeritas's best-effort rule).
@@ -46,7 +50,7 @@
 typedef struct etf_state {
     const op_problem *p;
     const etf_options *o;
-    int best_effort;
+    int best_effort, fits;
     int n, nd;
     int *device_of, *group_device, *preds_left, *alive, *seq, *last;
     int n_sched;
@@ -69,6 +73,17 @@ void etf_static_level(const op_problem *p, double *out)
                 best = out[g->succ[k]];
         out[v] = p->min_exec[v] + best;
     }
+}
+
+static const etf_state *sort_state;
+
+static int by_level_desc(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    const etf_state *s = sort_state;
+    if (s->blevel[x] != s->blevel[y])
+        return s->blevel[x] > s->blevel[y] ? -1 : 1;
+    return s->p->g->topo_pos[x] - s->p->g->topo_pos[y];
 }
 
 static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_options *o,
@@ -102,8 +117,6 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
         !s->stuck || !s->last || !s->scheduled || !s->arr || !s->urgent || !s->finish ||
         !s->start || !s->blevel || !s->dev_free || !s->pending || !s->avail)
         return OP_ENOMEM;
-    if (pmem_init(&s->mem, p, err))
-        return OP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         s->device_of[i] = -1;
         s->preds_left[i] = p->g->pred_off[i + 1] - p->g->pred_off[i];
@@ -112,7 +125,16 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
         s->group_device[k] = -1;
     for (size_t d = 0; d < nd; d++)
         s->last[d] = -1;
+    s->fits = 1;
     etf_static_level(p, s->blevel);
+    /* memory slots: decreasing b-level (a topological order: ties keep
+     * the graph's order); seq is free scratch until scheduling starts */
+    for (size_t i = 0; i < n; i++)
+        s->seq[i] = p->g->topo[i];
+    sort_state = s;
+    qsort(s->seq, n, sizeof *s->seq, by_level_desc);
+    if (pmem_init(&s->mem, p, s->seq, o->margin, err))
+        return OP_ENOMEM;
     return OP_OK;
 }
 
@@ -177,7 +199,7 @@ static op_status make_ready(etf_state *s, int v, op_error *err)
 }
 
 /* May v still go to d?  Scheduled ops are stale entries, not refusals. */
-static int still_fits(const etf_state *s, int v, int d)
+static int still_fits(etf_state *s, int v, int d)
 {
     int grp = s->p->group_of[v];
     if (grp != OP_NONE && s->group_device[grp] >= 0 && s->group_device[grp] != d)
@@ -225,7 +247,7 @@ static double device_candidate(etf_state *s, int d, int *v, op_error *err)
 }
 
 /* m-SCT: the favorite child of d's last op, if d is reserved for it. */
-static int awake_child(const etf_state *s, int d)
+static int awake_child(etf_state *s, int d)
 {
     if (!s->o->favorite || s->last[d] < 0)
         return -1;
@@ -263,23 +285,39 @@ static op_status schedule_op(etf_state *s, int v, int d, double start, op_error 
     return OP_OK;
 }
 
-/* Ops no device can hold: fail, or (best effort) the roomiest device. */
+/* Start of ready op v on d. */
+static double start_on(const etf_state *s, int v, int d)
+{
+    double a = arrival(s, v, d);
+    return a > s->dev_free[d] ? a : s->dev_free[d];
+}
+
+/* Ops every device dropped: the fitting device where they start first
+ * (memory may have freed up since), else fail, or (best effort) the
+ * roomiest device. */
 static op_status place_stuck(etf_state *s, op_error *err)
 {
     while (s->n_stuck) {
         int v = s->stuck[--s->n_stuck];
         if (s->scheduled[v])
             continue;
-        if (!s->best_effort)
-            return op_fail(err, OP_EINFEASIBLE,
-                           "%s: op '%s' fits in the memory of no device (estimate: params, "
-                           "outputs, received tensors; use --best-effort to place anyway)",
-                           s->o->name, s->p->g->op_name[v]);
         int d = -1;
-        for (int e = 0; e < s->nd; e++) /* the group's device, if set, is the only one allowed */
-            if (placer_allowed(s->p, s->group_device, v, e) &&
-                (d < 0 || s->mem.cap[e] - s->mem.used[e] > s->mem.cap[d] - s->mem.used[d]))
+        for (int e = 0; e < s->nd; e++)
+            if (placer_allowed(s->p, s->group_device, v, e) && still_fits(s, v, e) &&
+                (d < 0 || start_on(s, v, e) < start_on(s, v, d)))
                 d = e;
+        if (d < 0 && !s->best_effort)
+            return op_fail(err, OP_EINFEASIBLE,
+                           "%s: op '%s' fits in the memory of no device (liveness estimate, "
+                           "placer_mem.h; use --best-effort to place anyway)",
+                           s->o->name, s->p->g->op_name[v]);
+        if (d < 0) {
+            s->fits = 0;
+            for (int e = 0; e < s->nd; e++) /* the group's device, if set, is the only one allowed */
+                if (placer_allowed(s->p, s->group_device, v, e) &&
+                    (d < 0 || pmem_room(&s->mem, e) > pmem_room(&s->mem, d)))
+                    d = e;
+        }
         double a = arrival(s, v, d);
         if (schedule_op(s, v, d, a > s->dev_free[d] ? a : s->dev_free[d], err))
             return OP_ENOMEM;
@@ -350,6 +388,23 @@ op_status etf_schedule(const op_place_ctx *ctx, const etf_options *o, op_placeme
             memcpy(trace->sequence, s.seq, (size_t)s.n * sizeof(int));
         }
     }
+    if (o->estimate_fits)
+        *o->estimate_fits = s.fits;
     state_destroy(&s);
     return st;
+}
+
+static op_status etf_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                             op_placement *out, int *fits, op_error *err)
+{
+    etf_options *o = arg;
+    o->margin = margin;
+    o->estimate_fits = fits;
+    return etf_schedule(ctx, o, out, NULL, err);
+}
+
+op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_placement *out,
+                               op_error *err)
+{
+    return pmem_place_checked(ctx, o->name, etf_attempt, o, out, err);
 }

@@ -11,6 +11,9 @@ typedef struct etf_options {
     const int *favorite; /* per op: favorite child or -1 (m-SCT); NULL for m-ETF */
     int set_order;       /* write the schedule as the placement's per-device order */
     const char *name;    /* for messages */
+    const double *margin; /* per device memory margin (placer_mem.h), NULL for 1 */
+    int *estimate_fits;  /* out, may be NULL: 0 when best effort placed an op
+                            beyond the memory estimate */
 } etf_options;
 
 /* Optional record of the scheduler's own schedule (for tests): per op its
@@ -30,5 +33,10 @@ void etf_static_level(const op_problem *p, double *out);
 /* `--order yes|no` (default yes): whether a list scheduler (m-ETF, m-SCT,
  * HEFT) hands its own per-device order to the simulator.  Defined in m_etf.c. */
 op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_error *err);
+
+/* etf_schedule under pmem_place_checked (the simulator check); o->margin
+ * and o->estimate_fits are set by it. */
+op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_placement *out,
+                               op_error *err);
 
 #endif

@@ -19,16 +19,21 @@
  *     device (Pesto: "Expert places parallel branches within each cell
  *     across different GPUs ... divided evenly").
  * The ordered units are cut into contiguous runs, one per device, balancing
- * compute (speed-weighted); a unit whose footprint (params + outputs +
- * temps) does not fit on its device goes to the nearest device with room.
+ * compute (speed-weighted); a unit whose parameters (the bytes it holds
+ * for the whole step) do not fit on its device goes to the nearest device
+ * with room.
  * Devices used: those of the most common device kind (the GPUs).
  *
  * Ops without a layer follow their producer (the input with the most
  * bytes), or else their consumer; colocation groups follow their first
  * member; ops that may not run where their layer went (kind, pin) go to
  * the allowed device with the least compute.  The final placement is
- * checked against placer_mem.h's conservative estimate: OP_EINFEASIBLE if
- * it does not fit (as Pesto reports Expert OOM on large NASNets), unless
+ * checked against placer_mem.h's liveness estimate (over the graph's
+ * topological order); where it does not fit, the ops holding the most
+ * bytes at an overflowing device's peak move to the device with the most
+ * room, as a person would move a layer's tail (pmem_repair), and the
+ * simulator checks the result (pmem_place_checked).  Still too big:
+ * OP_EINFEASIBLE (as Pesto reports Expert OOM on large NASNets), unless
  * best_effort.  Placement only; each device runs first-ready-first.
  */
 #include <ctype.h>
@@ -52,7 +57,7 @@ typedef struct unit {
     int role;
     double key;    /* order among units */
     double work;   /* compute at speed 1 */
-    int64_t foot;  /* params + outputs + temps */
+    int64_t foot;  /* params: bytes held for the whole step */
     int cell;      /* cell index for branch units, else -1 */
     int dev;
 } unit;
@@ -255,7 +260,7 @@ static op_status build_units(expert *ex, op_error *err)
             continue;
         unit *u = &ex->units[ex->unit_of_layer[g->layer[i]]];
         u->work += p->work[i];
-        u->foot += g->param_bytes[i] + g->output_bytes[i] + g->temp_bytes[i];
+        u->foot += g->param_bytes[i];
     }
     st = OP_OK;
 done:
@@ -428,8 +433,11 @@ static op_status repair_rules(expert *ex, int *device_of, op_error *err)
     return OP_OK;
 }
 
-static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_error *err)
+/* The layer-wise placement, then the memory repair under the margins. */
+static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                                op_placement *out, int *fits, op_error *err)
 {
+    (void)arg;
     const op_problem *p = ctx->p;
     expert ex = {.p = p};
     ex.load = op_calloc((size_t)p->nd, sizeof(double), err);
@@ -455,13 +463,17 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
     }
     if (!st) {
         pmem mem;
-        if (pmem_init(&mem, p, err))
+        if (pmem_init(&mem, p, NULL, margin, err))
             st = OP_ENOMEM;
         else {
-            if (!pmem_charge_all(&mem, out->device_of) && !ctx->best_effort)
+            *fits = pmem_repair(&mem, out->device_of, 30, err);
+            if (*fits < 0)
+                st = OP_ENOMEM;
+            else if (!*fits && !ctx->best_effort)
                 st = op_fail(err, OP_EINFEASIBLE,
                              "expert: the layer-wise placement does not fit in device memory "
-                             "(use --best-effort to place it anyway)");
+                             "even after moving ops (liveness estimate, placer_mem.h; use "
+                             "--best-effort to place it anyway)");
             pmem_destroy(&mem);
         }
     }
@@ -471,6 +483,11 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
     free(ex.room);
     free(ex.split_dev);
     return st;
+}
+
+static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    return pmem_place_checked(ctx, "expert", expert_attempt, NULL, out, err);
 }
 
 const op_placer op_placer_expert = {

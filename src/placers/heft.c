@@ -11,7 +11,8 @@
  * 2. Device choice: the device giving the earliest finish time, where the
  *    op may be inserted into an idle gap of the device's timeline between
  *    ops already scheduled (insertion-based policy), among the devices that
- *    still have memory for it (placer_mem.h's conservative estimate).
+ *    still have memory for it (placer_mem.h's liveness estimate, with the
+ *    rank order as its timeline of slots).
  * 3. Colocation: a group goes where its first member goes; pins and kinds
  *    through op eligibility.  Nothing fits: OP_EINFEASIBLE, or with
  *    best_effort the device with the most free memory.
@@ -23,7 +24,8 @@
  *
  * Output: the placement and HEFT's schedule as the per-device order (ops by
  * planned start), unless `--order no`.  HEFT's own estimate ignores channel
- * contention; the simulator judges.
+ * contention; the simulator judges, and checks memory (pmem_place_checked:
+ * when it runs out of memory, HEFT runs again with a tighter margin).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -170,6 +172,7 @@ typedef struct heft_state {
     int n, nd;
     double *rank, *start, *finish;
     int *order, *device_of, *group_device, *root;
+    int fits;
     gap_pool gaps;
     pmem mem;
 } heft_state;
@@ -275,12 +278,11 @@ static op_status heft_init(heft_state *s, const op_problem *p, op_error *err)
         !s->group_device || !s->root || !g->s || !g->e || !g->maxlen || !g->left ||
         !g->right || !g->prio)
         return OP_ENOMEM;
-    if (pmem_init(&s->mem, p, err))
-        return OP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
         s->device_of[i] = -1;
         s->order[i] = (int)i;
     }
+    s->fits = 1;
     for (int k = 0; k < p->n_groups; k++)
         s->group_device[k] = -1;
     for (size_t d = 0; d < nd; d++)
@@ -328,12 +330,13 @@ static op_status heft_place_op(heft_state *s, int v, int best_effort, op_error *
     if (best < 0) {
         if (!best_effort)
             return op_fail(err, OP_EINFEASIBLE,
-                           "heft: op '%s' fits in the memory of no device (estimate: params, "
-                           "outputs, received tensors; use --best-effort to place anyway)",
+                           "heft: op '%s' fits in the memory of no device (liveness estimate, "
+                           "placer_mem.h; use --best-effort to place anyway)",
                            s->p->g->op_name[v]);
+        s->fits = 0;
         for (int d = 0; d < s->nd; d++)
             if (placer_allowed(s->p, s->group_device, v, d) &&
-                (best < 0 || s->mem.cap[d] - s->mem.used[d] > s->mem.cap[best] - s->mem.used[best]))
+                (best < 0 || pmem_room(&s->mem, d) > pmem_room(&s->mem, best)))
                 best = d;
         double w = op_exec_us(s->p, v, best);
         best_start = gap_earliest(&s->gaps, s->root[best], ready_time(s, v, best), w, &best_gap);
@@ -351,19 +354,22 @@ static op_status heft_place_op(heft_state *s, int v, int best_effort, op_error *
     return OP_OK;
 }
 
-static op_status place_heft(const op_place_ctx *ctx, op_placement *out, op_error *err)
+/* One HEFT run under the given memory margins. */
+static op_status heft_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                              op_placement *out, int *fits, op_error *err)
 {
-    int set_order;
-    if (placer_read_order_option(ctx, &set_order, err))
-        return OP_EUSAGE;
+    int set_order = *(const int *)arg;
     heft_state s;
     op_status st = heft_init(&s, ctx->p, err);
     if (!st) {
         upward_rank(ctx->p, s.rank);
         sort_ctx = &s;
         qsort(s.order, (size_t)s.n, sizeof(int), by_rank_desc);
+        if (pmem_init(&s.mem, ctx->p, s.order, margin, err))
+            st = OP_ENOMEM;
         for (int i = 0; i < s.n && !st; i++)
             st = heft_place_op(&s, s.order[i], ctx->best_effort, err);
+        *fits = s.fits;
     }
     if (!st) {
         memcpy(out->device_of, s.device_of, (size_t)s.n * sizeof(int));
@@ -375,6 +381,14 @@ static op_status place_heft(const op_place_ctx *ctx, op_placement *out, op_error
     }
     heft_destroy(&s);
     return st;
+}
+
+static op_status place_heft(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    int set_order;
+    if (placer_read_order_option(ctx, &set_order, err))
+        return OP_EUSAGE;
+    return pmem_place_checked(ctx, "heft", heft_attempt, &set_order, out, err);
 }
 
 /* For tests: the op sequence HEFT processes (decreasing upward rank). */

@@ -6,10 +6,12 @@
  *
  * Output: the placement plus ETF's own schedule as the per-device order
  * (`--order no` leaves the order to the simulator's first-ready rule).
- * Differences from Baechi: the memory estimate is the conservative static
- * one of placer_mem.h (Baechi frees outputs during its own schedule, which
- * lets it OOM in practice, Celeritas 6.4.1); a colocation group's whole
- * footprint is charged when its first member is placed.
+ * Differences from Baechi: the memory estimate is placer_mem.h's liveness
+ * rule, and the result is checked by the simulator, tightening the margin
+ * and scheduling again when it runs out of memory (Baechi frees outputs
+ * during its own schedule and is not checked, which lets it OOM in
+ * practice, Celeritas 6.4.1); a colocation group's whole footprint is
+ * charged when its first member is placed.
  */
 #include <string.h>
 
@@ -30,7 +32,7 @@ static op_status place_m_etf(const op_place_ctx *ctx, op_placement *out, op_erro
     etf_options o = {.favorite = NULL, .name = "m-etf"};
     if (placer_read_order_option(ctx, &o.set_order, err))
         return OP_EUSAGE;
-    return etf_schedule(ctx, &o, out, NULL, err);
+    return etf_schedule_checked(ctx, &o, out, err);
 }
 
 const op_placer op_placer_m_etf = {

@@ -29,7 +29,8 @@
  *
  * Scheduling is etf_engine.c with the favorite-child rule (a device whose
  * last op's favorite child is ready and starts earliest there waits for
- * it unless another op is urgent).
+ * it unless another op is urgent), memory by placer_mem.h's liveness
+ * estimate, checked by the simulator.
  */
 #include <coin/Cbc_C_Interface.h>
 #include <float.h>
@@ -268,7 +269,7 @@ static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_erro
     op_status st = m_sct_favorites(ctx, favorite, err);
     o.favorite = favorite;
     if (!st)
-        st = etf_schedule(ctx, &o, out, NULL, err);
+        st = etf_schedule_checked(ctx, &o, out, err);
     free(favorite);
     return st;
 }

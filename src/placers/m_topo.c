@@ -8,9 +8,11 @@
  * Share (`--share memory|compute`, default memory as in Baechi's
  * "uniform" variant): memory: total estimated footprint / devices (scaled
  * by each device's capacity) plus the largest single op's footprint;
- * compute: total work scaled by device speed.  A device never takes more
- * than its capacity (placer_mem.h's conservative estimate).  When a graph
- * has no memory at all, the compute share is used.
+ * compute: total work scaled by device speed (the share is a balance
+ * target, so it sums bytes statically).  A device never takes more than
+ * its capacity by placer_mem.h's liveness estimate, with the BFS order as
+ * its timeline of slots.  When a graph has no memory at all, the compute
+ * share is used.
  *
  * Ops that may not run on the current device (kind, pin) go to the allowed
  * device with the most free memory without moving the fill pointer;
@@ -19,7 +21,9 @@
  * first member, Celeritas 6.5.2).  When the last device is full, ops go to
  * any device that still has room; none: OP_EINFEASIBLE, or with
  * best_effort the device with the most free memory.  Placement only: the
- * simulator runs each device first-ready-first.
+ * simulator runs each device first-ready-first, and checks memory
+ * (pmem_place_checked: when it runs out, m-TOPO fills again with a tighter
+ * margin).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +62,7 @@ typedef struct topo_fill {
     double *load;       /* per device: what counts against the share */
     int by_memory;
     int cur;            /* the device being filled */
+    int fits;           /* 0 once an op went beyond the estimate */
 } topo_fill;
 
 static double share_cost(const topo_fill *f, int v, int d)
@@ -99,7 +104,7 @@ static int choose_device(topo_fill *f, int v)
         int best = -1;
         for (int d = 0; d < p->nd; d++)
             if (placer_allowed(p, f->group_device, v, d) && pmem_fits(&f->mem, v, d, f->device_of) &&
-                (best < 0 || f->mem.cap[d] - f->mem.used[d] > f->mem.cap[best] - f->mem.used[best]))
+                (best < 0 || pmem_room(&f->mem, d) > pmem_room(&f->mem, best)))
                 best = d;
         return best;
     }
@@ -124,12 +129,13 @@ static op_status fill_devices(topo_fill *f, const int *order, int best_effort, o
         if (d < 0) {
             if (!best_effort)
                 return op_fail(err, OP_EINFEASIBLE,
-                               "m-topo: op '%s' fits in the memory of no device (estimate: "
-                               "params, outputs, received tensors; use --best-effort to place "
-                               "anyway)", p->g->op_name[v]);
+                               "m-topo: op '%s' fits in the memory of no device (liveness "
+                               "estimate, placer_mem.h; use --best-effort to place anyway)",
+                               p->g->op_name[v]);
+            f->fits = 0;
             for (int e = 0; e < p->nd; e++)
                 if (placer_allowed(p, f->group_device, v, e) &&
-                    (d < 0 || f->mem.cap[e] - f->mem.used[e] > f->mem.cap[d] - f->mem.used[d]))
+                    (d < 0 || pmem_room(&f->mem, e) > pmem_room(&f->mem, d)))
                     d = e;
         }
         f->load[d] += share_cost(f, v, d);
@@ -141,28 +147,27 @@ static op_status fill_devices(topo_fill *f, const int *order, int best_effort, o
     return OP_OK;
 }
 
-static op_status place_m_topo(const op_place_ctx *ctx, op_placement *out, op_error *err)
+/* One fill under the given memory margins; arg: 1 for the memory share. */
+static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                                op_placement *out, int *fits, op_error *err)
 {
     const op_problem *p = ctx->p;
-    const char *share = op_options_str(ctx->opts, "share", "memory");
-    if (strcmp(share, "memory") && strcmp(share, "compute"))
-        return op_fail(err, OP_EUSAGE, "--share must be memory or compute, not '%s'", share);
-    topo_fill f = {.p = p, .by_memory = strcmp(share, "memory") == 0};
+    topo_fill f = {.p = p, .by_memory = *(const int *)arg, .fits = 1};
     int *order = op_malloc((size_t)p->n * sizeof(int) + 1, err);
     f.group_device = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
     f.limit = op_malloc((size_t)p->nd * sizeof(double), err);
     f.load = op_calloc((size_t)p->nd, sizeof(double), err);
     op_status st = OP_ENOMEM;
-    if (order && f.group_device && f.limit && f.load && !pmem_init(&f.mem, p, err)) {
+    if (order && f.group_device && f.limit && f.load && !m_topo_bfs_order(p->g, order, err) &&
+        !pmem_init(&f.mem, p, order, margin, err)) {
         f.device_of = out->device_of;
         for (int i = 0; i < p->n; i++)
             f.device_of[i] = -1;
         for (int k = 0; k < p->n_groups; k++)
             f.group_device[k] = -1;
         set_limits(&f);
-        st = m_topo_bfs_order(p->g, order, err);
-        if (!st)
-            st = fill_devices(&f, order, ctx->best_effort, err);
+        st = fill_devices(&f, order, ctx->best_effort, err);
+        *fits = f.fits;
         pmem_destroy(&f.mem);
     }
     free(order);
@@ -170,6 +175,15 @@ static op_status place_m_topo(const op_place_ctx *ctx, op_placement *out, op_err
     free(f.limit);
     free(f.load);
     return st;
+}
+
+static op_status place_m_topo(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    const char *share = op_options_str(ctx->opts, "share", "memory");
+    if (strcmp(share, "memory") && strcmp(share, "compute"))
+        return op_fail(err, OP_EUSAGE, "--share must be memory or compute, not '%s'", share);
+    int by_memory = strcmp(share, "memory") == 0;
+    return pmem_place_checked(ctx, "m-topo", m_topo_attempt, &by_memory, out, err);
 }
 
 const op_placer op_placer_m_topo = {

@@ -16,10 +16,14 @@
  *
  * METIS knows neither pins nor memory, so both are repaired afterwards:
  * a vertex on a device it may not use moves to the least-loaded allowed
- * device; while a device exceeds its memory (placer_mem.h's conservative
- * estimate) its largest vertices move to the allowed device with the most
- * free memory.  If repair fails: OP_EINFEASIBLE, or the repaired
- * placement with best_effort.  Repairs may break the balance METIS found.
+ * device; while a device exceeds its memory (placer_mem.h's liveness
+ * estimate over the graph's topological order) the ops holding the most
+ * bytes at its peak move to the allowed device with the most room
+ * (pmem_repair).  The simulator then checks the result; if it runs out of
+ * memory, the repair runs again with a tighter margin (pmem_place_checked;
+ * METIS itself runs once).  If repair fails: OP_EINFEASIBLE, or the
+ * repaired placement with best_effort.  Repairs may break the balance
+ * METIS found.
  */
 #include <metis.h>
 #include <stdlib.h>
@@ -34,7 +38,6 @@ typedef struct metis_graph {
     int *vertex_of; /* per op */
     int *rep;       /* per vertex: one member op */
     double *work;   /* per vertex: compute at speed 1 */
-    int64_t *foot;  /* per vertex: params + outputs + temps */
 } metis_graph;
 
 static void metis_graph_free(metis_graph *m)
@@ -47,7 +50,6 @@ static void metis_graph_free(metis_graph *m)
     free(m->vertex_of);
     free(m->rep);
     free(m->work);
-    free(m->foot);
 }
 
 typedef struct vpair {
@@ -66,13 +68,11 @@ static int by_pair(const void *x, const void *y)
 /* Vertices: one per colocation group, one per other op. */
 static op_status contract(const op_problem *p, metis_graph *m, op_error *err)
 {
-    const op_graph *g = p->g;
     m->vertex_of = op_malloc((size_t)p->n * sizeof(int) + 1, err);
     m->rep = op_malloc((size_t)p->n * sizeof(int) + 1, err);
     m->work = op_calloc((size_t)p->n + 1, sizeof(double), err);
-    m->foot = op_calloc((size_t)p->n + 1, sizeof(int64_t), err);
     int *group_vertex = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
-    if (!m->vertex_of || !m->rep || !m->work || !m->foot || !group_vertex) {
+    if (!m->vertex_of || !m->rep || !m->work || !group_vertex) {
         free(group_vertex);
         return OP_ENOMEM;
     }
@@ -91,7 +91,6 @@ static op_status contract(const op_problem *p, metis_graph *m, op_error *err)
         }
         m->vertex_of[i] = v;
         m->work[v] += p->work[i];
-        m->foot[v] += g->param_bytes[i] + g->output_bytes[i] + g->temp_bytes[i];
     }
     m->nv = nv;
     free(group_vertex);
@@ -203,59 +202,30 @@ static void repair_pins(const op_problem *p, metis_graph *m, double *load)
     }
 }
 
-static const metis_graph *sort_graph;
-
-static int by_foot_desc(const void *x, const void *y)
-{
-    int64_t a = sort_graph->foot[*(const int *)x], b = sort_graph->foot[*(const int *)y];
-    return a > b ? -1 : a < b;
-}
-
 static void apply(const op_problem *p, const metis_graph *m, int *device_of)
 {
     for (int i = 0; i < p->n; i++)
         device_of[i] = (int)m->part[m->vertex_of[i]];
 }
 
-/* Move the largest vertices off devices over their memory; returns 1 when
- * the placement fits. */
-static op_status repair_memory(const op_problem *p, metis_graph *m, int *device_of, int *fits,
-                               op_error *err)
+/* The partition, then the memory repair under the given margins. */
+static op_status metis_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                               op_placement *out, int *fits, op_error *err)
 {
+    const op_problem *p = ctx->p;
     pmem mem;
-    int *byfoot = op_malloc((size_t)m->nv * sizeof(int) + 1, err);
-    if (!byfoot || pmem_init(&mem, p, err)) {
-        free(byfoot);
+    apply(p, arg, out->device_of);
+    if (pmem_init(&mem, p, NULL, margin, err))
         return OP_ENOMEM;
-    }
-    for (idx_t v = 0; v < m->nv; v++)
-        byfoot[v] = (int)v;
-    sort_graph = m;
-    qsort(byfoot, (size_t)m->nv, sizeof(int), by_foot_desc);
-    apply(p, m, device_of);
-    *fits = pmem_charge_all(&mem, device_of);
-    for (int round = 0; round < 20 && !*fits; round++) {
-        for (idx_t i = 0; i < m->nv; i++) {
-            int v = byfoot[i], from = (int)m->part[v];
-            if (mem.used[from] <= mem.cap[from] || m->foot[v] == 0)
-                continue;
-            int best = -1;
-            for (int d = 0; d < p->nd; d++)
-                if (d != from && vertex_allowed(p, m, v, d) &&
-                    mem.used[d] + m->foot[v] <= mem.cap[d] &&
-                    (best < 0 || mem.cap[d] - mem.used[d] > mem.cap[best] - mem.used[best]))
-                    best = d;
-            if (best < 0)
-                continue;
-            m->part[v] = best;
-            mem.used[from] -= m->foot[v];
-            mem.used[best] += m->foot[v];
-        }
-        apply(p, m, device_of);
-        *fits = pmem_charge_all(&mem, device_of);
-    }
+    *fits = pmem_repair(&mem, out->device_of, 30, err);
     pmem_destroy(&mem);
-    free(byfoot);
+    if (*fits < 0)
+        return OP_ENOMEM;
+    if (!*fits && !ctx->best_effort)
+        return op_fail(err, OP_EINFEASIBLE,
+                       "metis: the partition does not fit in device memory even after moving "
+                       "ops (liveness estimate, placer_mem.h; use --best-effort to place "
+                       "anyway)");
     return OP_OK;
 }
 
@@ -276,15 +246,10 @@ static op_status place_metis(const op_place_ctx *ctx, op_placement *out, op_erro
         m.part = op_calloc((size_t)m.nv + 1, sizeof(idx_t), err);
         st = m.part ? OP_OK : OP_ENOMEM;
     }
-    int fits = 0;
     if (!st) {
         repair_pins(p, &m, load);
-        st = repair_memory(p, &m, out->device_of, &fits, err);
+        st = pmem_place_checked(ctx, "metis", metis_attempt, &m, out, err);
     }
-    if (!st && !fits && !ctx->best_effort)
-        st = op_fail(err, OP_EINFEASIBLE,
-                     "metis: the partition does not fit in device memory even after moving "
-                     "ops (use --best-effort to place anyway)");
     metis_graph_free(&m);
     free(load);
     return st;
