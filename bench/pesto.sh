@@ -14,7 +14,7 @@ TL=${2:-20}
 TARGET=${3:-40}
 shift 3 2>/dev/null || shift $#
 MODELS=${*:-"rnnlm nmt gnmt transformer transformer_xl inception_v3 nasnet pnasnet amoebanet wavenet tensor_holography"}
-ALGOS="single expert m-topo m-etf heft celeritas pesto"
+ALGOS="single expert m-topo m-etf heft celeritas auto pesto"
 TMP=$(mktemp -d /tmp/bench-pesto-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -31,6 +31,8 @@ for m in $MODELS; do
         gap=$(sed -n 's/.*ILP .* gap \([0-9.]*\)%.*/\1/p' "$TMP/pesto.log" | tail -1)
         from=$(sed -n 's/^pesto: result from \([^:]*\):.*/\1/p' "$TMP/pesto.log" | tail -1)
         coarse=$(sed -n 's/^pesto: coarsened \([0-9]*\) ops to \([0-9]*\).*/\1 -> \2/p' "$TMP/pesto.log")
+        ilpx=$(sed -n 's/^pesto: ilp expanded: \([0-9.]*\) us with its order, \([0-9.]*\) us first-ready.*/\1 \2/p' "$TMP/pesto.log" |
+            awk '{ m = $1 < $2 ? $1 : $2; printf "%.3f", m / 1000 }')
         for a in $ALGOS; do
             if [ "$a" = pesto ]; then
                 out=$(cat "$TMP/pesto.json")
@@ -46,7 +48,7 @@ for m in $MODELS; do
             fi
             ratio=$(awk -v s="$step" -v b="${bound:-0}" 'BEGIN { if (b > 0) printf "%.3f", s / b; }')
             label=$a
-            [ "$a" = pesto ] && label="pesto (from ${from:-?}; ILP inc ${inc:-?} us, bound ${bound:-?} us, gap ${gap:-?}%)"
+            [ "$a" = pesto ] && label="pesto (from ${from:-?}; ILP's own placement ${ilpx:-none} ms; ILP inc ${inc:-?} us, bound ${bound:-?} us, gap ${gap:-?}%)"
             printf "| %s | %s | %s | %s | %.3f%s | %.2f | %s |\n" "$m" "$gpus" "$coarse" "$label" \
                 "$(awk -v s="$step" 'BEGIN { print s / 1000 }')" "$oom" "$secs" "$ratio"
         done

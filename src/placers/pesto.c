@@ -3,30 +3,44 @@
  * section 3): coarsen (3.3), solve the joint placement and scheduling ILP
  * on the coarse graph (3.2), expand back, judge with the simulator.
  *
- *   1. pesto_coarsen to --target coarse ops (default 40: the paper's 200 is
- *      for CPLEX on a workstation; CBC on 2 cores needs smaller graphs to
- *      finish in about a minute).
- *   2. Warm start: every fast registered placer named in --warm-start (those
- *      that exist) runs on the coarse graph; each result is simulated (with
- *      its simulated start times as the per-device order) and the best
- *      becomes CBC's MIP start.
- *   3. The ILP (pesto_ilp.c) with --time-limit seconds (default 40, or
- *      --budget-seconds).
- *   4. Candidates on the original graph, all judged by the simulator: the
+ *   1. Reference: every fast placer in --warm-start runs on the original
+ *      graph, and `auto` (portfolio + local search, its own Pesto stage
+ *      off) with --auto-seconds (default 5; 0: off); the best by
+ *      simulation is the reference placement.
+ *   2. pesto_coarsen to --target coarse ops (default 40: the paper's 200 is
+ *      for CPLEX on a workstation; CBC on 2 cores needs smaller graphs),
+ *      with the critical-path guard (--cp-slack, default 0.1) and, with
+ *      --align best (the default; "none" is the paper's coarsening), only
+ *      merging ops the reference puts on one device - beyond the paper: the
+ *      coarse graph then expresses the reference exactly, where unaligned
+ *      groups mixed ops that every good placement separates (rnnlm: the
+ *      ILP's best unaligned coarse placement was one device).  When the
+ *      aligned graph stays above 3 x target, it coarsens unaligned.
+ *   3. Warm start: the fast placers on the coarse graph and the reference
+ *      projected onto it, each simulated (with its simulated start times as
+ *      the per-device order); the best becomes CBC's MIP start.
+ *   4. The ILP (pesto_ilp.c) with --time-limit seconds (default 40, or
+ *      --budget-seconds), on the per-source communication model of
+ *      pesto_coarse_comm (--comm-model per-source; per-edge: one latency
+ *      per coarse edge, the previous model, which under-counted the
+ *      original graph's transfers about twofold on rnnlm).
+ *   5. Candidates on the original graph, all judged by the simulator: the
  *      ILP's placement with its order (merged vertices expanded in
- *      topological order), the same placement with first-ready scheduling
- *      (the paper falls back to TensorFlow's scheduler when merged vertices
- *      are large), the warm start expanded, and the fast placers run on the
- *      original graph.  The best (no OOM first, then step time) is returned,
- *      so Pesto is never worse than its warm start or any of those placers.
- *   5. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
+ *      topological order) and with first-ready scheduling (the paper falls
+ *      back to TensorFlow's scheduler when merged vertices are large), the
+ *      warm start expanded, and the reference.  The best (no OOM first,
+ *      then step time) is returned, so Pesto is never worse than its
+ *      reference, its warm start or any fast placer.
+ *   6. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
  *
- * Options: --target N, --time-limit S, --congestion on|off (default on),
- * --memory hard|balanced|both|none (default hard), --balance SLACK
- * (default 0.2, for balanced), --max-pairs N (congestion pairs kept,
- * default 5000), --warm-start a,b,c, --export-tf-pesto DIR.  With
- * --progress it reports each candidate, the ILP's size, incumbent, bound
- * and gap on stderr.
+ * Options: --target N, --time-limit S, --cp-slack X, --align best|none,
+ * --auto-seconds S, --comm-model per-source|per-edge, --congestion on|off
+ * (default on), --memory hard|balanced|both|none (default hard), --balance
+ * SLACK (default 0.2, for balanced), --max-pairs N (congestion pairs kept,
+ * default 5000), --max-binaries N (bigger ILPs are skipped, default
+ * 10000), --warm-start a,b,c, --export-tf-pesto DIR.  With --progress it
+ * reports each candidate, the ILP's size, incumbent, bound and gap (a
+ * bound of the coarse model only, not of the original graph) on stderr.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,8 +56,12 @@
 
 typedef struct pesto_cfg {
     long target;
+    double cp_slack;
     pesto_ilp_opts ilp;
     const char *warm_list, *export_dir;
+    int comm_model; /* 1: per-source transfers (pesto_coarse_comm); 0: one per coarse edge */
+    int align;      /* coarsen within the reference placement's devices */
+    double auto_s;  /* budget of the `auto` placer among the reference candidates (0: off) */
 } pesto_cfg;
 
 typedef struct candidate {
@@ -64,13 +82,28 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
         (st = op_options_double(o, "time-limit", tl_default, 0.01, 1e7, &cfg->ilp.time_limit_s,
                                 err)) ||
         (st = op_options_double(o, "balance", 0.2, 0, 100, &cfg->ilp.balance, err)) ||
-        (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)))
+        (st = op_options_double(o, "cp-slack", PESTO_DEFAULT_CP_SLACK, -1, 1e6, &cfg->cp_slack,
+                                err)) ||
+        (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)) ||
+        (st = op_options_int(o, "max-binaries", cfg->ilp.max_binaries, 0, 1L << 40,
+                             &cfg->ilp.max_binaries, err)))
         return st;
     cfg->ilp.max_xfer_pairs = pairs;
     const char *cong = op_options_str(o, "congestion", "on");
     if (strcmp(cong, "on") != 0 && strcmp(cong, "off") != 0)
         return op_fail(err, OP_EUSAGE, "--congestion: expected on or off, got '%s'", cong);
     cfg->ilp.congestion = strcmp(cong, "on") == 0;
+    const char *comm = op_options_str(o, "comm-model", "per-source");
+    if (strcmp(comm, "per-source") != 0 && strcmp(comm, "per-edge") != 0)
+        return op_fail(err, OP_EUSAGE, "--comm-model: expected per-source or per-edge, got '%s'",
+                       comm);
+    cfg->comm_model = strcmp(comm, "per-source") == 0;
+    const char *align = op_options_str(o, "align", "best");
+    if (strcmp(align, "best") != 0 && strcmp(align, "none") != 0)
+        return op_fail(err, OP_EUSAGE, "--align: expected best or none, got '%s'", align);
+    cfg->align = strcmp(align, "best") == 0;
+    if ((st = op_options_double(o, "auto-seconds", 5, 0, 1e6, &cfg->auto_s, err)))
+        return st;
     const char *mem = op_options_str(o, "memory", "hard");
     if (strcmp(mem, "hard") == 0 || strcmp(mem, "none") == 0) {
         cfg->ilp.memory_cap = strcmp(mem, "hard") == 0;
@@ -217,6 +250,41 @@ static op_status best_heuristic(const pesto_cfg *cfg, const op_place_ctx *ctx, c
     return st;
 }
 
+/* The `auto` placer (portfolio + local search, without its own Pesto stage)
+ * with a small budget, as one more reference candidate. */
+static op_status try_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, const op_problem *p,
+                          op_sim *sim, candidate *best, op_error *err)
+{
+    const op_placer *pl = op_placer_find("auto");
+    if (!pl || cfg->auto_s <= 0)
+        return OP_OK;
+    op_options *opts = op_options_new(err);
+    if (!opts)
+        return OP_ENOMEM;
+    op_status st = op_options_set(opts, "no-ilp", "1", err);
+    candidate c = {0};
+    op_place_ctx sub = {.p = p, .opts = opts, .seed = ctx->seed, .best_effort = 1,
+                        .budget_seconds = cfg->auto_s};
+    op_error local = {0};
+    if (!st && op_place(pl, &sub, &c.pl, &local)) {
+        summary(ctx, cfg, "pesto: auto failed: %s", local.msg);
+    } else if (!st) {
+        snprintf(c.name, sizeof c.name, "auto");
+        st = judge(p, sim, &c, NULL, 0, err);
+        if (!st)
+            summary(ctx, cfg, "pesto: auto (%.0f s) on the original graph: %.1f us%s", cfg->auto_s,
+                    c.step_us, c.oom ? " (OOM)" : "");
+        if (!st && better(&c, best)) {
+            op_placement_destroy(&best->pl);
+            *best = c;
+            memset(&c, 0, sizeof c);
+        }
+    }
+    op_placement_destroy(&c.pl);
+    op_options_free(opts);
+    return st;
+}
+
 static void keep_if_better(candidate *best, candidate *c)
 {
     if (better(c, best)) {
@@ -266,6 +334,8 @@ typedef struct pesto_run {
     op_sim *csim, *fsim;
     candidate warm, best;
     double *warm_finish;
+    int *xfer_count;
+    int64_t *xfer_bytes;
     pesto_ilp_result ilp;
 } pesto_run;
 
@@ -275,6 +345,8 @@ static void run_destroy(pesto_run *r)
     op_placement_destroy(&r->best.pl);
     pesto_ilp_result_destroy(&r->ilp);
     free(r->warm_finish);
+    free(r->xfer_count);
+    free(r->xfer_bytes);
     op_sim_free(r->csim);
     op_sim_free(r->fsim);
     if (r->cp_ok)
@@ -282,16 +354,61 @@ static void run_destroy(pesto_run *r)
     op_coarse_map_destroy(&r->map);
 }
 
+/* The reference placement projected onto the coarse graph (exact when the
+ * coarsening was aligned with it), as a warm-start candidate. */
+static op_status project_reference(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
+                                   const candidate *ref, double *finish, op_error *err)
+{
+    candidate c = {0};
+    op_status st = op_placement_init(&c.pl, r->cp.n, r->cp.nd, err);
+    if (st)
+        return st;
+    for (int i = 0; i < ctx->p->n; i++)
+        c.pl.device_of[r->map.group_of[i]] = ref->pl.device_of[i];
+    snprintf(c.name, sizeof c.name, "%.50s (projected)", ref->name);
+    op_error local = {0};
+    if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
+        !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
+        summary(ctx, cfg, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
+                c.oom ? " (OOM)" : "");
+        if (better(&c, &r->warm)) {
+            op_placement_destroy(&r->warm.pl);
+            r->warm = c;
+            memcpy(r->warm_finish, finish, (size_t)r->cp.n * sizeof *finish);
+            return OP_OK;
+        }
+    }
+    op_placement_destroy(&c.pl);
+    return st;
+}
+
 static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
-                              op_error *err)
+                              const candidate *ref, op_error *err)
 {
     const op_problem *p = ctx->p;
     pesto_coarsen_stats cs;
-    op_status st = pesto_coarsen(p, (int)cfg->target, &r->map, &cs, err);
+    const int *label = cfg->align && ref && ref->valid ? ref->pl.device_of : NULL;
+    op_status st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, label, &r->map, &cs, err);
+    if (!st && label && r->map.coarse->n_ops > 3 * cfg->target) {
+        /* the reference's device regions are too fragmented to reach the
+         * target: an ILP this size runs past its time limit in CBC's root */
+        summary(ctx, cfg, "pesto: aligned coarsening stopped at %d ops; coarsening unaligned",
+                r->map.coarse->n_ops);
+        op_coarse_map_destroy(&r->map);
+        st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, NULL, &r->map, &cs, err);
+    }
     if (st)
         return st;
-    summary(ctx, cfg, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged)", p->n,
-            r->map.coarse->n_ops, cs.iterations, cs.merged);
+    summary(ctx, cfg, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged, "
+            "critical-path slack %.2f)", p->n, r->map.coarse->n_ops, cs.iterations, cs.merged,
+            cs.cp_slack);
+    int ne = r->map.coarse->n_edges;
+    r->xfer_count = op_malloc((size_t)ne * sizeof *r->xfer_count + 1, err);
+    r->xfer_bytes = op_malloc((size_t)ne * sizeof *r->xfer_bytes + 1, err);
+    if (!r->xfer_count || !r->xfer_bytes)
+        return OP_ENOMEM;
+    if ((st = pesto_coarse_comm(p->g, &r->map, r->xfer_count, r->xfer_bytes, err)))
+        return st;
     if ((st = op_problem_init(&r->cp, r->map.coarse, p->c, err)))
         return st;
     r->cp_ok = 1;
@@ -301,10 +418,23 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         return OP_ENOMEM;
     if ((st = best_heuristic(cfg, ctx, &r->cp, r->csim, "coarse", &r->warm, r->warm_finish, err)))
         return st;
+    if (ref && ref->valid) {
+        double *finish = op_malloc((size_t)r->cp.n * sizeof *finish + 1, err);
+        if (!finish)
+            return OP_ENOMEM;
+        st = project_reference(cfg, ctx, r, ref, finish, err);
+        free(finish);
+        if (st)
+            return st;
+    }
     if (r->warm.valid)
         summary(ctx, cfg, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
                 r->warm.step_us);
     pesto_ilp_opts ilp = cfg->ilp;
+    if (cfg->comm_model) {
+        ilp.xfer_count = r->xfer_count;
+        ilp.xfer_bytes = r->xfer_bytes;
+    }
     if (r->warm.valid && !r->warm.oom && ilp.memory_cap == 1 &&
         !pesto_ilp_memory_ok(&r->cp, r->warm.pl.device_of, &ilp)) {
         /* the static param + output sum rejects a placement the simulator
@@ -326,12 +456,24 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
         return st;
     pesto_run r;
     memset(&r, 0, sizeof r);
-    if ((st = solve_coarse(&cfg, ctx, &r, err)))
-        goto done;
+    candidate ref = {0};
     if (!(r.fsim = op_sim_new(p, err))) {
         st = OP_ENOMEM;
         goto done;
     }
+    /* the reference: the best fast placer (and auto) on the original graph */
+    if ((st = best_heuristic(&cfg, ctx, p, r.fsim, "original", &r.best, NULL, err)) ||
+        (st = try_auto(&cfg, ctx, p, r.fsim, &r.best, err)))
+        goto done;
+    if (r.best.valid) {
+        if ((st = op_placement_copy(&ref.pl, &r.best.pl, err)))
+            goto done;
+        ref.valid = 1;
+        snprintf(ref.name, sizeof ref.name, "%s", r.best.name);
+        summary(ctx, &cfg, "pesto: reference %s: %.1f us", ref.name, r.best.step_us);
+    }
+    if ((st = solve_coarse(&cfg, ctx, &r, &ref, err)))
+        goto done;
     if (r.ilp.status == PESTO_OPTIMAL || r.ilp.status == PESTO_FEASIBLE) {
         op_placement ilp_pl;
         if ((st = pesto_ilp_to_placement(&r.cp, &r.ilp, &ilp_pl, err)))
@@ -343,8 +485,6 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
     }
     if (r.warm.valid &&
         (st = consider_expanded(ctx, &r.map, p, r.fsim, &r.warm.pl, r.warm.name, &r.best, err)))
-        goto done;
-    if ((st = best_heuristic(&cfg, ctx, p, r.fsim, "original", &r.best, NULL, err)))
         goto done;
     if (!r.best.valid) {
         st = op_fail(err, OP_EINFEASIBLE, "pesto: neither the ILP nor any heuristic produced a "
@@ -370,6 +510,7 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
         out->has_order = 1;
     }
 done:
+    op_placement_destroy(&ref.pl);
     run_destroy(&r);
     return st;
 }

@@ -46,9 +46,15 @@
  * H - tail_i] (longest compute-only paths to and from it); pairs whose
  * windows cannot overlap, and pairs ordered by the DAG, get no indicator.
  *
+ * Transfer lengths come from pesto_xfer_us: by default one transfer of the
+ * edge's bytes, or (pesto_ilp_opts.xfer_count/xfer_bytes, set by the placer
+ * on a coarse graph) one latency per original source op, which is what the
+ * simulator charges for the ops behind a coarse edge.
+ *
  * Differences from the simulator's model (formats.md 5), stated so results
  * are read right: the ILP sends one transfer per edge, not per (source op,
- * device); transfers from the same source may overlap each other on a
+ * device); a coarse vertex waits for all its inputs (the original's members
+ * may start as theirs arrive); transfers from the same source may overlap each other on a
  * channel (so the channel time they take is that of the largest, as in the
  * simulator); the ILP may order a channel's transfers freely, the simulator
  * serves them first come first served; memory is the static bound above.
@@ -71,7 +77,8 @@
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
     *o = (pesto_ilp_opts){.time_limit_s = 30, .congestion = 1, .memory_cap = 1, .balance = -1,
-                          .max_xfer_pairs = 5000, .verbose = 0};
+                          .max_xfer_pairs = 5000,
+                          .max_binaries = 10000, .verbose = 0};
 }
 
 /* ---- a column/row/triplet model builder --------------------------------------- */
@@ -179,6 +186,7 @@ static void lp_free(lp_model *m)
 
 typedef struct inst {
     const op_problem *p;
+    const pesto_ilp_opts *o;  /* the communication model (pesto_xfer_us) */
     int n, m, nd;
     double H;
     double *est, *tail;       /* per op */
@@ -208,14 +216,15 @@ static double max_exec(const op_problem *p, int i)
     return t;
 }
 
-static double max_transfer(const op_problem *p, int e)
+static double max_transfer(const inst *I, int e)
 {
+    const op_problem *p = I->p;
     const op_graph *g = p->g;
     double t = 0;
     for (int s = 0; s < p->nd; s++)
         for (int d = 0; d < p->nd; d++)
             if (s != d && allowed(p, g->edge_src[e], s) && allowed(p, g->edge_dst[e], d)) {
-                double x = op_cluster_transfer_us(p->c, s, d, g->edge_bytes[e]);
+                double x = pesto_xfer_us(p, I->o, e, s, d);
                 if (x > t)
                     t = x;
             }
@@ -277,13 +286,14 @@ static void inst_destroy(inst *I)
     free(I->Y);
 }
 
-static double serial_horizon(const op_problem *p)
+static double serial_horizon(const inst *I)
 {
+    const op_problem *p = I->p;
     double h = 0;
     for (int i = 0; i < p->n; i++)
         h += max_exec(p, i);
     for (int e = 0; e < p->g->n_edges; e++)
-        h += max_transfer(p, e);
+        h += max_transfer(I, e);
     return h;
 }
 
@@ -369,7 +379,7 @@ static void add_edges(lp_model *m, inst *I)
             for (int t = 0; t < nd; t++) {
                 int y = I->Y[((size_t)e * nd + s) * nd + t];
                 if (y >= 0)
-                    lp_term(m, y, -op_cluster_transfer_us(p->c, s, t, g->edge_bytes[e]));
+                    lp_term(m, y, -pesto_xfer_us(p, I->o, e, s, t));
             }
         lp_row_end(m, 0, LP_INF);
     }
@@ -394,12 +404,11 @@ static void len_op(lp_model *m, const inst *I, int i, double sign)
 
 static void len_xfer(lp_model *m, const inst *I, int e, double sign)
 {
-    const op_graph *g = I->p->g;
     for (int s = 0; s < I->nd; s++)
         for (int t = 0; t < I->nd; t++) {
             int y = I->Y[((size_t)e * I->nd + s) * I->nd + t];
             if (y >= 0)
-                lp_term(m, y, sign * op_cluster_transfer_us(I->p->c, s, t, g->edge_bytes[e]));
+                lp_term(m, y, sign * pesto_xfer_us(I->p, I->o, e, s, t));
         }
 }
 
@@ -573,7 +582,7 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
             rc = -1;
         for (long k = 0; !rc && k < cand.n; k++) {
             idx[k] = k;
-            w[k] = max_transfer(I->p, cand.a[k]) + max_transfer(I->p, cand.b[k]);
+            w[k] = max_transfer(I, cand.a[k]) + max_transfer(I, cand.b[k]);
         }
         if (!rc) {
             xfer_weight = w;
@@ -876,7 +885,8 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     if (!r->device_of || !r->start || (st = inst_init(&I, p, err)))
         goto done;
     count_outputs = o->memory_cap != 2;
-    I.H = serial_horizon(p);
+    I.o = o;
+    I.H = serial_horizon(&I);
     if (warm && warm->has_order && pesto_ilp_memory_ok(p, warm->device_of, o)) {
         s_op = op_malloc((size_t)p->n * sizeof *s_op + 1, err);
         s_xf = op_malloc((size_t)p->g->n_edges * sizeof *s_xf + 1, err);
@@ -884,7 +894,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
             st = OP_ENOMEM;
             goto done;
         }
-        double span = pesto_model_makespan(p, warm, warm_finish, s_op, s_xf, err);
+        double span = pesto_model_makespan(p, o, warm, warm_finish, s_op, s_xf, err);
         if (span >= 0 && span * (1 + 1e-9) + 1e-6 < I.H)
             I.H = span * (1 + 1e-9) + 1e-6;
         if (span < 0)
@@ -912,7 +922,14 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
         r->n_binaries += m.isint[j] != 0;
     r->op_pairs = op_pairs.n;
     r->xfer_pairs = xf_pairs.n;
-    st = solve_model(&m, &I, o, warm, s_op, s_xf, &op_pairs, &xf_pairs, ctx, r, err);
+    if (o->max_binaries > 0 && r->n_binaries > o->max_binaries) {
+        /* CBC's root LP alone can take far past the time limit at this size */
+        op_progress(ctx, "pesto: ILP has %d binaries (limit %ld): not solved; coarsen further "
+                    "(--target)", r->n_binaries, o->max_binaries);
+        r->status = PESTO_NO_SOLUTION;
+    } else {
+        st = solve_model(&m, &I, o, warm, s_op, s_xf, &op_pairs, &xf_pairs, ctx, r, err);
+    }
     r->seconds = now_s() - t0;
     if (!st)
         op_progress(ctx, "pesto: ILP %s after %.1f s: incumbent %.1f us, bound %.1f us, gap %.2f%%",

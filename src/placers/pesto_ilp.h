@@ -15,8 +15,18 @@ typedef struct pesto_ilp_opts {
                              2: param bytes only; 0: none */
     double balance;       /* < 0 off; else footprint per device <= (1 + balance) * total / nd */
     long max_xfer_pairs;  /* cap on congestion pairs (a relaxation past it); 0 = none */
+    long max_binaries;    /* larger models are not handed to CBC (no solution); 0 = none */
     int verbose;          /* CBC log on stdout (debugging only) */
+    /* Communication model per edge of p->g (both NULL: one transfer of
+     * edge_bytes per edge).  For a coarse graph, pesto_coarse_comm's
+     * counts and bytes: edge e from s to t lasts
+     * xfer_count[e] * latency(s,t) + xfer_bytes[e] * us_per_byte(s,t). */
+    const int *xfer_count;
+    const int64_t *xfer_bytes;
 } pesto_ilp_opts;
+
+/* Length of edge e's transfer from device s to device t in the model. */
+double pesto_xfer_us(const op_problem *p, const pesto_ilp_opts *o, int e, int s, int t);
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o);
 
@@ -53,11 +63,12 @@ int pesto_ilp_memory_ok(const op_problem *p, const int *device_of, const pesto_i
 op_status pesto_ilp_to_placement(const op_problem *p, const pesto_ilp_result *r,
                                  op_placement *out, op_error *err);
 
-/* Makespan of a placement with an order in the ILP's model (one transfer
- * per edge, FIFO channels in the order of finish_hint, transfers from one
+/* Makespan of a placement with an order in the ILP's model (o may be
+ * NULL: one transfer per edge of its bytes; else o's communication model; FIFO channels in the order of finish_hint, transfers from one
  * source allowed to overlap).  start_op (may be NULL) receives S_i. Returns
  * a negative makespan if the orders are inconsistent (a cycle). */
-double pesto_model_makespan(const op_problem *p, const op_placement *pl, const double *finish_hint,
-                            double *start_op, double *start_xfer, op_error *err);
+double pesto_model_makespan(const op_problem *p, const pesto_ilp_opts *o, const op_placement *pl,
+                            const double *finish_hint, double *start_op, double *start_xfer,
+                            op_error *err);
 
 #endif

@@ -157,8 +157,19 @@ done:
     return span;
 }
 
-double pesto_model_makespan(const op_problem *p, const op_placement *pl, const double *finish_hint,
-                            double *start_op, double *start_xfer, op_error *err)
+double pesto_xfer_us(const op_problem *p, const pesto_ilp_opts *o, int e, int s, int t)
+{
+    if (s == t)
+        return 0;
+    if (!o || !o->xfer_count || !o->xfer_bytes)
+        return op_cluster_transfer_us(p->c, s, t, p->g->edge_bytes[e]);
+    size_t k = (size_t)s * p->nd + t;
+    return o->xfer_count[e] * p->c->lat[k] + p->c->upb[k] * (double)o->xfer_bytes[e];
+}
+
+double pesto_model_makespan(const op_problem *p, const pesto_ilp_opts *o, const op_placement *pl,
+                            const double *finish_hint, double *start_op, double *start_xfer,
+                            op_error *err)
 {
     const op_graph *g = p->g;
     int n = p->n, m = g->n_edges, nv = n + m;
@@ -176,7 +187,7 @@ double pesto_model_makespan(const op_problem *p, const op_placement *pl, const d
         dur[i] = op_exec_us(p, i, pl->device_of[i]);
     for (int e = 0; e < m; e++) {
         int s = pl->device_of[g->edge_src[e]], t = pl->device_of[g->edge_dst[e]];
-        dur[n + e] = s == t ? 0 : op_cluster_transfer_us(p->c, s, t, g->edge_bytes[e]);
+        dur[n + e] = pesto_xfer_us(p, o, e, s, t);
     }
     if (build_arcs(p, pl, finish_hint, &arcs)) {
         op_fail(err, OP_ENOMEM, "pesto: out of memory");

@@ -155,10 +155,9 @@ static void add_own(pmem *m, int i, int d, int end, int64_t sign)
 static int own_members(const pmem *m, int op, const int **members)
 {
     int k = m->p->group_of[op];
-    if (k == OP_NONE) {
-        *members = NULL;
+    *members = NULL;
+    if (k == OP_NONE)
         return 1;
-    }
     if (m->group_charged[k])
         return 0;
     *members = m->p->group_ops + m->p->group_off[k];
