@@ -62,6 +62,7 @@ typedef struct trinity_config {
     double temperature; /* T: 10 [10] */
     double tanh_c;      /* C: 5 [5] */
     double prior;       /* 1 [none]: order prior of the partition logits, see below */
+    double sched_prior; /* 2 [none]: block prior of the schedule logits, see below */
 } trinity_config;
 
 /* The ORDER PRIOR (not in the paper): op i's partition logit for group g
@@ -72,7 +73,15 @@ typedef struct trinity_config {
  * dataflow order, instead of scattering every group over the whole graph
  * (which makes every random schedule communicate on almost every edge and
  * drives the policy straight to "everything on one device"); the network
- * learns deviations from it.  prior = 0 gives the paper's network. */
+ * learns deviations from it.  prior = 0 gives the paper's network.
+ *
+ * The BLOCK PRIOR (not in the paper): the schedule logit of device
+ * d = floor(t * nd / G) for group t gets +sched_prior, so the untrained
+ * decoder mostly maps the hierarchical anchor blocks to devices (the METIS
+ * split) and explores around it.  Without it, PPO from a random schedule
+ * collapses every group onto one device within ~10 iterations on graphs
+ * whose communication is expensive (every random split cuts gigabytes).
+ * sched_prior = 0 gives the paper's network. */
 trinity_config trinity_config_default(void);
 op_status trinity_config_check(const trinity_config *cfg, op_error *err);
 
@@ -133,6 +142,7 @@ typedef struct trinity_batch {
     unsigned char *gdecides;  /* k x G: the group has members */
     double *old_part;         /* k x n: log-probability of group[] when sampled */
     double *old_sched;        /* k x G: log-probability of device[] when sampled */
+    unsigned char *scratch;   /* G x max_devices, for the masks */
 } trinity_batch;
 
 op_status trinity_batch_init(trinity_batch *b, const trinity_graph *tg, int cap, op_error *err);

@@ -3,13 +3,15 @@
  * prior (opplace/trinity.h) pulls the untrained partition network towards.
  * Not in the paper.
  *
- * Anchors are a METIS k-way partition (Karypis and Kumar 1997) of the
- * undirected op graph into G parts, vertices weighted by compute time and
- * edges by bytes, so an anchor is a cheaply-cut cluster of about 1/G of the
- * work; the parts are then numbered by the mean topological position of
- * their ops, so the schedule network reads groups roughly in dataflow
- * order.  When METIS cannot run (G >= n, or it fails) the anchor is the
- * op's topological position scaled to [0, G).  Deterministic for a seed.
+ * Anchors are a METIS recursive-bisection partition (Karypis and Kumar
+ * 1997, METIS_PartGraphRecursive) of the undirected op graph into G parts,
+ * vertices weighted by compute time and edges by bytes: each anchor is a
+ * cheaply-cut cluster of about 1/G of the work, and the numbering is
+ * hierarchical, so parts [0, G/2) and [G/2, G) are a balanced min-cut
+ * bisection, and so on down.  Contiguous runs of groups are therefore good
+ * device blocks, which the schedule prior (trinity_policy.c) exploits.
+ * When METIS cannot run (G >= n, or it fails) the anchor is the op's
+ * topological position scaled to [0, G).  Deterministic for a seed.
  */
 #include <metis.h>
 #include <stdlib.h>
@@ -70,31 +72,6 @@ static op_status csr_build(const op_problem *p, csr *c, op_error *err)
     return OP_OK;
 }
 
-/* Renumber parts 0..G-1 by the mean topological position of their ops. */
-static void order_parts(const op_problem *p, int G, const idx_t *part, int *anchor)
-{
-    double *pos = calloc((size_t)G, sizeof(double));
-    double *cnt = calloc((size_t)G, sizeof(double));
-    int *rank = calloc((size_t)G, sizeof(int));
-    if (!pos || !cnt || !rank) {
-        anchors_by_position(p, G, anchor);
-        free(pos), free(cnt), free(rank);
-        return;
-    }
-    for (int i = 0; i < p->n; i++) {
-        pos[part[i]] += p->g->topo_pos[i];
-        cnt[part[i]] += 1.0;
-    }
-    for (int a = 0; a < G; a++)
-        pos[a] = cnt[a] > 0 ? pos[a] / cnt[a] : 1e300;
-    for (int a = 0; a < G; a++) /* G is small: count the parts before a */
-        for (int b = 0; b < G; b++)
-            rank[a] += pos[b] < pos[a] || (pos[b] == pos[a] && b < a);
-    for (int i = 0; i < p->n; i++)
-        anchor[i] = rank[part[i]];
-    free(pos), free(cnt), free(rank);
-}
-
 op_status trinity_anchor_groups(const op_problem *p, int G, uint64_t seed, int *anchor,
                                 op_error *err)
 {
@@ -111,10 +88,11 @@ op_status trinity_anchor_groups(const op_problem *p, int G, uint64_t seed, int *
         options[METIS_OPTION_SEED] = (idx_t)(seed & 0x7fffffff);
         options[METIS_OPTION_NUMBERING] = 0;
         options[METIS_OPTION_UFACTOR] = 100; /* 10% imbalance */
-        int rc = METIS_PartGraphKway(&nv, &ncon, c.xadj, c.adj, c.vw, NULL, c.adjw, &nparts,
-                                     NULL, NULL, options, &objval, c.part);
+        int rc = METIS_PartGraphRecursive(&nv, &ncon, c.xadj, c.adj, c.vw, NULL, c.adjw,
+                                          &nparts, NULL, NULL, options, &objval, c.part);
         if (rc == METIS_OK)
-            order_parts(p, G, c.part, anchor);
+            for (int i = 0; i < p->n; i++)
+                anchor[i] = (int)c.part[i];
         else
             anchors_by_position(p, G, anchor);
     }

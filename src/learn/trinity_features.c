@@ -13,8 +13,8 @@
  *
  * Group features (Table 2): the mean type embedding of the members, the
  * group's summed output size, and its adjacency vector over the G groups.
- * Additions: the group's summed runtime, summed parameter bytes and member
- * count.  Sizes are shares of the graph's total, scaled by G and passed
+ * Additions: the group's summed runtime, summed parameter bytes, member
+ * count and position t/G in the sequence.  Sizes are shares of the graph's total, scaled by G and passed
  * through log1p, so they do not depend on the graph's scale.
  */
 #include <math.h>
@@ -230,7 +230,7 @@ void trinity_graph_destroy(trinity_graph *tg)
 
 /* --------------------------------------------------------- group features */
 
-#define GROUP_SCALARS 4
+#define GROUP_SCALARS 5
 
 int trinity_group_feature_dim(const trinity_config *cfg)
 {
@@ -271,6 +271,7 @@ void trinity_group_features(const trinity_graph *tg, const trinity_batch *b, int
             for (int j = 0; j < 3; j++)
                 row[e + j] = log1p(G * row[e + j]);
             row[e + 3] = log1p(G * cnt / n);
+            row[e + 4] = (t + 0.5) / G;
         }
     }
 }
@@ -297,7 +298,8 @@ void trinity_group_masks(const trinity_graph *tg, trinity_batch *b, int k, const
     int G = tg->groups, md = tg->max_devices, n = tg->n;
     for (int r = 0; r < k; r++) {
         unsigned char *m = b->gmask + (size_t)r * G * md;
-        unsigned char *any = calloc((size_t)G * md, 1);
+        unsigned char *any = b->scratch;
+        memset(any, 0, (size_t)G * md);
         memset(m, 1, (size_t)G * md);
         const int *grp = b->group + (size_t)r * n;
         for (int i = 0; i < n; i++) {
@@ -305,23 +307,20 @@ void trinity_group_masks(const trinity_graph *tg, trinity_batch *b, int k, const
             unsigned char *row = m + (size_t)grp[i] * md;
             for (int d = 0; d < md; d++) {
                 row[d] &= a[d];
-                if (any)
-                    any[(size_t)grp[i] * md + d] |= a[d];
+                any[(size_t)grp[i] * md + d] |= a[d];
             }
         }
         for (int t = 0; t < G; t++) {
             unsigned char *row = m + (size_t)t * md;
-            int ok = 0;
+            int ok = 0, members = count[(size_t)r * G + t] > 0;
             for (int d = 0; d < md; d++)
                 ok |= row[d];
-            b->gdecides[(size_t)r * G + t] = count[(size_t)r * G + t] > 0;
-            if (ok)
+            b->gdecides[(size_t)r * G + t] = (unsigned char)members;
+            if (ok && members)
                 continue;
             for (int d = 0; d < md; d++) /* empty group, or no common device */
-                row[d] = count[(size_t)r * G + t] > 0 && any ? any[(size_t)t * md + d]
-                                                             : (unsigned char)(d < tg->nd);
+                row[d] = members ? any[(size_t)t * md + d] : (unsigned char)(d < tg->nd);
         }
-        free(any);
     }
 }
 
@@ -341,7 +340,9 @@ op_status trinity_batch_init(trinity_batch *b, const trinity_graph *tg, int cap,
     b->gdecides = op_calloc(c * G, 1, err);
     b->old_part = op_calloc(c * (size_t)tg->n, sizeof(double), err);
     b->old_sched = op_calloc(c * G, sizeof(double), err);
-    if (!b->group || !b->device || !b->gmask || !b->gdecides || !b->old_part || !b->old_sched) {
+    b->scratch = op_calloc(G * (size_t)tg->max_devices, 1, err);
+    if (!b->group || !b->device || !b->gmask || !b->gdecides || !b->old_part || !b->old_sched ||
+        !b->scratch) {
         trinity_batch_destroy(b);
         return OP_ENOMEM;
     }
@@ -356,6 +357,7 @@ void trinity_batch_destroy(trinity_batch *b)
     free(b->gdecides);
     free(b->old_part);
     free(b->old_sched);
+    free(b->scratch);
     memset(b, 0, sizeof *b);
 }
 

@@ -38,7 +38,7 @@
 #include "learn/trinity_internal.h"
 
 #define ARCH_VERSION 1
-#define ARCH_LEN 15
+#define ARCH_LEN 16
 
 struct trinity_policy {
     trinity_config cfg;
@@ -73,7 +73,7 @@ trinity_config trinity_config_default(void)
     return (trinity_config){.max_devices = 8, .groups = 64, .n2v_dim = 16, .type_dim = 8,
                             .part_h1 = 64, .part_h2 = 128, .dropout = 0.3, .hidden = 64,
                             .dev_dim = 16, .attn = 32, .temperature = 10.0, .tanh_c = 5.0,
-                            .prior = 1.0};
+                            .prior = 1.0, .sched_prior = 2.0};
 }
 
 op_status trinity_config_check(const trinity_config *c, op_error *err)
@@ -86,7 +86,7 @@ op_status trinity_config_check(const trinity_config *c, op_error *err)
         return op_fail(err, OP_EUSAGE, "trinity: every width and count must be in 1..4096 "
                                        "(max-devices <= 1024)");
     if (!(c->dropout >= 0 && c->dropout < 1) || !(c->temperature > 0) || !(c->tanh_c > 0) ||
-        !(c->prior >= 0 && c->prior < 1e6))
+        !(c->prior >= 0 && c->prior < 1e6) || !(c->sched_prior >= 0 && c->sched_prior < 1e6))
         return op_fail(err, OP_EUSAGE, "trinity: need 0 <= dropout < 1, temperature > 0, tanh "
                                        "constant > 0, prior >= 0");
     return OP_OK;
@@ -99,7 +99,8 @@ static void arch_values(const trinity_config *c, double *v)
     double a[ARCH_LEN] = {ARCH_VERSION,  trinity_vocab_size(), c->max_devices, c->groups,
                           c->n2v_dim,    c->type_dim,          c->part_h1,     c->part_h2,
                           c->dropout,    c->hidden,            c->dev_dim,     c->attn,
-                          c->temperature, c->tanh_c,           c->prior};
+                          c->temperature, c->tanh_c,           c->prior,
+                          c->sched_prior};
     memcpy(v, a, sizeof a);
 }
 
@@ -115,7 +116,7 @@ static op_status config_from_arch(const double *v, trinity_config *c, const char
                           .type_dim = (int)v[5], .part_h1 = (int)v[6], .part_h2 = (int)v[7],
                           .dropout = v[8], .hidden = (int)v[9], .dev_dim = (int)v[10],
                           .attn = (int)v[11], .temperature = v[12], .tanh_c = v[13],
-                          .prior = v[14]};
+                          .prior = v[14], .sched_prior = v[15]};
     return trinity_config_check(c, err);
 }
 
@@ -299,6 +300,12 @@ static int sample_row(const double *logp, int n, double noise, int greedy, nn_rn
     return a >= 0 ? a : nn_argmax(logp, n);
 }
 
+/* The device of group t under the block prior. */
+static int block_device(const trinity_graph *tg, int t)
+{
+    return (int)((long)t * tg->nd / tg->groups);
+}
+
 /* logits = C tanh(u / T), elementwise. */
 static void squash(const trinity_config *c, const nn_tensor *u, nn_tensor *logits)
 {
@@ -306,12 +313,12 @@ static void squash(const trinity_config *c, const nn_tensor *u, nn_tensor *logit
         logits->data[i] = c->tanh_c * tanh(u->data[i] / c->temperature);
 }
 
-/* du += dlogits * C/T * (1 - (logits/C)^2). */
-static void squash_backward(const trinity_config *c, const nn_tensor *logits,
+/* du += dlogits * C/T * (1 - tanh(u/T)^2). */
+static void squash_backward(const trinity_config *c, const nn_tensor *u,
                             const nn_tensor *dlogits, nn_tensor *du)
 {
-    for (size_t i = 0; i < nn_tensor_size(logits); i++) {
-        double th = logits->data[i] / c->tanh_c;
+    for (size_t i = 0; i < nn_tensor_size(u); i++) {
+        double th = tanh(u->data[i] / c->temperature);
         du->data[i] += dlogits->data[i] * c->tanh_c / c->temperature * (1.0 - th * th);
     }
 }
@@ -373,12 +380,11 @@ static void partition_backward(trinity_policy *pol, nn_arena *ar, const trinity_
         return;
     nn_log_softmax_backward(&ps->logp_part, dlogp, &du);
     nn_linear_backward(&pol->p3, &ps->a2, &du, &da2);
-    nn_tensor dh2 = da2; /* relu in place: gradient w.r.t. its input, from its output */
-    nn_tensor tmp;
-    if (tensor(ar, n, c->part_h2, &tmp, err))
+    nn_tensor dh2; /* ReLU ran in place: its backward reads the output a2 */
+    if (tensor(ar, n, c->part_h2, &dh2, err))
         return;
-    nn_act_backward(NN_ACT_RELU, &ps->a2, &dh2, &tmp);
-    nn_linear_backward(&pol->p2, &ps->d1, &tmp, &dd1);
+    nn_act_backward(NN_ACT_RELU, &ps->a2, &da2, &dh2);
+    nn_linear_backward(&pol->p2, &ps->d1, &dh2, &dd1);
     nn_dropout_backward(&ps->drop, &dd1, &da1);
     nn_tensor dh1;
     if (tensor(ar, n, c->part_h1, &dh1, err))
@@ -462,13 +468,18 @@ static void encoder_backward(trinity_policy *pol, const trinity_graph *tg, trini
 
 /* ------------------------------------------------------------- decoder */
 
-/* Output head for rows of o: u = o W + b, logits, masked log-softmax. */
-static op_status head_forward(trinity_policy *pol, const nn_tensor *o, nn_tensor *u,
-                              nn_tensor *logits, const unsigned char *mask, nn_tensor *logp,
-                              op_error *err)
+/* Output head for rows of o: u = o W + b, logits (+ the block prior of
+ * row i's group step[i], opplace/trinity.h), masked log-softmax.  The
+ * prior is a constant: squash_backward works from u, not the logits. */
+static op_status head_forward(trinity_policy *pol, const trinity_graph *tg, const nn_tensor *o,
+                              const int *step, nn_tensor *u, nn_tensor *logits,
+                              const unsigned char *mask, nn_tensor *logp, op_error *err)
 {
     nn_linear_forward(&pol->out, o, u);
     squash(&pol->cfg, u, logits);
+    if (pol->cfg.sched_prior != 0)
+        for (int i = 0; i < logits->rows; i++)
+            NN_AT(logits, i, block_device(tg, step[i])) += pol->cfg.sched_prior;
     return nn_log_softmax_forward(logits, mask, logp, err);
 }
 
@@ -521,7 +532,13 @@ static op_status decoder_forward(trinity_policy *pol, nn_arena *ar, const trinit
     TRY(tensor(ar, k * G, D, &ps->u, err));
     TRY(tensor(ar, k * G, D, &ps->logits, err));
     TRY(tensor(ar, k * G, D, &ps->logp_sched, err));
-    return head_forward(pol, &ps->o, &ps->u, &ps->logits, b->gmask, &ps->logp_sched, err);
+    int *step = nn_arena_alloc(ar, sizeof(int) * (size_t)k * (size_t)G, err);
+    if (!step)
+        return OP_ENOMEM;
+    for (int i = 0; i < k * G; i++)
+        step[i] = i % G;
+    return head_forward(pol, tg, &ps->o, step, &ps->u, &ps->logits, b->gmask, &ps->logp_sched,
+                        err);
 }
 
 static op_status decoder_backward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
@@ -535,7 +552,7 @@ static op_status decoder_backward(trinity_policy *pol, nn_arena *ar, const trini
     TRY(tensor(ar, k * G, D, &du, err));
     TRY(tensor(ar, k * G, 2 * H, &dq, err)); /* reused: d o */
     nn_log_softmax_backward(&ps->logp_sched, dlogp, &dlogits);
-    squash_backward(c, &ps->logits, &dlogits, &du);
+    squash_backward(c, &ps->u, &dlogits, &du);
     nn_tensor dO = dq;
     nn_linear_backward(&pol->out, &ps->o, &du, &dO);
     TRY(tensor(ar, k * G, H, &dq, err));
@@ -591,8 +608,9 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
     const trinity_config *c = &pol->cfg;
     int G = tg->groups, k = ps->k, H = c->hidden, D = c->max_devices;
     int *prev = nn_arena_alloc(ar, sizeof(int) * (size_t)k, err);
+    int *step = nn_arena_alloc(ar, sizeof(int) * (size_t)k, err);
     unsigned char *mask = nn_arena_alloc(ar, (size_t)k * (size_t)D, err);
-    if (!prev || !mask)
+    if (!prev || !step || !mask)
         return OP_ENOMEM;
     nn_tensor demb, x, h, cc, hp, cp, ctx, o, u, logits, logp;
     TRY(tensor(ar, k, c->dev_dim, &demb, err));
@@ -629,7 +647,9 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
         }
         const nn_tensor *oparts[2] = {&h, &ctx};
         nn_concat_cols_forward(oparts, 2, &o);
-        TRY(head_forward(pol, &o, &u, &logits, mask, &logp, err));
+        for (int r = 0; r < k; r++)
+            step[r] = t;
+        TRY(head_forward(pol, tg, &o, step, &u, &logits, mask, &logp, err));
         for (int r = 0; r < k; r++) {
             const double *row = &NN_AT(&logp, r, 0);
             int greedy = run->greedy_last && r == k - 1;

@@ -24,9 +24,11 @@
  * The best placement ever simulated is kept: no OOM first, then the
  * highest reward (which folds in communication and memory).
  *
- * Differences from the paper: K = 16 rollouts and lr 3e-3 instead of lr
- * 0.1 (Adam at 0.1 diverged in our runs on the mean-over-decisions loss);
- * advantages normalised; the logit noise is not counted in old_logp (the
+ * Differences from the paper: K = 16 rollouts per update; Adam's learning
+ * rate 3e-3 (SGDP's setting for the same mean-over-decisions loss) instead
+ * of the paper's 0.1, which we did not try; advantages are normalised; a
+ * rollout that runs out of memory loses another 1.0 of reward on top of
+ * the MDPE memory penalty; the logit noise is not counted in old_logp (the
  * behaviour policy differs from pi_old by at most the noise).
  */
 #include <math.h>

@@ -13,8 +13,8 @@
  *                                 --iterations; the best placement seen wins
  *
  * Options: --samples K (16), --threads T, --lr, --epochs, --entropy,
- * --groups G (64) and --prior P (1; the order prior, opplace/trinity.h)
- * for new policies only, --max-comm BYTES and --max-mem BYTES
+ * --groups G (64), --prior P (1) and --sched-prior S (2) (the order and
+ * block priors, opplace/trinity.h) for new policies only, --max-comm BYTES and --max-mem BYTES
  * (the user's tolerances C^ and M^ of eqs. 6-7, default 8 GiB each),
  * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
  * (Node2vec return and in-out parameters), --save-weights FILE.  --seed
@@ -33,7 +33,7 @@
 typedef struct trinity_opts {
     const char *weights, *save;
     long finetune, iterations, samples, threads, epochs, groups;
-    double lr, entropy, p, q, prior;
+    double lr, entropy, p, q, prior, sched_prior;
     trinity_reward_config reward;
 } trinity_opts;
 
@@ -54,6 +54,8 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
         (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
         (st = op_options_double(o, "prior", pc.prior, 0, 1e3, &s->prior, err)) ||
+        (st = op_options_double(o, "sched-prior", pc.sched_prior, 0, 1e3, &s->sched_prior,
+                                err)) ||
         (st = op_options_double(o, "n2v-p", d.n2v.p, 1e-6, 1e6, &s->p, err)) ||
         (st = op_options_double(o, "n2v-q", d.n2v.q, 1e-6, 1e6, &s->q, err)) ||
         (st = op_options_double(o, "max-comm", s->reward.max_comm_bytes, 0, 1e18,
@@ -77,6 +79,7 @@ static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *
     trinity_config cfg = trinity_config_default();
     cfg.groups = (int)s->groups;
     cfg.prior = s->prior;
+    cfg.sched_prior = s->sched_prior;
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return trinity_policy_new(&cfg, ctx->seed, err);

@@ -1,0 +1,108 @@
+/*
+ * train_trinity.c - `opplace train trinity ...` (papers/trinity.txt): reads
+ * the Trinity options, trains a new policy (or continues --init W.bin) on
+ * the graphs with PPO (src/learn/trinity_train.c), saves the weights and
+ * prints, per graph, the best placement's step time, peak communication and
+ * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
+ * the graphs and the cluster and dispatches here.
+ */
+#include <stdio.h>
+
+#include "cli/train_trinity.h"
+#include "opplace/trinity.h"
+
+static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_config *tc,
+                              op_error *err)
+{
+    op_options *o = a->opts;
+    long samples, threads, epochs, groups, maxd, hidden;
+    op_status st;
+    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
+        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
+        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
+        (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
+        (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
+        (st = op_options_int(o, "hidden", pc->hidden, 1, 4096, &hidden, err)) ||
+        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
+        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
+                                &tc->ppo.entropy_coef, err)) ||
+        (st = op_options_double(o, "prior", pc->prior, 0, 1e3, &pc->prior, err)) ||
+        (st = op_options_double(o, "sched-prior", pc->sched_prior, 0, 1e3, &pc->sched_prior,
+                                err)) ||
+        (st = op_options_double(o, "max-comm", tc->reward.max_comm_bytes, 0, 1e18,
+                                &tc->reward.max_comm_bytes, err)) ||
+        (st = op_options_double(o, "max-mem", tc->reward.max_mem_bytes, 0, 1e18,
+                                &tc->reward.max_mem_bytes, err)) ||
+        (st = op_options_double(o, "alpha", tc->reward.alpha, 0, 1e6, &tc->reward.alpha, err)) ||
+        (st = op_options_double(o, "beta", tc->reward.beta, 0, 1e6, &tc->reward.beta, err)) ||
+        (st = op_options_double(o, "gamma", tc->reward.gamma, 0, 1e6, &tc->reward.gamma, err)) ||
+        (st = op_options_double(o, "n2v-p", tc->n2v.p, 1e-6, 1e6, &tc->n2v.p, err)) ||
+        (st = op_options_double(o, "n2v-q", tc->n2v.q, 1e-6, 1e6, &tc->n2v.q, err)))
+        return st;
+    tc->samples = (int)samples;
+    tc->threads = (int)threads;
+    tc->ppo.epochs = (int)epochs;
+    pc->groups = (int)groups;
+    pc->max_devices = (int)maxd;
+    pc->hidden = (int)hidden;
+    return OP_OK;
+}
+
+static void print_results(const trinity_trainer *t, const op_problem *const *problems,
+                          op_graph *const *graphs, int n, const char *weights)
+{
+    char a[32], b[32];
+    printf("%-28s %6s %12s %12s %14s %12s\n", "graph", "ops", "step", "lower bound",
+           "peak comm", "peak mem");
+    for (int i = 0; i < n; i++) {
+        trinity_best bst = trinity_trainer_best(t, i);
+        if (!bst.device_of) {
+            printf("%-28s %6d %12s\n", graphs[i]->name, problems[i]->n, "(not sampled)");
+            continue;
+        }
+        printf("%-28s %6d %12s %12s %10.1f MiB %8.2f GiB%s\n", graphs[i]->name, problems[i]->n,
+               cli_time(a, sizeof a, bst.m.step_us),
+               cli_time(b, sizeof b, problems[i]->lower_bound_us),
+               (double)bst.m.peak_comm / 1048576.0, (double)bst.m.peak_mem / 1073741824.0,
+               bst.m.oom ? "  OOM" : "");
+    }
+    trinity_train_stats s = trinity_trainer_stats(t);
+    printf("trained      %ld iterations, %ld simulated rollouts in %.1f s (%.1f s simulating; "
+           "%.1f s set-up: Node2vec, anchors)\n",
+           s.iterations, s.rollouts, s.seconds, s.sim_seconds, s.setup_seconds);
+    printf("weights      %s\n", weights);
+}
+
+op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
+                            op_graph *const *graphs, int n, const char *weights, long iterations,
+                            double budget_seconds, uint64_t seed, const op_place_ctx *ctx,
+                            op_error *err)
+{
+    trinity_config pc = trinity_config_default();
+    trinity_train_config tc = trinity_train_defaults();
+    const char *init = op_options_str(a->opts, "init", NULL);
+    op_status st = read_options(a, &pc, &tc, err);
+    if (st || (st = cli_check_unused(a, err)))
+        return st;
+    tc.iterations = iterations;
+    tc.budget_seconds = budget_seconds;
+    tc.seed = seed;
+    tc.n2v.seed = seed;
+    tc.progress = ctx;
+    trinity_policy *pol = init ? trinity_policy_from_file(init, err)
+                               : trinity_policy_new(&pc, seed, err);
+    if (!pol)
+        return err->code ? err->code : OP_ENOMEM;
+    trinity_trainer *t = trinity_trainer_new(pol, problems, n, &tc, err);
+    if (!t)
+        st = err->code ? err->code : OP_ENOMEM;
+    if (!st)
+        st = trinity_trainer_run(t, err);
+    if (!st)
+        st = trinity_policy_save(pol, weights, err);
+    if (!st)
+        print_results(t, problems, graphs, n, weights);
+    trinity_trainer_free(t);
+    trinity_policy_free(pol);
+    return st;
+}

@@ -1,0 +1,29 @@
+/*
+ * train_trinity.h - `opplace train trinity`: the Trinity trainer that
+ * cmd_train.c's TRAINERS table dispatches to (train_trinity.c).
+ */
+#ifndef OPPLACE_CLI_TRAIN_TRINITY_H
+#define OPPLACE_CLI_TRAIN_TRINITY_H
+
+#include "cli/cli.h"
+#include "opplace/graph.h"
+#include "opplace/placer.h"
+
+/* Trains a Trinity policy on problems[0..n-1] (graphs[i] names them),
+ * saves it to `weights` and prints, per graph, the best placement's step
+ * time, peak communication and peak memory (the paper's Table 4). */
+op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
+                            op_graph *const *graphs, int n, const char *weights, long iterations,
+                            double budget_seconds, uint64_t seed, const op_place_ctx *ctx,
+                            op_error *err);
+
+#define TRINITY_TRAIN_HELP                                                                        \
+    "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
+    "         communication and peak memory (papers/trinity.txt); options:\n"                     \
+    "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4) --entropy B\n"           \
+    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64) --prior P (1)\n"         \
+    "         --sched-prior S (2) --max-comm BYTES --max-mem BYTES (8 GiB each)\n"               \
+    "         --alpha A --beta B --gamma C (0.5 0.3 0.2) --n2v-p P --n2v-q Q (1 1)\n"             \
+    "         --init W.bin continues training\n"
+
+#endif
