@@ -446,3 +446,147 @@ Test(sgdp, train_command_then_zero_shot_placer)
     cr_assert_eq(tk_run(cmd, &out), 1, "%s", out);
     free(out);
 }
+
+/* ------------------------------------------- reference, units, warm start
+ * (beyond the paper: src/learn/sgdp_warm.c) */
+
+static double simulate_placer(const op_problem *p, const char *name)
+{
+    op_error err = {0};
+    op_placement pl; /* op_place initialises it */
+    op_place_ctx ctx = {.p = p, .seed = 1, .best_effort = 1};
+    cr_assert_eq(op_place(op_placer_find(name), &ctx, &pl, &err), OP_OK, "%s", err.msg);
+    op_sim_result r;
+    op_sim_result_init(&r, p, &err);
+    double t = tk_simulate(p, pl.device_of, &r);
+    op_sim_result_destroy(&r);
+    op_placement_destroy(&pl);
+    return t;
+}
+
+Test(sgdp, reference_is_the_best_heuristic_and_units_can_express_it)
+{
+    tk_problem tp;
+    tk_bind(&tp, constrained_graph(), gpus_and_cpu());
+    const op_problem *p = &tp.p;
+    op_error err = {0};
+    op_placement ref;
+    op_placement_init(&ref, p->n, p->nd, &err);
+    sgdp_reference_info info;
+    cr_assert_eq(sgdp_reference(p, "expert,single,round-robin", 1, &ref, &info, &err), OP_OK,
+                 "%s", err.msg);
+    double best = fmin(simulate_placer(p, "expert"),
+                       fmin(simulate_placer(p, "single"), simulate_placer(p, "round-robin")));
+    cr_assert_float_eq(info.step_time_us, best, 1e-9, "%s", info.name);
+    cr_assert_eq(op_problem_check_placement(p, &ref, &err), OP_OK, "%s", err.msg);
+    cr_assert_neq(sgdp_reference(p, "no-such-placer", 1, &ref, &info, &err), OP_OK);
+
+    int unit_of[16], n_units = 0;
+    cr_assert_eq(sgdp_units_build(p, &ref, 4, unit_of, &n_units, &err), OP_OK, "%s", err.msg);
+    cr_assert(n_units >= 1 && n_units <= p->n);
+    cr_assert(unit_of[7] == unit_of[11] && unit_of[11] == unit_of[14]); /* colocated */
+    for (int a = 0; a < p->n; a++)
+        for (int b = 0; b < p->n; b++)
+            if (unit_of[a] == unit_of[b]) /* a unit never straddles the reference's cut */
+                cr_assert_eq(ref.device_of[a], ref.device_of[b], "ops %d %d", a, b);
+    sgdp_config cfg = tiny_config();
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+    cr_assert_eq(sgdp_graph_set_units(&sg, unit_of, n_units, &err), OP_OK, "%s", err.msg);
+    int decisions = 0;
+    for (int t = 0; t < sg.n; t++) {
+        decisions += sg.decides[t];
+        if (sg.leader[t] >= 0) /* leaders come first and are in the same unit */
+            cr_assert(sg.leader[t] < t && sg.decides[sg.leader[t]] &&
+                      unit_of[p->g->topo[sg.leader[t]]] == unit_of[p->g->topo[t]]);
+        /* the reference's device is allowed for every row */
+        cr_assert(sg.mask[(size_t)t * sg.max_devices + ref.device_of[p->g->topo[t]]]);
+    }
+    cr_assert_eq(decisions, n_units);
+    sgdp_graph_destroy(&sg);
+    op_placement_destroy(&ref);
+    tk_unbind(&tp);
+}
+
+static sgdp_train_config warm_train(long iterations, int threads, int slots)
+{
+    sgdp_train_config tc = tiny_train(iterations, threads, 3);
+    tc.samples = 8;
+    tc.heuristics = "expert,metis,single";
+    tc.unit_target = 12;
+    tc.warm_start = 1;
+    tc.clone_steps = 20;
+    tc.slots = slots;
+    return tc;
+}
+
+Test(sgdp, warm_start_never_returns_worse_than_the_reference)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+        op_error err = {0};
+        sgdp_config cfg = tiny_config();
+        sgdp_policy *pol = sgdp_policy_new(&cfg, seed, &err);
+        const op_problem *probs[1] = {&tp.p};
+        sgdp_train_config tc = warm_train(3, 2, 1);
+        sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+        cr_assert_not_null(t, "%s", err.msg);
+        const sgdp_reference_info *ref = sgdp_trainer_reference(t, 0);
+        cr_assert_not_null(ref);
+        double expert = simulate_placer(&tp.p, "expert");
+        cr_assert_leq(ref->step_time_us, expert + 1e-9);
+        cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+        cr_assert_eq(sgdp_trainer_evaluate(t, 0, 4, &err), OP_OK, "%s", err.msg);
+        sgdp_best b = sgdp_trainer_best(t, 0);
+        cr_assert_leq(b.step_time_us, ref->step_time_us + 1e-9, "seed %llu: %.1f > %.1f",
+                      (unsigned long long)seed, b.step_time_us, ref->step_time_us);
+        op_sim_result r; /* and it is the simulator's time of the returned placement */
+        op_sim_result_init(&r, &tp.p, &err);
+        cr_assert_float_eq(tk_simulate(&tp.p, b.placement->device_of, &r), b.step_time_us, 1e-6);
+        op_sim_result_destroy(&r);
+        sgdp_train_stats s = sgdp_trainer_stats(t);
+        cr_assert_gt(s.clone_steps, 0);
+        sgdp_trainer_free(t);
+        sgdp_policy_free(pol);
+        tk_unbind(&tp);
+    }
+}
+
+/* Two rollout batches per iteration, 1 or 2 simulation threads: the same
+ * weights bit for bit (what makes MPI results rank-count independent). */
+Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 7), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    double *w[2] = {NULL, NULL};
+    size_t total = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        op_error err = {0};
+        sgdp_config cfg = tiny_config();
+        sgdp_policy *pol = sgdp_policy_new(&cfg, 5, &err);
+        const op_problem *probs[1] = {&tp.p};
+        sgdp_train_config tc = warm_train(3, threads, 2);
+        sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+        cr_assert_not_null(t, "%s", err.msg);
+        cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+        cr_assert_eq(sgdp_trainer_stats(t).rollouts, 3 * 2 * 9);
+        nn_params *ps = sgdp_policy_params(pol);
+        total = 0;
+        for (size_t i = 0; i < ps->count; i++)
+            total += nn_tensor_size(&ps->items[i]->value);
+        w[threads - 1] = malloc(total * sizeof(double));
+        size_t off = 0;
+        for (size_t i = 0; i < ps->count; i++) {
+            size_t len = nn_tensor_size(&ps->items[i]->value);
+            memcpy(w[threads - 1] + off, ps->items[i]->value.data, len * sizeof(double));
+            off += len;
+        }
+        sgdp_trainer_free(t);
+        sgdp_policy_free(pol);
+    }
+    cr_assert_eq(memcmp(w[0], w[1], total * sizeof(double)), 0);
+    free(w[0]);
+    free(w[1]);
+    tk_unbind(&tp);
+}

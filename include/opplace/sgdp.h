@@ -12,7 +12,11 @@
  *   sgdp_policy.c    the whole policy (Figure 1): features -> GraphSAGE ->
  *                    placement network -> per-op device distribution (eq. 4)
  *   sgdp_train.c     PPO training over one graph (SGDP-one) or many (batch),
- *                    rollouts simulated in parallel, best placement kept
+ *                    rollouts simulated in parallel (and over MPI ranks),
+ *                    best placement kept
+ *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
+ *                    policy sees as input and is first cloned to, and
+ *                    decision units (fused ops split by the reference)
  *
  * HOW THE DEVICE COUNT ENTERS.  The output head always has max_devices
  * logits (8 by default).  A cluster with nd <= max_devices devices masks
@@ -41,7 +45,10 @@
 /* ------------------------------------------------------------ features */
 
 #define SGDP_TYPE_BUCKETS 16
-#define SGDP_N_FEATURES (SGDP_TYPE_BUCKETS + 18)
+/* the reference placement's device (one-hot over 8 slots, device d in slot
+ * d mod 8) and a has-reference flag; all 0 without a reference */
+#define SGDP_REF_FEATURES 9
+#define SGDP_N_FEATURES (SGDP_TYPE_BUCKETS + 18 + SGDP_REF_FEATURES)
 
 /* A problem prepared for the policy.  Rows are positions in the graph's
  * topological order: row t is op g->topo[t]. */
@@ -59,6 +66,43 @@ typedef struct sgdp_graph {
 op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, int knn,
                           op_error *err);
 void sgdp_graph_destroy(sgdp_graph *sg);
+
+/* ------------------------------------------ reference and units (sgdp_warm.c)
+ * BEYOND THE PAPER (sgdp_warm.c explains why): a reference placement from
+ * fast heuristics, and decision units = fusion groups split by the
+ * reference's devices, so PPO explores around a sensible placement. */
+
+/* What the placer and `opplace train` use unless told otherwise. */
+#define SGDP_DEFAULT_HEURISTICS "expert,metis,m-topo,single"
+#define SGDP_DEFAULT_UNITS 256
+
+typedef struct sgdp_reference_info {
+    char name[32];       /* the heuristic that won */
+    double step_time_us; /* its simulated step time */
+    int oom;
+} sgdp_reference_info;
+
+/* The best of the comma-separated placers in heuristics (e.g.
+ * "expert,metis,m-topo,single"), run with best effort; placers that fail
+ * on this graph are skipped.  out must be initialised for p. */
+op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
+                         op_placement *out, sgdp_reference_info *info, op_error *err);
+
+/* unit_of[op] in 0..*n_units-1: about `target` Celeritas fusion groups
+ * (target <= 0 or >= n: one unit per op), each split by ref's device (ref
+ * may be NULL), merged with colocation groups; a unit whose members share
+ * no eligible device falls back to its colocation group. */
+op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
+                           int *unit_of, int *n_units, op_error *err);
+
+/* Fill the reference features (the last SGDP_REF_FEATURES columns) from
+ * ref_row[t], the reference's device of row t. */
+void sgdp_graph_set_reference(sgdp_graph *sg, const int *ref_row);
+
+/* Make each unit one decision: its first row decides, the others copy it,
+ * and every member's mask becomes the intersection of the members' masks.
+ * Call once, on a freshly initialised sgdp_graph. */
+op_status sgdp_graph_set_units(sgdp_graph *sg, const int *unit_of, int n_units, op_error *err);
 
 /* -------------------------------------------------------------- policy */
 
@@ -120,6 +164,15 @@ typedef struct sgdp_train_config {
     uint64_t seed;
     double oom_penalty;    /* subtracted from the reward of a rollout that runs out of memory */
     const op_place_ctx *progress; /* op_progress lines go through it; may be NULL */
+    /* BEYOND THE PAPER (sgdp_warm.c, sgdp_train.c); the defaults here are
+     * the paper's plain PPO, the placer and `opplace train` turn them on. */
+    const char *heuristics; /* reference placement from these placers; NULL: none */
+    int unit_target;        /* > 0 (with heuristics): decide per unit, about this many */
+    int warm_start;         /* clone the reference first and seed the best-seen with it */
+    int clone_steps;        /* most behaviour-cloning steps (Adam updates) per problem */
+    double clone_fraction;  /* cloning stops after this share of the time budget */
+    int slots;              /* rollout batches per iteration (each K rollouts on one
+                               problem), gradients summed; MPI ranks share them */
 } sgdp_train_config;
 
 sgdp_train_config sgdp_train_defaults(void);
@@ -143,9 +196,13 @@ typedef struct sgdp_best {
     int oom;
 } sgdp_best;
 sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i);
+/* The reference placement of problem i (NULL without heuristics). */
+const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i);
 
 typedef struct sgdp_train_stats {
-    long iterations, rollouts;
+    long iterations, rollouts; /* rollouts of all MPI ranks together */
+    long clone_steps;      /* behaviour-cloning updates done */
+    double clone_seconds;  /* of the wall time below */
     double seconds;        /* wall time inside run/evaluate */
     double sim_seconds;    /* of which simulating rollouts */
     double last_mean_reward;

@@ -15,8 +15,10 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
+#include "opplace/parallel.h"
 #include "opplace/placer.h"
 #include "opplace/sgdp.h"
+#include "cli/train_trinity.h"
 
 static const char TRAIN_HELP[] =
     "usage: opplace train ALGO --graphs G1.json [G2.json ...] --weights OUT.bin\n"
@@ -36,6 +38,12 @@ static const char TRAIN_HELP[] =
     "         options: --samples K (rollouts per iteration, 32) --threads T\n"
     "         --lr X (3e-3) --epochs E (4) --entropy B (0.01) --max-devices D (8)\n"
     "         --hidden H (32) --segment S (64); --init W.bin continues training\n"
+    "         beyond the paper: --heuristics LIST (expert,metis,m-topo,single;\n"
+    "         'none' = plain PPO) reference placement, --units N (256) decision\n"
+    "         units, --warm-start 0|1 (1 unless --init) clone the reference\n"
+    "         first, --clone-steps N (150); --slots B (1) rollout batches per\n"
+    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"
+    TRINITY_TRAIN_HELP
     "Default: --budget-seconds 60 when no --iterations is given.\n";
 
 /* What every trainer gets: the bound problems and the common options. */
@@ -63,6 +71,28 @@ static void on_sigint(int sig)
 }
 
 /* ----------------------------------------------------------------- sgdp */
+
+/* The warm start and units (beyond the paper, src/learn/sgdp_warm.c):
+ * --heuristics LIST ("none" = the paper's plain PPO), --units N,
+ * --warm-start 0|1, --clone-steps N; --slots B rollout batches per
+ * iteration (shared by MPI ranks). */
+static op_status sgdp_warm_options(cli_args *a, sgdp_train_config *tc, int fresh, op_error *err)
+{
+    long units, warm, clone, slots;
+    op_status st;
+    const char *h = op_options_str(a->opts, "heuristics", SGDP_DEFAULT_HEURISTICS);
+    if ((st = op_options_int(a->opts, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
+        (st = op_options_int(a->opts, "warm-start", fresh, 0, 1, &warm, err)) ||
+        (st = op_options_int(a->opts, "clone-steps", tc->clone_steps, 0, 1000000, &clone, err)) ||
+        (st = op_options_int(a->opts, "slots", tc->slots, 1, 64, &slots, err)))
+        return st;
+    tc->heuristics = strcmp(h, "none") ? h : NULL;
+    tc->unit_target = (int)units;
+    tc->warm_start = tc->heuristics && warm;
+    tc->clone_steps = (int)clone;
+    tc->slots = (int)slots;
+    return OP_OK;
+}
 
 static op_status sgdp_options(cli_args *a, sgdp_config *pc, sgdp_train_config *tc,
                               op_error *err)
@@ -104,11 +134,21 @@ static void sgdp_print(const train_inputs *in, const sgdp_trainer *t)
                p->lower_bound_us > 0 ? bst.step_time_us / p->lower_bound_us : 1.0,
                bst.oom ? "  OOM" : "");
     }
+    for (int i = 0; i < in->n; i++) {
+        const sgdp_reference_info *ref = sgdp_trainer_reference(t, i);
+        if (ref)
+            printf("reference    %s: %s %s%s\n", in->graphs[i]->name, ref->name,
+                   cli_time(a, sizeof a, ref->step_time_us), ref->oom ? "  OOM" : "");
+    }
     sgdp_train_stats s = sgdp_trainer_stats(t);
+    double ppo_s = s.seconds - s.clone_seconds;
     printf("trained      %ld iterations, %ld simulated rollouts in %.1f s "
            "(%.1f rollouts/s; %.1f s simulating)\n",
-           s.iterations, s.rollouts, s.seconds, s.seconds > 0 ? s.rollouts / s.seconds : 0.0,
+           s.iterations, s.rollouts, s.seconds, ppo_s > 0 ? s.rollouts / ppo_s : 0.0,
            s.sim_seconds);
+    if (s.clone_steps)
+        printf("cloned       %ld steps in %.1f s (of the time above)\n", s.clone_steps,
+               s.clone_seconds);
     printf("weights      %s\n", in->weights);
 }
 
@@ -118,12 +158,14 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
     sgdp_train_config tc = sgdp_train_defaults();
     const char *init = op_options_str(a->opts, "init", NULL);
     op_status st = sgdp_options(a, &pc, &tc, err);
+    if (!st)
+        st = sgdp_warm_options(a, &tc, !init, err);
     if (st)
         return st;
     tc.iterations = in->iterations;
     tc.budget_seconds = in->budget_seconds;
     tc.seed = in->seed;
-    tc.progress = &in->ctx;
+    tc.progress = op_par_rank() == 0 ? &in->ctx : NULL;
     if ((st = cli_check_unused(a, err)))
         return st;
     sgdp_policy *pol = init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
@@ -134,13 +176,21 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
         st = err->code ? err->code : OP_ENOMEM;
     if (!st)
         st = sgdp_trainer_run(t, err);
-    if (!st)
+    if (!st && op_par_rank() == 0) /* only rank 0 prints and writes */
         st = sgdp_policy_save(pol, in->weights, err);
-    if (!st)
+    if (!st && op_par_rank() == 0)
         sgdp_print(in, t);
     sgdp_trainer_free(t);
     sgdp_policy_free(pol);
     return st;
+}
+
+/* -------------------------------------------------------------- trinity */
+
+static op_status train_trinity(cli_args *a, train_inputs *in, op_error *err)
+{
+    return trinity_train_cli(a, in->probs, in->graphs, in->n, in->weights, in->iterations,
+                             in->budget_seconds, in->seed, &in->ctx, err);
 }
 
 /* ---------------------------------------------------------- dispatcher */
@@ -152,6 +202,7 @@ typedef struct trainer_entry {
 
 static const trainer_entry TRAINERS[] = {
     {"sgdp", train_sgdp},
+    {"trinity", train_trinity},
 };
 
 static void free_inputs(train_inputs *in)
@@ -204,7 +255,7 @@ static op_status run_train(cli_args *a, op_error *err)
         if (!strcmp(TRAINERS[i].name, a->pos[0]))
             tr = &TRAINERS[i];
     if (!tr)
-        return op_fail(err, OP_EUSAGE, "no trainer for '%s' (known: sgdp)", a->pos[0]);
+        return op_fail(err, OP_EUSAGE, "no trainer for '%s' (known: sgdp, trinity)", a->pos[0]);
     train_inputs in = {0};
     in.weights = op_options_str(a->opts, "weights", NULL);
     if (!in.weights)

@@ -25,6 +25,8 @@
  *   31     parameter bytes relative to the mean device memory, times nd
  *   32,33  the op's layer (graph file's "layer") as a fraction of the layer
  *          count, and whether it has one: the structure a human expert uses
+ *   34..42 the reference placement's device and a flag (0 here; filled by
+ *          sgdp_graph_set_reference, sgdp_warm.c, beyond the paper)
  * Neighbours for GraphSAGE's aggregation are the op's predecessors and
  * successors, at most knn of them, those joined by the largest edges first
  * (GraphSAGE samples a fixed-size neighbourhood; we keep the heaviest, so

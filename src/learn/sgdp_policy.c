@@ -25,7 +25,7 @@
 #include <string.h>
 
 #define ARCH_LEN 10
-#define ARCH_VERSION 1
+#define ARCH_VERSION 2 /* 2: reference features (sgdp_warm.c) */
 
 struct sgdp_policy {
     sgdp_config cfg;

@@ -3,27 +3,48 @@
  * (papers/sgdp.txt, eq. 1, "individual training" = SGDP-one with one graph,
  * "batch training" with several; Table 4).
  *
- * One iteration, on one problem (drawn at random when there are several):
+ * One iteration has `slots` rollout batches (1 by default); each slot
+ * draws one problem (at random when there are several) and:
  *   1. one forward pass gives every op's device distribution (eq. 4);
  *   2. K placements are sampled from it, plus the greedy (argmax) one, and
  *      simulated in parallel: worker w takes rollouts w, w+T, ...; rollout
- *      k draws from its own generator derived from (seed, iteration, k) and
- *      writes only slot k, so results do not depend on the thread count or
- *      on timing;
+ *      k draws from its own generator derived from (seed, iteration, slot,
+ *      k) and writes only slot k, so results do not depend on the thread
+ *      count or on timing;
  *   3. reward r_k = -ln(step_k / lower_bound) - [OOM] * penalty * (1 +
  *      worst overflow ratio), a log-ratio so graphs of any scale weigh the
  *      same in batch training;
- *   4. advantages against a per-problem moving-average baseline, then
- *      `epochs` PPO epochs, each one forward/backward over the graph with
- *      the clipped surrogate of all K rollouts (learn.h), gradient clipping
- *      and an Adam step.  The greedy rollout is judged but not learnt from.
+ *   4. advantages against a per-problem moving-average baseline (slots in
+ *      order), then `epochs` PPO epochs: each slot's clipped surrogate
+ *      (learn.h) is backpropagated separately, the slots' gradients are
+ *      summed in slot order and divided by `slots`, clipped, one Adam step.
+ *      The greedy rollout is judged but not learnt from.
  * The best placement ever simulated for each problem is kept (no OOM first,
  * then the shortest step), which is what the placer returns.
+ *
+ * MPI (opplace/parallel.h, issue 9): slot b belongs to rank b mod size,
+ * which alone samples, simulates and backpropagates it.  Every rank draws
+ * the same problems and generators (the shared RNG advances identically),
+ * the slots' rewards, best placements and gradients are exchanged with
+ * op_par_allreduce_sum over buffers in which only the owner's entries are
+ * non-zero (so each sum is exact: x + 0), and every rank then sums slots
+ * in the same order and takes the same Adam step: for a fixed iteration
+ * count the weights and placements are bit-identical for any rank count
+ * (given a deterministic BLAS; see bench/RESULTS.md).  Rank 0 decides when
+ * the time budget is spent and broadcasts it.  Ranks beyond `slots` idle.
+ *
+ * BEYOND THE PAPER, when cfg->heuristics is set (sgdp_warm.c): a reference
+ * placement per problem, decision units of fused ops split by it, and with
+ * warm_start a behaviour-cloning phase before PPO: the policy is fitted to
+ * a label-smoothed copy of the reference (target probability 1 - eps on the
+ * reference's device, eps = min(0.05, 2/units), i.e. about two units moved
+ * per sample) and the reference seeds the best-seen record, so training
+ * returns nothing worse than the reference.
  *
  * Scaled from Table 4 for a 2-core machine: 32 rollouts per update (not
  * 800), one minibatch, 4 epochs (not 20), lr 3e-3 (Table 4 gives 0.5, which
  * suits a sum-over-ops loss; ours is a mean), entropy 0.01 on the mean
- * per-op entropy.  Simulation uses op_sim (formats.md section 5), one
+ * per-decision entropy.  Simulation uses op_sim (formats.md section 5), one
  * simulator per worker thread, allocated once.
  */
 #include "opplace/sgdp.h"
@@ -36,9 +57,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opplace/parallel.h"
 #include "opplace/simulate.h"
 
 #define MAX_THREADS 64
+#define MAX_SLOTS 64
+#define CLONE_LR_SCALE 3.0 /* cloning is supervised: a larger step is safe */
 
 typedef struct task {
     const op_problem *p;
@@ -51,23 +75,40 @@ typedef struct task {
     op_placement best;
     int have_best, best_oom;
     double best_time;
+    /* reference placement (heuristics) and its per-row devices */
+    int have_ref;
+    sgdp_reference_info ref;
+    int *ref_row; /* n: the reference's device per row */
+    int cloned;   /* behaviour cloning reached its target */
+    int follow_best; /* the reference features track the best-seen placement */
+    int ref_dirty;   /* ref_row changed, features not yet refreshed */
 } task;
+
+/* One rollout batch: K + 1 rollouts of one problem. */
+typedef struct slot {
+    int task;
+    nn_rng base;
+    int *actions;
+    double *old_logp, *rewards, *adv, *step, *overflow;
+    int *oom;
+    int best_k;
+} slot;
 
 struct sgdp_trainer {
     sgdp_policy *pol;
     sgdp_train_config cfg;
-    int threads;
+    int threads, rank, size;
     task *tasks;
     int n_tasks;
     nn_arena ar;
     nn_adam adam;
     nn_rng rng;
-    /* rollout buffers for up to cap rollouts of n_max rows */
-    int cap, n_max;
-    int *actions;
-    double *old_logp, *rewards, *adv, *step;
-    int *oom;
-    double *overflow;
+    int cap, n_max; /* slot buffers hold cap rollouts of n_max rows */
+    int n_slots;
+    slot slots[MAX_SLOTS];
+    size_t n_params;   /* scalars in the policy */
+    double *grads;     /* slots x n_params */
+    double *share;     /* slots x (cap + 2 + n_max): rewards, best step, oom, actions */
     sgdp_train_stats stats;
     double last_print;
 };
@@ -83,7 +124,9 @@ sgdp_train_config sgdp_train_defaults(void)
 {
     return (sgdp_train_config){.ppo = ppo_defaults(), .samples = 32, .iterations = 0,
                                .budget_seconds = 60, .threads = 0, .seed = 1,
-                               .oom_penalty = 1.0, .progress = NULL};
+                               .oom_penalty = 1.0, .progress = NULL, .heuristics = NULL,
+                               .unit_target = 0, .warm_start = 0, .clone_steps = 150,
+                               .clone_fraction = 0.3, .slots = 1};
 }
 
 static void task_destroy(task *tk, int threads)
@@ -96,17 +139,59 @@ static void task_destroy(task *tk, int threads)
     }
     if (tk->have_best)
         op_placement_destroy(&tk->best);
+    free(tk->ref_row);
     sgdp_graph_destroy(&tk->sg);
 }
 
-static op_status task_init(task *tk, const op_problem *p, const sgdp_config *pc, int threads,
-                           double decay, op_error *err)
+/* The reference placement, the units built from it, and (warm start) the
+ * best-seen record seeded with it. */
+static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error *err)
+{
+    const op_problem *p = tk->p;
+    op_placement ref;
+    op_status st = op_placement_init(&ref, p->n, p->nd, err);
+    if (st)
+        return st;
+    int *unit_of = NULL, n_units = 0;
+    if ((st = sgdp_reference(p, cfg->heuristics, cfg->seed, &ref, &tk->ref, err)))
+        goto done;
+    if (!(tk->ref_row = op_malloc((size_t)p->n * sizeof *tk->ref_row, err)) ||
+        !(unit_of = op_malloc((size_t)p->n * sizeof *unit_of, err))) {
+        st = OP_ENOMEM;
+        goto done;
+    }
+    for (int r = 0; r < p->n; r++)
+        tk->ref_row[r] = ref.device_of[p->g->topo[r]];
+    tk->have_ref = 1;
+    sgdp_graph_set_reference(&tk->sg, tk->ref_row);
+    if (cfg->unit_target > 0 &&
+        (!(st = sgdp_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
+        st = sgdp_graph_set_units(&tk->sg, unit_of, n_units, err);
+    tk->follow_best = 1;
+    if (!st && cfg->warm_start) {
+        if ((st = op_placement_init(&tk->best, p->n, p->nd, err)))
+            goto done;
+        memcpy(tk->best.device_of, ref.device_of, (size_t)p->n * sizeof(int));
+        tk->have_best = 1;
+        tk->best_time = tk->ref.step_time_us;
+        tk->best_oom = tk->ref.oom;
+    }
+done:
+    free(unit_of);
+    op_placement_destroy(&ref);
+    return st;
+}
+
+static op_status task_init(task *tk, const op_problem *p, const sgdp_config *pc,
+                           const sgdp_train_config *cfg, int threads, op_error *err)
 {
     memset(tk, 0, sizeof *tk);
     tk->p = p;
-    ppo_baseline_init(&tk->base, decay);
+    ppo_baseline_init(&tk->base, cfg->ppo.baseline_decay);
     op_status st = sgdp_graph_init(&tk->sg, p, pc->max_devices, pc->gs_knn, err);
-    for (int w = 0; !st && w < threads; w++) {
+    if (st)
+        return st;
+    for (int w = 0; w < threads; w++) {
         if (!(tk->sims[w] = op_sim_new(p, err)))
             return err && err->code ? err->code : OP_ENOMEM;
         if ((st = op_sim_result_init(&tk->res[w], p, err)))
@@ -117,7 +202,16 @@ static op_status task_init(task *tk, const op_problem *p, const sgdp_config *pc,
         }
         tk->n_res = w + 1;
     }
+    if (cfg->heuristics && *cfg->heuristics)
+        st = task_reference(tk, cfg, err);
     return st;
+}
+
+static void slot_free(slot *s)
+{
+    free(s->actions), free(s->old_logp), free(s->rewards), free(s->adv), free(s->step);
+    free(s->oom), free(s->overflow);
+    memset(s, 0, sizeof *s);
 }
 
 static op_status ensure_capacity(sgdp_trainer *t, int k, op_error *err)
@@ -125,22 +219,35 @@ static op_status ensure_capacity(sgdp_trainer *t, int k, op_error *err)
     if (k <= t->cap)
         return OP_OK;
     size_t rows = (size_t)k * (size_t)t->n_max;
-    free(t->actions), free(t->old_logp), free(t->rewards), free(t->adv), free(t->step);
-    free(t->oom), free(t->overflow);
-    t->actions = op_calloc(rows, sizeof *t->actions, err);
-    t->old_logp = op_calloc(rows, sizeof *t->old_logp, err);
-    t->rewards = op_calloc((size_t)k, sizeof(double), err);
-    t->adv = op_calloc((size_t)k, sizeof(double), err);
-    t->step = op_calloc((size_t)k, sizeof(double), err);
-    t->oom = op_calloc((size_t)k, sizeof(int), err);
-    t->overflow = op_calloc((size_t)k, sizeof(double), err);
-    if (!t->actions || !t->old_logp || !t->rewards || !t->adv || !t->step || !t->oom ||
-        !t->overflow) {
-        t->cap = 0;
-        return OP_ENOMEM;
+    t->cap = 0;
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        slot_free(s);
+        s->actions = op_calloc(rows, sizeof *s->actions, err);
+        s->old_logp = op_calloc(rows, sizeof *s->old_logp, err);
+        s->rewards = op_calloc((size_t)k, sizeof(double), err);
+        s->adv = op_calloc((size_t)k, sizeof(double), err);
+        s->step = op_calloc((size_t)k, sizeof(double), err);
+        s->oom = op_calloc((size_t)k, sizeof(int), err);
+        s->overflow = op_calloc((size_t)k, sizeof(double), err);
+        if (!s->actions || !s->old_logp || !s->rewards || !s->adv || !s->step || !s->oom ||
+            !s->overflow)
+            return OP_ENOMEM;
     }
+    free(t->share);
+    size_t per = (size_t)k + 2 + (size_t)t->n_max;
+    if (!(t->share = op_calloc(per * (size_t)t->n_slots, sizeof *t->share, err)))
+        return OP_ENOMEM;
     t->cap = k;
     return OP_OK;
+}
+
+static size_t count_params(nn_params *ps)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ps->count; i++)
+        n += (size_t)ps->items[i]->grad.rows * (size_t)ps->items[i]->grad.cols;
+    return n;
 }
 
 sgdp_trainer *sgdp_trainer_new(sgdp_policy *pol, const op_problem *const *problems, int n,
@@ -154,27 +261,39 @@ sgdp_trainer *sgdp_trainer_new(sgdp_policy *pol, const op_problem *const *proble
         op_fail(err, OP_EUSAGE, "sgdp: samples and epochs must be at least 1");
         return NULL;
     }
+    if (cfg->slots < 1 || cfg->slots > MAX_SLOTS) {
+        op_fail(err, OP_EUSAGE, "sgdp: rollout batches per iteration must lie in [1, %d]",
+                MAX_SLOTS);
+        return NULL;
+    }
     sgdp_trainer *t = op_calloc(1, sizeof *t, err);
     if (!t)
         return NULL;
     t->pol = pol;
     t->cfg = *cfg;
+    t->rank = op_par_rank();
+    t->size = op_par_size();
+    t->n_slots = cfg->slots;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    t->threads = cfg->threads > 0 ? cfg->threads : (online > 0 ? (int)online : 1);
+    int per_rank = online > 0 ? (int)(online / t->size) : 1;
+    t->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
     if (t->threads > MAX_THREADS)
         t->threads = MAX_THREADS;
     t->adam = nn_adam_defaults(cfg->ppo.lr);
     nn_rng_seed(&t->rng, cfg->seed);
+    t->n_params = count_params(sgdp_policy_params(pol));
     op_status st = nn_arena_init(&t->ar, (size_t)1 << 20, err);
     if (!st && !(t->tasks = op_calloc((size_t)n, sizeof *t->tasks, err)))
         st = OP_ENOMEM;
     for (int i = 0; !st && i < n; i++) {
-        st = task_init(&t->tasks[i], problems[i], sgdp_policy_config(pol), t->threads,
-                       cfg->ppo.baseline_decay, err);
+        st = task_init(&t->tasks[i], problems[i], sgdp_policy_config(pol), cfg, t->threads,
+                       err);
         t->n_tasks = i + 1;
         if (problems[i]->n > t->n_max)
             t->n_max = problems[i]->n;
     }
+    if (!st && !(t->grads = op_calloc((size_t)t->n_slots * t->n_params, sizeof *t->grads, err)))
+        st = OP_ENOMEM;
     if (!st)
         st = ensure_capacity(t, cfg->samples + 1, err);
     if (st) {
@@ -192,8 +311,10 @@ void sgdp_trainer_free(sgdp_trainer *t)
         task_destroy(&t->tasks[i], t->threads);
     free(t->tasks);
     nn_arena_destroy(&t->ar);
-    free(t->actions), free(t->old_logp), free(t->rewards), free(t->adv), free(t->step);
-    free(t->oom), free(t->overflow);
+    for (int b = 0; b < t->n_slots; b++)
+        slot_free(&t->slots[b]);
+    free(t->grads);
+    free(t->share);
     free(t);
 }
 
@@ -202,8 +323,8 @@ void sgdp_trainer_free(sgdp_trainer *t)
 typedef struct worker {
     sgdp_trainer *t;
     task *tk;
+    slot *s;
     const nn_tensor *logp;
-    nn_rng base;
     int k_total, greedy_slot, id;
     op_status st;
     op_error err;
@@ -213,24 +334,26 @@ static void run_rollout(worker *w, int k)
 {
     sgdp_trainer *t = w->t;
     task *tk = w->tk;
+    slot *s = w->s;
     int n = tk->sg.n;
-    nn_rng tmp = w->base, rng = nn_rng_fork(&tmp, (uint64_t)k);
+    nn_rng tmp = s->base, rng = nn_rng_fork(&tmp, (uint64_t)k);
     op_placement *pl = &tk->pls[w->id];
     op_sim_result *r = &tk->res[w->id];
-    int *row_dev = t->actions + (size_t)k * (size_t)n;
+    int *row_dev = s->actions + (size_t)k * (size_t)n;
     sgdp_sample(&tk->sg, w->logp, &rng, k == w->greedy_slot, row_dev, pl->device_of);
     w->st = op_sim_run(tk->sims[w->id], pl, r, NULL, &w->err);
     if (w->st)
         return;
-    t->step[k] = r->step_time_us;
-    t->oom[k] = r->oom;
+    s->step[k] = r->step_time_us;
+    s->oom[k] = r->oom;
     double worst = 0.0;
     for (int d = 0; d < tk->p->nd; d++) {
         double cap = (double)tk->p->c->dev[d].memory_bytes;
         if (cap > 0 && (double)r->peak_mem[d] > cap)
             worst = fmax(worst, ((double)r->peak_mem[d] - cap) / cap);
     }
-    t->overflow[k] = worst;
+    s->overflow[k] = worst;
+    (void)t;
 }
 
 static void *worker_main(void *arg)
@@ -241,17 +364,17 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Sample and simulate k_total rollouts (the last one greedy) from logp. */
-static op_status rollouts(sgdp_trainer *t, task *tk, const nn_tensor *logp, int k_total,
+/* Sample and simulate k_total rollouts (the last one greedy) of slot s. */
+static op_status rollouts(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total,
                           op_error *err)
 {
     double t0 = now_seconds();
-    nn_rng base = nn_rng_fork(&t->rng, 0);
+    task *tk = &t->tasks[s->task];
     int nthreads = t->threads < k_total ? t->threads : k_total;
     worker ws[MAX_THREADS];
     pthread_t tids[MAX_THREADS];
     for (int w = 0; w < nthreads; w++)
-        ws[w] = (worker){.t = t, .tk = tk, .logp = logp, .base = base, .k_total = k_total,
+        ws[w] = (worker){.t = t, .tk = tk, .s = s, .logp = logp, .k_total = k_total,
                          .greedy_slot = k_total - 1, .id = w};
     int started = 1;
     for (int w = 1; w < nthreads; w++, started++)
@@ -276,7 +399,6 @@ static op_status rollouts(sgdp_trainer *t, task *tk, const nn_tensor *logp, int 
             return ws[w].st;
         }
     t->stats.sim_seconds += now_seconds() - t0;
-    t->stats.rollouts += k_total;
     return OP_OK;
 }
 
@@ -285,25 +407,30 @@ static int better(int oom_a, double time_a, int oom_b, double time_b)
     return oom_a != oom_b ? oom_a < oom_b : time_a < time_b;
 }
 
-/* Rewards, old log-probabilities and the best-seen record for k_total rollouts. */
-static op_status score(sgdp_trainer *t, task *tk, const nn_tensor *logp, int k_total,
-                       op_error *err)
+/* Rewards, old log-probabilities and the best rollout of slot s. */
+static void score(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total)
 {
+    task *tk = &t->tasks[s->task];
     int n = tk->sg.n;
     double lb = tk->p->lower_bound_us > 0 ? tk->p->lower_bound_us : 1.0;
-    int best_k = -1;
+    s->best_k = -1;
     for (int k = 0; k < k_total; k++) {
-        const int *a = t->actions + (size_t)k * (size_t)n;
-        double *old = t->old_logp + (size_t)k * (size_t)n;
+        const int *a = s->actions + (size_t)k * (size_t)n;
+        double *old = s->old_logp + (size_t)k * (size_t)n;
         for (int r = 0; r < n; r++)
             old[r] = NN_AT(logp, r, a[r]);
-        t->rewards[k] = -log(fmax(t->step[k], 1e-9) / lb);
-        if (t->oom[k])
-            t->rewards[k] -= t->cfg.oom_penalty * (1.0 + t->overflow[k]);
-        if (best_k < 0 || better(t->oom[k], t->step[k], t->oom[best_k], t->step[best_k]))
-            best_k = k;
+        s->rewards[k] = -log(fmax(s->step[k], 1e-9) / lb);
+        if (s->oom[k])
+            s->rewards[k] -= t->cfg.oom_penalty * (1.0 + s->overflow[k]);
+        if (s->best_k < 0 || better(s->oom[k], s->step[k], s->oom[s->best_k], s->step[s->best_k]))
+            s->best_k = k;
     }
-    if (tk->have_best && !better(t->oom[best_k], t->step[best_k], tk->best_oom, tk->best_time))
+}
+
+/* The best-seen record of slot s's problem, from the slot's best rollout. */
+static op_status keep_best(task *tk, int oom, double step, const int *row_dev, op_error *err)
+{
+    if (tk->have_best && !better(oom, step, tk->best_oom, tk->best_time))
         return OP_OK;
     if (!tk->have_best) {
         op_status st = op_placement_init(&tk->best, tk->p->n, tk->p->nd, err);
@@ -311,35 +438,219 @@ static op_status score(sgdp_trainer *t, task *tk, const nn_tensor *logp, int k_t
             return st;
         tk->have_best = 1;
     }
-    const int *a = t->actions + (size_t)best_k * (size_t)n;
-    for (int r = 0; r < n; r++)
-        tk->best.device_of[tk->p->g->topo[r]] = a[r];
-    tk->best_time = t->step[best_k];
-    tk->best_oom = t->oom[best_k];
+    for (int r = 0; r < tk->sg.n; r++)
+        tk->best.device_of[tk->p->g->topo[r]] = row_dev[r];
+    tk->best_time = step;
+    tk->best_oom = oom;
+    if (tk->have_ref && tk->follow_best) { /* the policy will see the new incumbent */
+        memcpy(tk->ref_row, row_dev, (size_t)tk->sg.n * sizeof *row_dev);
+        tk->ref_dirty = 1;
+    }
     return OP_OK;
+}
+
+/* Applied after the PPO update, so every pass of one iteration (the
+ * rollouts' and the epochs') sees the same input. */
+static void refresh_references(sgdp_trainer *t)
+{
+    for (int i = 0; i < t->n_tasks; i++)
+        if (t->tasks[i].ref_dirty) {
+            sgdp_graph_set_reference(&t->tasks[i].sg, t->tasks[i].ref_row);
+            t->tasks[i].ref_dirty = 0;
+        }
+}
+
+/* ----------------------------------------------- exploration floor
+ * Around a reference the policy soon becomes nearly deterministic, and
+ * PPO's clipped ratio lets a choice of probability 1e-3 grow by only ~20%
+ * per update, so exploration would stop.  The acting policy is therefore
+ * pi_eff = (1 - a) pi + a uniform(allowed devices), a = min(0.1, 2/U)
+ * with U decisions (about one random move per sample); PPO's ratios and
+ * gradients are taken through pi_eff. */
+static double explore_alpha(const task *tk)
+{
+    if (!tk->have_ref)
+        return 0.0;
+    int u = 0;
+    for (int r = 0; r < tk->sg.n; r++)
+        u += tk->sg.decides[r];
+    double a = 2.0 / (u > 0 ? u : 1);
+    return a > 0.1 ? 0.1 : a;
+}
+
+/* logp <- log pi_eff in place (raw keeps log pi for the backward pass). */
+static op_status mix_exploration(sgdp_trainer *t, const task *tk, const nn_tensor *raw,
+                                 nn_tensor *eff, op_error *err)
+{
+    double a = explore_alpha(tk);
+    if (a <= 0.0) {
+        *eff = *raw;
+        return OP_OK;
+    }
+    op_status st = nn_arena_tensor(&t->ar, raw->rows, raw->cols, eff, err);
+    if (st)
+        return st;
+    int D = raw->cols;
+    for (int r = 0; r < raw->rows; r++) {
+        const unsigned char *m = tk->sg.mask + (size_t)r * D;
+        int c = 0;
+        for (int d = 0; d < D; d++)
+            c += m[d];
+        for (int d = 0; d < D; d++)
+            NN_AT(eff, r, d) = m[d] ? log((1.0 - a) * exp(NN_AT(raw, r, d)) + a / c) : -INFINITY;
+    }
+    return OP_OK;
+}
+
+/* d loss / d log pi from d loss / d log pi_eff (in place on d). */
+static void unmix_gradient(const task *tk, const nn_tensor *raw, const nn_tensor *eff,
+                           nn_tensor *d)
+{
+    double a = explore_alpha(tk);
+    if (a <= 0.0)
+        return;
+    for (int r = 0; r < raw->rows; r++)
+        for (int k = 0; k < raw->cols; k++)
+            if (tk->sg.mask[(size_t)r * raw->cols + k])
+                NN_AT(d, r, k) *= (1.0 - a) * exp(NN_AT(raw, r, k) - NN_AT(eff, r, k));
+            else
+                NN_AT(d, r, k) = 0.0;
+}
+
+/* ---------------------------------------------------------- MPI shares */
+
+static size_t share_stride(const sgdp_trainer *t)
+{
+    return (size_t)t->cap + 2 + (size_t)t->n_max;
+}
+
+/* Owners write their slots' rewards and best rollouts into the share
+ * buffer (others' entries stay 0), one exact all-reduce, and every rank
+ * reads them back. */
+static op_status exchange_results(sgdp_trainer *t, int k_total, op_error *err)
+{
+    if (t->size == 1)
+        return OP_OK;
+    size_t stride = share_stride(t);
+    memset(t->share, 0, stride * (size_t)t->n_slots * sizeof *t->share);
+    for (int b = t->rank; b < t->n_slots; b += t->size) {
+        slot *s = &t->slots[b];
+        double *sh = t->share + (size_t)b * stride;
+        int n = t->tasks[s->task].sg.n;
+        memcpy(sh, s->rewards, (size_t)k_total * sizeof *sh);
+        sh[t->cap] = s->step[s->best_k];
+        sh[t->cap + 1] = s->oom[s->best_k];
+        const int *a = s->actions + (size_t)s->best_k * (size_t)n;
+        for (int r = 0; r < n; r++)
+            sh[t->cap + 2 + r] = a[r];
+    }
+    op_status st = op_par_allreduce_sum(t->share, (int)(stride * (size_t)t->n_slots), err);
+    if (st)
+        return st;
+    for (int b = 0; b < t->n_slots; b++) {
+        if (b % t->size == t->rank)
+            continue;
+        slot *s = &t->slots[b];
+        const double *sh = t->share + (size_t)b * stride;
+        int n = t->tasks[s->task].sg.n;
+        memcpy(s->rewards, sh, (size_t)k_total * sizeof *sh);
+        s->best_k = 0; /* the best rollout's entries go to row 0 */
+        s->step[0] = sh[t->cap];
+        s->oom[0] = (int)sh[t->cap + 1];
+        for (int r = 0; r < n; r++)
+            s->actions[r] = (int)sh[t->cap + 2 + r];
+    }
+    return OP_OK;
+}
+
+/* Sum the slots' gradients (slots x n_params, owners' rows filled) in slot
+ * order into the parameters' grads, divided by the slot count. */
+static op_status reduce_gradients(sgdp_trainer *t, op_error *err)
+{
+    nn_params *ps = sgdp_policy_params(t->pol);
+    size_t P = t->n_params;
+    if (t->size > 1) {
+        for (int b = 0; b < t->n_slots; b++)
+            if (b % t->size != t->rank)
+                memset(t->grads + (size_t)b * P, 0, P * sizeof *t->grads);
+        op_status st = op_par_allreduce_sum(t->grads, (int)(P * (size_t)t->n_slots), err);
+        if (st)
+            return st;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_tensor *g = &ps->items[i]->grad;
+        size_t len = (size_t)g->rows * (size_t)g->cols;
+        for (size_t j = 0; j < len; j++) {
+            double sum = t->grads[off + j];
+            for (int b = 1; b < t->n_slots; b++)
+                sum += t->grads[(size_t)b * P + off + j];
+            g->data[j] = t->n_slots > 1 ? sum / t->n_slots : sum;
+        }
+        off += len;
+    }
+    return OP_OK;
+}
+
+static void save_gradient(sgdp_trainer *t, int b)
+{
+    nn_params *ps = sgdp_policy_params(t->pol);
+    double *dst = t->grads + (size_t)b * t->n_params;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_tensor *g = &ps->items[i]->grad;
+        size_t len = (size_t)g->rows * (size_t)g->cols;
+        memcpy(dst, g->data, len * sizeof *dst);
+        dst += len;
+    }
 }
 
 /* ---------------------------------------------------------- PPO update */
 
-static op_status ppo_update(sgdp_trainer *t, task *tk, sgdp_pass *pass, nn_tensor logp, int k,
-                            ppo_stats *stats, op_error *err)
+/* One slot's loss gradient into the parameters' grads (zeroed first). */
+static op_status slot_gradient(sgdp_trainer *t, slot *s, sgdp_pass *pass, nn_tensor logp,
+                               int k, ppo_stats *stats, op_error *err)
+{
+    task *tk = &t->tasks[s->task];
+    op_status st;
+    if (!pass) {
+        nn_arena_reset(&t->ar);
+        if ((st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &logp, &pass, err)))
+            return st;
+    }
+    nn_tensor dlogp, eff;
+    if ((st = mix_exploration(t, tk, &logp, &eff, err)) ||
+        (st = nn_arena_tensor(&t->ar, logp.rows, logp.cols, &dlogp, err)))
+        return st;
+    nn_params_zero_grad(sgdp_policy_params(t->pol));
+    ppo_factored_loss(&t->cfg.ppo, &eff, s->actions, s->old_logp, s->adv, k, tk->sg.decides,
+                      &dlogp, stats);
+    unmix_gradient(tk, &logp, &eff, &dlogp);
+    return sgdp_policy_backward(t->pol, &t->ar, &tk->sg, pass, &dlogp, err);
+}
+
+/* `epochs` PPO epochs over every slot.  The last slot this rank sampled
+ * (kept) reuses its rollout forward pass in epoch 0. */
+static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_tensor kept_logp,
+                            int k, ppo_stats *stats, op_error *err)
 {
     nn_params *ps = sgdp_policy_params(t->pol);
-    ppo_advantages(&tk->base, t->rewards, k, t->cfg.ppo.normalize_adv, t->adv);
     for (int e = 0; e < t->cfg.ppo.epochs; e++) {
         op_status st;
-        if (e > 0) { /* epoch 0 reuses the rollouts' forward pass */
-            nn_arena_reset(&t->ar);
-            if ((st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &logp, &pass, err)))
+        if (kept >= 0) { /* the kept slot first, while its pass is in the arena */
+            if ((st = slot_gradient(t, &t->slots[kept], e == 0 ? kept_pass : NULL, kept_logp, k,
+                                    stats, err)))
                 return st;
+            save_gradient(t, kept);
         }
-        nn_tensor dlogp;
-        if ((st = nn_arena_tensor(&t->ar, logp.rows, logp.cols, &dlogp, err)))
-            return st;
-        nn_params_zero_grad(ps);
-        ppo_factored_loss(&t->cfg.ppo, &logp, t->actions, t->old_logp, t->adv, k,
-                          tk->sg.decides, &dlogp, stats);
-        if ((st = sgdp_policy_backward(t->pol, &t->ar, &tk->sg, pass, &dlogp, err)))
+        for (int b = t->rank; b < t->n_slots; b += t->size) {
+            if (b == kept)
+                continue;
+            nn_tensor none = {0};
+            if ((st = slot_gradient(t, &t->slots[b], NULL, none, k, stats, err)))
+                return st;
+            save_gradient(t, b);
+        }
+        if ((st = reduce_gradients(t, err)))
             return st;
         nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
         nn_adam_step(&t->adam, ps);
@@ -350,7 +661,7 @@ static op_status ppo_update(sgdp_trainer *t, task *tk, sgdp_pass *pass, nn_tenso
 static void report(sgdp_trainer *t, const task *tk, const ppo_stats *s, double mean_r, int last)
 {
     double now = now_seconds();
-    if (!t->cfg.progress || (!last && now - t->last_print < 1.0))
+    if (!t->cfg.progress || t->rank != 0 || (!last && now - t->last_print < 1.0))
         return;
     t->last_print = now;
     op_progress(t->cfg.progress,
@@ -362,28 +673,172 @@ static void report(sgdp_trainer *t, const task *tk, const ppo_stats *s, double m
                 t->stats.seconds > 0 ? (double)t->stats.rollouts / t->stats.seconds : 0.0);
 }
 
+/* Advantages against the batch's own mean (used around a reference): a
+ * lagging moving average would make every sample of a policy that is
+ * drifting away from the reference look bad, pushing the reference's own
+ * choices down and the policy further away. */
+static void batch_advantages(const double *rewards, int k, bool normalize, double *adv)
+{
+    ppo_baseline fresh;
+    ppo_baseline_init(&fresh, 0.0);
+    ppo_advantages(&fresh, rewards, k, normalize, adv); /* first use: b = batch mean */
+}
+
 static op_status iterate(sgdp_trainer *t, op_error *err)
 {
-    int i = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
-    task *tk = &t->tasks[i];
     int k = t->cfg.samples;
-    nn_tensor logp;
+    /* every rank draws every slot's problem and generator */
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        s->task = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
+        s->base = nn_rng_fork(&t->rng, 0);
+    }
+    int kept = -1;
+    sgdp_pass *kept_pass = NULL;
+    nn_tensor kept_logp = {0};
+    op_status st;
+    for (int b = t->rank; b < t->n_slots; b += t->size) {
+        slot *s = &t->slots[b];
+        nn_tensor eff;
+        nn_arena_reset(&t->ar);
+        if ((st = sgdp_policy_forward(t->pol, &t->ar, &t->tasks[s->task].sg, &kept_logp,
+                                      &kept_pass, err)) ||
+            (st = mix_exploration(t, &t->tasks[s->task], &kept_logp, &eff, err)) ||
+            (st = rollouts(t, s, &eff, k + 1, err)))
+            return st;
+        score(t, s, &eff, k + 1);
+        kept = b;
+    }
+    if ((st = exchange_results(t, k + 1, err)))
+        return st;
+    double mean_r = 0.0;
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        task *tk = &t->tasks[s->task];
+        if (tk->have_ref)
+            batch_advantages(s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
+        else
+            ppo_advantages(&tk->base, s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
+        const int *a = s->actions + (size_t)s->best_k * (size_t)tk->sg.n;
+        if ((st = keep_best(tk, s->oom[s->best_k], s->step[s->best_k], a, err)))
+            return st;
+        for (int j = 0; j < k; j++)
+            mean_r += s->rewards[j] / (k * t->n_slots);
+    }
+    t->stats.rollouts += (long)t->n_slots * (k + 1);
+    ppo_stats s = {0};
+    if ((st = ppo_update(t, kept, kept_pass, kept_logp, k, &s, err)))
+        return st;
+    refresh_references(t);
+    t->stats.iterations++;
+    t->stats.last_mean_reward = mean_r;
+    report(t, &t->tasks[t->slots[0].task], &s, mean_r, 0);
+    return OP_OK;
+}
+
+/* ----------------------------------------------------- behaviour cloning */
+
+/* One Adam step towards task tk's reference: cross-entropy of the decision
+ * rows with a label-smoothed target; *match = mean probability of the
+ * reference's device. */
+static op_status clone_step(sgdp_trainer *t, task *tk, double eps, double *match, op_error *err)
+{
+    nn_params *ps = sgdp_policy_params(t->pol);
+    const sgdp_graph *sg = &tk->sg;
+    int D = sg->max_devices;
+    nn_tensor logp, dlogp;
     sgdp_pass *pass;
     nn_arena_reset(&t->ar);
     op_status st;
-    if ((st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &logp, &pass, err)) ||
-        (st = rollouts(t, tk, &logp, k + 1, err)) || (st = score(t, tk, &logp, k + 1, err)))
+    if ((st = sgdp_policy_forward(t->pol, &t->ar, sg, &logp, &pass, err)) ||
+        (st = nn_arena_tensor(&t->ar, logp.rows, logp.cols, &dlogp, err)))
         return st;
-    ppo_stats s = {0};
-    double mean_r = 0.0;
-    for (int j = 0; j < k; j++)
-        mean_r += t->rewards[j] / k;
-    if ((st = ppo_update(t, tk, pass, logp, k, &s, err)))
+    int m = 0;
+    double p_sum = 0.0;
+    for (int r = 0; r < sg->n; r++)
+        m += sg->decides[r];
+    for (int r = 0; r < sg->n; r++) {
+        if (!sg->decides[r])
+            continue;
+        const unsigned char *mask = sg->mask + (size_t)r * D;
+        int choices = 0, want = tk->ref_row[r];
+        for (int d = 0; d < D; d++)
+            choices += mask[d];
+        p_sum += exp(NN_AT(&logp, r, want));
+        if (choices < 2)
+            continue;
+        for (int d = 0; d < D; d++)
+            if (mask[d]) {
+                double q = d == want ? 1.0 - eps : eps / (choices - 1);
+                NN_AT(&dlogp, r, d) = -q / m;
+            }
+    }
+    *match = m ? p_sum / m : 1.0;
+    nn_params_zero_grad(ps);
+    if ((st = sgdp_policy_backward(t->pol, &t->ar, sg, pass, &dlogp, err)))
         return st;
-    t->stats.iterations++;
-    t->stats.last_mean_reward = mean_r;
-    report(t, tk, &s, mean_r, 0);
+    nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
+    nn_adam adam = t->adam;
+    adam.lr = CLONE_LR_SCALE * t->adam.lr;
+    nn_adam_step(&adam, ps);
+    t->adam.step = adam.step;
     return OP_OK;
+}
+
+static double clone_eps(const task *tk)
+{
+    int u = 0;
+    for (int r = 0; r < tk->sg.n; r++)
+        u += tk->sg.decides[r];
+    double eps = 2.0 / (u > 0 ? u : 1);
+    return eps > 0.05 ? 0.05 : eps;
+}
+
+/* Clone every task's reference in turn until each matches to 1 - 2 eps,
+ * clone_steps per task or the time share is spent.  Deterministic: the
+ * stop test is decided on rank 0 and broadcast. */
+static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
+{
+    double t0 = now_seconds();
+    long steps = 0, limit = (long)t->cfg.clone_steps * t->n_tasks;
+    int pending = 0;
+    for (int i = 0; i < t->n_tasks; i++)
+        pending += t->tasks[i].have_ref && !t->tasks[i].cloned;
+    op_status st = OP_OK;
+    for (int i = 0; !st && pending > 0 && steps < limit; i = (i + 1) % t->n_tasks) {
+        task *tk = &t->tasks[i];
+        if (!tk->have_ref || tk->cloned)
+            continue;
+        double eps = clone_eps(tk), match;
+        if ((st = clone_step(t, tk, eps, &match, err)))
+            break;
+        steps++;
+        int stop[2] = {match >= 1.0 - 2.0 * eps, op_interrupted() || (deadline > 0 &&
+                                                                      now_seconds() >= deadline)};
+        if ((st = op_par_bcast(stop, sizeof stop, 0, err)))
+            break;
+        if (stop[0]) {
+            tk->cloned = 1;
+            pending--;
+        }
+        if (stop[1])
+            break;
+    }
+    for (int i = 0; i < t->n_tasks; i++)
+        t->tasks[i].cloned = 1; /* once, whatever was reached */
+    t->stats.clone_steps += steps;
+    t->stats.clone_seconds += now_seconds() - t0;
+    if (t->cfg.progress && t->rank == 0 && steps > 0) {
+        int u = 0;
+        for (int r = 0; r < t->tasks[0].sg.n; r++)
+            u += t->tasks[0].sg.decides[r];
+        op_progress(t->cfg.progress,
+                    "sgdp: cloned the reference (%s, %.1f us, %d decisions, eps %.4f) in %ld "
+                    "steps, %.1f s",
+                    t->tasks[0].ref.name, t->tasks[0].ref.step_time_us, u,
+                    clone_eps(&t->tasks[0]), steps, now_seconds() - t0);
+    }
+    return st;
 }
 
 op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
@@ -393,17 +848,25 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     double t0 = now_seconds(), base_seconds = t->stats.seconds;
     long start_iter = t->stats.iterations;
     op_status st = OP_OK;
+    int need_clone = 0;
+    for (int i = 0; i < t->n_tasks; i++)
+        need_clone |= t->cfg.warm_start && t->tasks[i].have_ref && !t->tasks[i].cloned;
+    if (need_clone) {
+        double frac = t->cfg.clone_fraction > 0 ? t->cfg.clone_fraction : 1.0;
+        st = warm_start(t, t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0,
+                        err);
+    }
     while (!st) {
         long done = t->stats.iterations - start_iter;
-        if (t->cfg.iterations > 0 && done >= t->cfg.iterations)
-            break;
-        if (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds)
-            break;
-        if (op_interrupted())
+        int stop = (t->cfg.iterations > 0 && done >= t->cfg.iterations) ||
+                   (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds) ||
+                   op_interrupted();
+        if ((st = op_par_bcast(&stop, sizeof stop, 0, err)) || stop)
             break;
         st = iterate(t, err);
         t->stats.seconds = base_seconds + now_seconds() - t0;
     }
+    t->stats.seconds = base_seconds + now_seconds() - t0;
     if (!st && t->stats.iterations > start_iter) {
         ppo_stats none = {0};
         report(t, &t->tasks[0], &none, t->stats.last_mean_reward, 1);
@@ -417,16 +880,24 @@ op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *e
         return op_fail(err, OP_EINTERNAL, "sgdp: bad evaluation request");
     double t0 = now_seconds();
     task *tk = &t->tasks[i];
-    nn_tensor logp;
+    slot *s = &t->slots[0];
+    s->task = i;
+    s->base = nn_rng_fork(&t->rng, 0);
+    nn_tensor raw, logp;
     nn_arena_reset(&t->ar);
     op_status st;
     if ((st = ensure_capacity(t, samples + 1, err)) ||
-        (st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &logp, NULL, err)) ||
-        (st = rollouts(t, tk, &logp, samples + 1, err)) ||
-        (st = score(t, tk, &logp, samples + 1, err)))
+        (st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &raw, NULL, err)) ||
+        (st = mix_exploration(t, tk, &raw, &logp, err)) ||
+        (st = rollouts(t, s, &logp, samples + 1, err)))
         return st;
+    score(t, s, &logp, samples + 1);
+    st = keep_best(tk, s->oom[s->best_k], s->step[s->best_k],
+                   s->actions + (size_t)s->best_k * (size_t)tk->sg.n, err);
+    refresh_references(t);
+    t->stats.rollouts += samples + 1;
     t->stats.seconds += now_seconds() - t0;
-    return OP_OK;
+    return st;
 }
 
 sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i)
@@ -434,6 +905,11 @@ sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i)
     const task *tk = &t->tasks[i];
     return (sgdp_best){.placement = tk->have_best ? &tk->best : NULL,
                        .step_time_us = tk->best_time, .oom = tk->best_oom};
+}
+
+const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
+{
+    return t->tasks[i].have_ref ? &t->tasks[i].ref : NULL;
 }
 
 sgdp_train_stats sgdp_trainer_stats(const sgdp_trainer *t)

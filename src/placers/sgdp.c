@@ -21,6 +21,16 @@
  * reward; if the best placement found still does not fit, the placer
  * returns OP_EINFEASIBLE unless --best-effort.  Eligibility, pins and
  * colocation are enforced by the policy's action mask.
+ *
+ * Beyond the paper (src/learn/sgdp_warm.c): --heuristics LIST (default
+ * expert,metis,m-topo,single; "none" = the paper's plain policy) gives a
+ * reference placement that the policy sees as input (then the best placement
+ * found so far), --units N (256; 0 = per op) decision units built from it,
+ * --warm-start 0|1 (default 1 without --weights, 0 with) clones the
+ * reference before PPO and seeds the best-seen record with it, so SGDP-one
+ * never returns worse than the reference; with --weights and no warm start
+ * the result is the policy's own (zero-shot).  --slots B: rollout batches
+ * per iteration (shared by MPI ranks).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,8 +39,8 @@
 #include "placers/placer_util.h"
 
 typedef struct sgdp_opts {
-    const char *weights, *save;
-    long finetune, iterations, samples, threads, epochs;
+    const char *weights, *save, *heuristics;
+    long finetune, iterations, samples, threads, epochs, units, warm, slots;
     double lr, entropy;
 } sgdp_opts;
 
@@ -46,8 +56,14 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
         (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
         (st = op_options_int(o, "epochs", d.epochs, 1, 1000, &s->epochs, err)) ||
         (st = op_options_double(o, "lr", d.lr, 0, 10, &s->lr, err)) ||
-        (st = op_options_double(o, "entropy", d.entropy_coef, 0, 100, &s->entropy, err)))
+        (st = op_options_double(o, "entropy", d.entropy_coef, 0, 100, &s->entropy, err)) ||
+        (st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
+        (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)) ||
+        (st = op_options_int(o, "slots", 1, 1, 64, &s->slots, err)))
         return st;
+    s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
+    if (!strcmp(s->heuristics, "none"))
+        s->heuristics = NULL;
     if (s->finetune && !s->weights)
         return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
     return OP_OK;
@@ -74,6 +90,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     tc.ppo.lr = s->lr;
     tc.ppo.entropy_coef = s->entropy;
     tc.progress = ctx;
+    tc.heuristics = s->heuristics;
+    tc.unit_target = (int)s->units;
+    tc.warm_start = s->heuristics && s->warm;
+    tc.slots = (int)s->slots;
     int training = !s->weights || s->finetune > 0;
     if (s->weights) {
         tc.iterations = s->finetune;
