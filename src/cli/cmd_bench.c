@@ -11,15 +11,19 @@
  * named or with --algos all.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/bench_table.h"
 #include "cli/cli.h"
 #include "io/file_util.h"
 #include "opplace/report.h"
 #include "opplace/zoo.h"
+
+static void on_sigint(int sig);
 
 static const char HELP[] =
     "usage: opplace bench [--models M1,M2,...|all] [--gpus 2,4] [--preset P] [--cpu]\n"
@@ -234,7 +238,7 @@ static op_status bench_setting(const bench_cfg *c, const char *spec, op_graph *g
     op_sim_result r;
     int have_r = sim && !op_sim_result_init(&r, &p, err);
     st = have_r ? OP_OK : OP_ENOMEM;
-    for (int k = 0; k < c->n_algos && !st; k++) {
+    for (int k = 0; k < c->n_algos && !st && !op_interrupted(); k++) {
         bench_row *row = &rows[*n_rows];
         memset(row, 0, sizeof *row);
         snprintf(row->model, sizeof row->model, "%s", spec);
@@ -296,7 +300,8 @@ static op_status run_bench(cli_args *a, op_error *err)
     bench_row *rows = st ? NULL : op_calloc((size_t)total + 1, sizeof *rows, err);
     if (!st && !rows)
         st = OP_ENOMEM;
-    for (int m = 0; m < c.models.n && !st; m++) {
+    signal(SIGINT, on_sigint);
+    for (int m = 0; m < c.models.n && !st && !op_interrupted(); m++) {
         op_graph *g = make_model(c.models.item[m], err);
         if (!g) {
             st = err->code ? err->code : OP_EINPUT;
@@ -309,6 +314,8 @@ static op_status run_bench(cli_args *a, op_error *err)
     }
     if (!st) {
         bench_ratio_to_expert(rows, n_rows);
+        if (op_interrupted())
+            fprintf(stderr, "opplace bench: interrupted: %d of %d rows measured\n", n_rows, total);
         printf("Preset %s, seed %llu, every algorithm with --best-effort.\n\n", c.preset,
                (unsigned long long)c.seed);
         bench_print_markdown(stdout, rows, n_rows);
@@ -324,6 +331,16 @@ static op_status run_bench(cli_args *a, op_error *err)
     list_free(&c.gpus);
     free(c.algos);
     return st;
+}
+
+/* Ctrl-C: finish the running placer, then print the rows measured so far;
+ * a second Ctrl-C stops at once. */
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (op_interrupted())
+        _exit(130);
+    op_set_interrupted(1);
 }
 
 int cmd_bench(int argc, char **argv)
