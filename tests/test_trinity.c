@@ -352,6 +352,82 @@ Test(trinity, ppo_training_finds_the_optimum_of_two_chains)
     tk_unbind(&tp);
 }
 
+/* Trains a fresh tiny policy for 4 iterations of `slots` rollout batches
+ * with `threads` simulation threads; returns its parameters (malloc'd). */
+static double *train_with_slots(const op_problem *p, int slots, int threads, size_t *n_params,
+                                trinity_best *best_out, trinity_train_stats *stats)
+{
+    op_error err = {0};
+    trinity_config cfg = tiny_config();
+    trinity_policy *pol = trinity_policy_new(&cfg, 5, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    const op_problem *probs[1] = {p};
+    trinity_train_config tc = trinity_train_defaults();
+    tc.iterations = 4;
+    tc.budget_seconds = 0;
+    tc.samples = 5;
+    tc.threads = threads;
+    tc.slots = slots;
+    tc.seed = 9;
+    tc.n2v = tiny_n2v();
+    trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(trinity_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    /* more samples than an iteration's batch: the buffers grow */
+    cr_assert_eq(trinity_trainer_evaluate(t, 0, 3 * tc.samples, &err), OP_OK, "%s", err.msg);
+    trinity_best b = trinity_trainer_best(t, 0);
+    cr_assert_not_null(b.device_of);
+    *best_out = (trinity_best){.device_of = NULL, .m = b.m};
+    *stats = trinity_trainer_stats(t);
+    nn_params *ps = trinity_policy_params(pol);
+    size_t n = 0;
+    for (size_t i = 0; i < ps->count; i++)
+        n += (size_t)ps->items[i]->value.rows * (size_t)ps->items[i]->value.cols;
+    double *w = malloc(n * sizeof *w), *at = w;
+    cr_assert_not_null(w);
+    for (size_t i = 0; i < ps->count; i++) {
+        size_t len = (size_t)ps->items[i]->value.rows * (size_t)ps->items[i]->value.cols;
+        memcpy(at, ps->items[i]->value.data, len * sizeof *at);
+        at += len;
+    }
+    *n_params = n;
+    trinity_trainer_free(t);
+    trinity_policy_free(pol);
+    return w;
+}
+
+/* Several rollout batches per iteration (the unit MPI ranks share): every
+ * batch is simulated and counted, and the result depends only on the seed,
+ * not on the thread count.  tests/test_trinity_mpi.sh checks rank counts. */
+Test(trinity, rollout_batches_per_iteration_are_counted_and_reproducible)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(30, 0.1, 4), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    size_t n1, n2;
+    trinity_best b1, b2;
+    trinity_train_stats s1, s2;
+    double *w1 = train_with_slots(&tp.p, 3, 1, &n1, &b1, &s1);
+    double *w2 = train_with_slots(&tp.p, 3, 2, &n2, &b2, &s2);
+    cr_assert_eq(s1.iterations, 4);
+    cr_assert_eq(s1.rollouts, 4 * 3 * 5 + 3 * 5 + 1, "%ld rollouts", s1.rollouts);
+    cr_assert_eq(n1, n2);
+    cr_assert_eq(memcmp(w1, w2, n1 * sizeof *w1), 0, "weights depend on the thread count");
+    cr_assert_eq(b1.m.step_us, b2.m.step_us);
+    cr_assert_eq(b1.m.oom, b2.m.oom);
+    free(w1);
+    free(w2);
+    op_error err = {0};
+    trinity_config cfg = tiny_config();
+    trinity_policy *pol = trinity_policy_new(&cfg, 5, &err);
+    const op_problem *probs[1] = {&tp.p};
+    trinity_train_config tc = trinity_train_defaults();
+    tc.slots = TRINITY_MAX_SLOTS + 1;
+    cr_assert_null(trinity_trainer_new(pol, probs, 1, &tc, &err));
+    cr_assert_eq(err.code, OP_EUSAGE);
+    trinity_policy_free(pol);
+    tk_unbind(&tp);
+}
+
 /* ---------------------------------------------------------------- masks */
 
 static op_graph *constrained_graph(void)

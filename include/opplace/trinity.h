@@ -16,7 +16,9 @@
  *   trinity_reward.c    the MDPE reward (eq. 8) from a simulator result
  *   trinity_train.c     PPO (eqs. 12-15): rollouts simulated in parallel,
  *                       clipped ratio, EMA baseline, Adam, clipping, logit
- *                       noise in the first iterations, best placement kept
+ *                       noise in the first iterations, best placement kept;
+ *                       --slots rollout batches per iteration shared by MPI
+ *                       ranks (gradients all-reduced, opplace/parallel.h)
  *
  * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
  * max_devices outputs (8); devices >= nd are masked, so one weights file
@@ -219,7 +221,13 @@ typedef struct trinity_train_config {
     trinity_reward_config reward;
     node2vec_config n2v;
     const op_place_ctx *progress; /* op_progress lines; may be NULL */
+    int slots;             /* rollout batches per iteration (1), split over MPI ranks:
+                              batch b is sampled, simulated and backpropagated by rank
+                              b mod size; same seed and iterations give the same
+                              weights for any rank count (trinity_train.c) */
 } trinity_train_config;
+
+#define TRINITY_MAX_SLOTS 64
 
 trinity_train_config trinity_train_defaults(void);
 

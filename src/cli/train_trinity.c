@@ -4,18 +4,21 @@
  * the graphs with PPO (src/learn/trinity_train.c), saves the weights and
  * prints, per graph, the best placement's step time, peak communication and
  * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
- * the graphs and the cluster and dispatches here.
+ * the graphs and the cluster and dispatches here.  Under mpirun the
+ * --slots rollout batches of an iteration are shared by the ranks; only
+ * rank 0 prints and writes the weights.
  */
 #include <stdio.h>
 
 #include "cli/train_trinity.h"
+#include "opplace/parallel.h"
 #include "opplace/trinity.h"
 
 static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_config *tc,
                               op_error *err)
 {
     op_options *o = a->opts;
-    long samples, threads, epochs, groups, maxd, hidden;
+    long samples, threads, epochs, groups, maxd, hidden, slots;
     op_status st;
     if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
         (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
@@ -23,6 +26,7 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
         (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
         (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
         (st = op_options_int(o, "hidden", pc->hidden, 1, 4096, &hidden, err)) ||
+        (st = op_options_int(o, "slots", tc->slots, 1, TRINITY_MAX_SLOTS, &slots, err)) ||
         (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
         (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
                                 &tc->ppo.entropy_coef, err)) ||
@@ -45,6 +49,7 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
     pc->groups = (int)groups;
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
+    tc->slots = (int)slots;
     return OP_OK;
 }
 
@@ -88,7 +93,7 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     tc.budget_seconds = budget_seconds;
     tc.seed = seed;
     tc.n2v.seed = seed;
-    tc.progress = ctx;
+    tc.progress = op_par_rank() == 0 ? ctx : NULL;
     trinity_policy *pol = init ? trinity_policy_from_file(init, err)
                                : trinity_policy_new(&pc, seed, err);
     if (!pol)
@@ -98,9 +103,9 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
         st = err->code ? err->code : OP_ENOMEM;
     if (!st)
         st = trinity_trainer_run(t, err);
-    if (!st)
+    if (!st && op_par_rank() == 0) /* only rank 0 prints and writes */
         st = trinity_policy_save(pol, weights, err);
-    if (!st)
+    if (!st && op_par_rank() == 0)
         print_results(t, problems, graphs, n, weights);
     trinity_trainer_free(t);
     trinity_policy_free(pol);

@@ -24,6 +24,7 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64) --prior P (1)\n"         \
     "         --sched-prior S (2) --max-comm BYTES --max-mem BYTES (8 GiB each)\n"               \
     "         --alpha A --beta B --gamma C (0.5 0.3 0.2) --n2v-p P --n2v-q Q (1 1)\n"             \
-    "         --init W.bin continues training\n"
+    "         --init W.bin continues training; --slots B (1) rollout batches per\n"              \
+    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"
 
 #endif

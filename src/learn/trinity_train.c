@@ -3,26 +3,47 @@
  * networks on the MDPE reward (papers/trinity.txt, section 4.2,
  * Algorithm 1, eqs. 12-15).
  *
- * One iteration, on one problem (drawn at random when there are several):
+ * One iteration has `slots` rollout batches (1 by default); each slot
+ * draws one problem (at random when there are several) and:
  *   1. a sampling pass draws K placements: each op's group from the
  *      partition network (dropout on, its masks fixed for the iteration),
  *      then each rollout's device sequence from the schedule network, step
  *      by step; in the first noise_steps iterations the logits get uniform
  *      noise in [-noise_max, noise_max] (section 5.2: 500 steps, 0.1);
+ *      the dropout masks and the sampling draws come from the slot's own
+ *      generators, forked from the shared one;
  *   2. the K placements are simulated in parallel (one op_sim per worker,
  *      made once); worker w takes rollouts w, w+T, ..., every draw happened
  *      before in one thread, so results do not depend on the thread count;
  *   3. rewards R_k from MDPE (trinity_reward.c); advantages R_k - b with b
- *      the exponential moving average of eq. 15 (period N: decay
- *      (N-1)/(N+1)), divided by the batch's reward deviation;
- *   4. `epochs` PPO epochs: a teacher-forced pass with the same dropout
- *      masks, the clipped surrogate (eq. 14) per decision (per op for the
- *      partition, per group for the schedule; opplace/learn.h explains why
- *      the ratio is per decision), an entropy bonus, gradient clipping
- *      (norm 1.0) and an Adam step.  The two networks' losses are summed
- *      (joint optimisation).
+ *      the problem's exponential moving average of eq. 15 (period N: decay
+ *      (N-1)/(N+1); slots in order), divided by the batch's reward
+ *      deviation;
+ *   4. `epochs` PPO epochs: per slot, a teacher-forced pass with the same
+ *      dropout masks, the clipped surrogate (eq. 14) per decision (per op
+ *      for the partition, per group for the schedule; opplace/learn.h
+ *      explains why the ratio is per decision), an entropy bonus; the
+ *      slots' gradients are summed in slot order and divided by `slots`,
+ *      then gradient clipping (norm 1.0) and one Adam step.  The two
+ *      networks' losses are summed (joint optimisation).
  * The best placement ever simulated is kept: no OOM first, then the
  * highest reward (which folds in communication and memory).
+ *
+ * MPI (opplace/parallel.h, issue 9), as in sgdp_train.c: slot b belongs to
+ * rank b mod size, which alone samples, simulates and backpropagates it.
+ * Every rank draws the same problems and generators (the shared RNG
+ * advances identically), the slots' rewards, best placements and gradients
+ * are exchanged with op_par_allreduce_sum over buffers in which only the
+ * owner's entries are non-zero (so each sum is exact: x + 0), and every
+ * rank then sums the slots in the same order and takes the same Adam step:
+ * for a fixed iteration count the weights and placements are bit-identical
+ * for any rank count, given the same BLAS thread count on every rank
+ * (OpenBLAS with 1 and 2 threads differs in the last bits; mpirun binds
+ * each rank to a core, so OpenBLAS runs one thread).  Rank 0 decides when the
+ * time budget is spent and broadcasts it, so a budget-bounded run is not
+ * reproducible (nor is it with one rank).  Ranks beyond `slots` idle.  The
+ * final evaluation (trinity_trainer_evaluate) runs the same draws on every
+ * rank.
  *
  * Differences from the paper: K = 16 rollouts per update; Adam's learning
  * rate 3e-3 (SGDP's setting for the same mean-over-decisions loss) instead
@@ -39,36 +60,51 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opplace/parallel.h"
 #include "opplace/trinity.h"
 
 #define MAX_THREADS 64
+#define SHARE_METRICS 5 /* step_us, peak_comm, peak_mem, oom, reward */
 
 typedef struct task {
     const op_problem *p;
     trinity_graph tg;
-    trinity_batch batch;
+    trinity_batch batch[TRINITY_MAX_SLOTS]; /* per slot, made on the owner's first use */
     op_sim *sims[MAX_THREADS];
     op_sim_result res[MAX_THREADS];
     op_placement pls[MAX_THREADS];
     int n_res;
-    trinity_metrics *m;   /* per rollout of the current batch */
     ppo_baseline base;
     int *best;            /* device_of of the best placement */
     int have_best;
     trinity_metrics best_m;
 } task;
 
+/* One rollout batch: K rollouts of one problem. */
+typedef struct slot {
+    int task;
+    nn_rng dropout, sample; /* drawn by every rank */
+    trinity_metrics *m;     /* cap, per rollout (the owner's) */
+    double *rewards, *adv;  /* cap */
+    int *best_dev;          /* n_max: the slot's best placement */
+    trinity_metrics best_m;
+} slot;
+
 struct trinity_trainer {
     trinity_policy *pol;
     trinity_train_config cfg;
-    int threads;
+    int threads, rank, size;
     task *tasks;
-    int n_tasks;
+    int n_tasks, n_max;
     nn_arena ar;
     nn_adam adam;
     nn_rng rng;
-    double *rewards, *adv;
     int cap;
+    int n_slots;
+    slot slots[TRINITY_MAX_SLOTS];
+    size_t n_params; /* scalars in the policy */
+    double *grads;   /* slots x n_params */
+    double *share;   /* slots x (cap + SHARE_METRICS + n_max) */
     trinity_train_stats stats;
     double last_print;
     long noise_iter;  /* iterations done, for the noise schedule */
@@ -91,7 +127,7 @@ trinity_train_config trinity_train_defaults(void)
                                   .budget_seconds = 60, .threads = 0, .seed = 1,
                                   .ema_period = 9, .noise_steps = 500, .noise_max = 0.1,
                                   .reward = trinity_reward_defaults(),
-                                  .n2v = node2vec_defaults(), .progress = NULL};
+                                  .n2v = node2vec_defaults(), .progress = NULL, .slots = 1};
 }
 
 /* ---------------------------------------------------------------- tasks */
@@ -104,24 +140,21 @@ static void task_destroy(task *tk, int threads)
         op_sim_result_destroy(&tk->res[w]);
         op_placement_destroy(&tk->pls[w]);
     }
-    trinity_batch_destroy(&tk->batch);
+    for (int b = 0; b < TRINITY_MAX_SLOTS; b++)
+        trinity_batch_destroy(&tk->batch[b]);
     trinity_graph_destroy(&tk->tg);
-    free(tk->m);
     free(tk->best);
 }
 
 static op_status task_init(task *tk, const op_problem *p, const trinity_config *pc,
-                           const trinity_train_config *cfg, int threads, int cap, op_error *err)
+                           const trinity_train_config *cfg, int threads, op_error *err)
 {
     memset(tk, 0, sizeof *tk);
     tk->p = p;
     int N = cfg->ema_period > 0 ? cfg->ema_period : 1;
     ppo_baseline_init(&tk->base, (double)(N - 1) / (double)(N + 1));
     op_status st = trinity_graph_init(&tk->tg, p, pc, &cfg->n2v, err);
-    if (!st)
-        st = trinity_batch_init(&tk->batch, &tk->tg, cap, err);
-    if (!st && (!(tk->m = op_calloc((size_t)cap, sizeof *tk->m, err)) ||
-                !(tk->best = op_calloc((size_t)p->n, sizeof(int), err))))
+    if (!st && !(tk->best = op_calloc((size_t)p->n, sizeof(int), err)))
         st = OP_ENOMEM;
     for (int w = 0; !st && w < threads; w++) {
         if (!(tk->sims[w] = op_sim_new(p, err)))
@@ -137,27 +170,62 @@ static op_status task_init(task *tk, const op_problem *p, const trinity_config *
     return st;
 }
 
+/* Slot b's batch for task tk, holding t->cap rollouts. */
+static op_status task_batch(trinity_trainer *t, task *tk, int b, trinity_batch **out,
+                            op_error *err)
+{
+    trinity_batch *bt = &tk->batch[b];
+    if (bt->cap < t->cap) {
+        trinity_batch_destroy(bt);
+        op_status st = trinity_batch_init(bt, &tk->tg, t->cap, err);
+        if (st)
+            return st;
+    }
+    *out = bt;
+    return OP_OK;
+}
+
+static void slot_free(slot *s)
+{
+    free(s->m), free(s->rewards), free(s->adv), free(s->best_dev);
+    memset(s, 0, sizeof *s);
+}
+
+static size_t share_stride(const trinity_trainer *t)
+{
+    return (size_t)t->cap + SHARE_METRICS + (size_t)t->n_max;
+}
+
 static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
 {
     if (k <= t->cap)
         return OP_OK;
-    free(t->rewards);
-    free(t->adv);
-    t->rewards = op_calloc((size_t)k, sizeof(double), err);
-    t->adv = op_calloc((size_t)k, sizeof(double), err);
-    if (!t->rewards || !t->adv)
-        return OP_ENOMEM;
-    for (int i = 0; i < t->n_tasks; i++) {
-        task *tk = &t->tasks[i];
-        trinity_batch_destroy(&tk->batch);
-        free(tk->m);
-        tk->m = op_calloc((size_t)k, sizeof *tk->m, err);
-        op_status st = trinity_batch_init(&tk->batch, &tk->tg, k, err);
-        if (st || !tk->m)
-            return st ? st : OP_ENOMEM;
+    t->cap = 0;
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        slot_free(s);
+        s->m = op_calloc((size_t)k, sizeof *s->m, err);
+        s->rewards = op_calloc((size_t)k, sizeof(double), err);
+        s->adv = op_calloc((size_t)k, sizeof(double), err);
+        s->best_dev = op_calloc((size_t)t->n_max, sizeof(int), err);
+        if (!s->m || !s->rewards || !s->adv || !s->best_dev)
+            return OP_ENOMEM;
     }
-    t->cap = k;
+    t->cap = k; /* batches grow on their next use (task_batch) */
+    free(t->share);
+    if (!(t->share = op_calloc(share_stride(t) * (size_t)t->n_slots, sizeof *t->share, err))) {
+        t->cap = 0;
+        return OP_ENOMEM;
+    }
     return OP_OK;
+}
+
+static size_t count_params(nn_params *ps)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < ps->count; i++)
+        n += (size_t)ps->items[i]->grad.rows * (size_t)ps->items[i]->grad.cols;
+    return n;
 }
 
 trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *const *problems,
@@ -167,29 +235,42 @@ trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *cons
         op_fail(err, OP_EUSAGE, "trinity: need a graph, samples >= 1 and epochs >= 1");
         return NULL;
     }
+    if (cfg->slots < 1 || cfg->slots > TRINITY_MAX_SLOTS) {
+        op_fail(err, OP_EUSAGE, "trinity: rollout batches per iteration must lie in [1, %d]",
+                TRINITY_MAX_SLOTS);
+        return NULL;
+    }
     trinity_trainer *t = op_calloc(1, sizeof *t, err);
     if (!t)
         return NULL;
     double t0 = now_seconds();
     t->pol = pol;
     t->cfg = *cfg;
+    t->rank = op_par_rank();
+    t->size = op_par_size();
+    t->n_slots = cfg->slots;
     long online = sysconf(_SC_NPROCESSORS_ONLN);
-    t->threads = cfg->threads > 0 ? cfg->threads : (online > 0 ? (int)online : 1);
+    int per_rank = online > 0 ? (int)(online / t->size) : 1;
+    t->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
     if (t->threads > MAX_THREADS)
         t->threads = MAX_THREADS;
     t->adam = nn_adam_defaults(cfg->ppo.lr);
     nn_rng_seed(&t->rng, cfg->seed);
-    t->cap = cfg->samples + 1;
+    t->n_params = count_params(trinity_policy_params(pol));
     op_status st = nn_arena_init(&t->ar, (size_t)1 << 22, err);
-    if (!st && (!(t->rewards = op_calloc((size_t)t->cap, sizeof(double), err)) ||
-                !(t->adv = op_calloc((size_t)t->cap, sizeof(double), err)) ||
-                !(t->tasks = op_calloc((size_t)n, sizeof *t->tasks, err))))
+    if (!st && !(t->tasks = op_calloc((size_t)n, sizeof *t->tasks, err)))
         st = OP_ENOMEM;
     for (int i = 0; !st && i < n; i++) {
         st = task_init(&t->tasks[i], problems[i], trinity_policy_config(pol), cfg, t->threads,
-                       t->cap, err);
+                       err);
         t->n_tasks = i + 1;
+        if (problems[i]->n > t->n_max)
+            t->n_max = problems[i]->n;
     }
+    if (!st && !(t->grads = op_calloc((size_t)t->n_slots * t->n_params, sizeof *t->grads, err)))
+        st = OP_ENOMEM;
+    if (!st)
+        st = ensure_capacity(t, cfg->samples + 1, err);
     if (st) {
         trinity_trainer_free(t);
         return NULL;
@@ -206,8 +287,10 @@ void trinity_trainer_free(trinity_trainer *t)
         task_destroy(&t->tasks[i], t->threads);
     free(t->tasks);
     nn_arena_destroy(&t->ar);
-    free(t->rewards);
-    free(t->adv);
+    for (int b = 0; b < t->n_slots; b++)
+        slot_free(&t->slots[b]);
+    free(t->grads);
+    free(t->share);
     free(t);
 }
 
@@ -216,6 +299,8 @@ void trinity_trainer_free(trinity_trainer *t)
 typedef struct worker {
     trinity_trainer *t;
     task *tk;
+    const trinity_batch *batch;
+    trinity_metrics *m;
     int k, id;
     op_status st;
     op_error err;
@@ -228,23 +313,24 @@ static void *worker_main(void *arg)
     op_placement *pl = &tk->pls[w->id];
     op_sim_result *r = &tk->res[w->id];
     for (int k = w->id; k < w->k && !w->st; k += w->t->threads) {
-        trinity_batch_placement(&tk->tg, &tk->batch, k, pl->device_of);
+        trinity_batch_placement(&tk->tg, w->batch, k, pl->device_of);
         w->st = op_sim_run(tk->sims[w->id], pl, r, NULL, &w->err);
         if (!w->st)
-            tk->m[k] = trinity_measure(tk->p, r, &w->t->cfg.reward);
+            w->m[k] = trinity_measure(tk->p, r, &w->t->cfg.reward);
     }
     return NULL;
 }
 
-/* Simulate rollouts 0..k-1 of the task's batch into tk->m. */
-static op_status simulate(trinity_trainer *t, task *tk, int k, op_error *err)
+/* Simulate rollouts 0..k-1 of the batch into m. */
+static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *batch,
+                          trinity_metrics *m, int k, op_error *err)
 {
     double t0 = now_seconds();
     int nthreads = t->threads < k ? t->threads : k;
     worker ws[MAX_THREADS];
     pthread_t tids[MAX_THREADS];
     for (int w = 0; w < t->threads; w++)
-        ws[w] = (worker){.t = t, .tk = tk, .k = k, .id = w};
+        ws[w] = (worker){.t = t, .tk = tk, .batch = batch, .m = m, .k = k, .id = w};
     int started = 1;
     for (int w = 1; w < nthreads; w++, started++)
         if (pthread_create(&tids[w], NULL, worker_main, &ws[w]) != 0)
@@ -262,7 +348,6 @@ static op_status simulate(trinity_trainer *t, task *tk, int k, op_error *err)
             return ws[w].st;
         }
     t->stats.sim_seconds += now_seconds() - t0;
-    t->stats.rollouts += k;
     return OP_OK;
 }
 
@@ -271,38 +356,128 @@ static int better(const trinity_metrics *a, const trinity_metrics *b)
     return a->oom != b->oom ? a->oom < b->oom : a->reward > b->reward;
 }
 
-static void record_best(task *tk, int k)
+/* The slot's best rollout (of k) into s->best_dev and s->best_m. */
+static void slot_best(const task *tk, const trinity_batch *batch, slot *s, int k)
 {
     int best_k = 0;
     for (int j = 1; j < k; j++)
-        if (better(&tk->m[j], &tk->m[best_k]))
+        if (better(&s->m[j], &s->m[best_k]))
             best_k = j;
-    if (tk->have_best && !better(&tk->m[best_k], &tk->best_m))
+    trinity_batch_placement(&tk->tg, batch, best_k, s->best_dev);
+    s->best_m = s->m[best_k];
+}
+
+/* The task's best-ever record, from a slot's best. */
+static void keep_best(task *tk, const slot *s)
+{
+    if (tk->have_best && !better(&s->best_m, &tk->best_m))
         return;
-    trinity_batch_placement(&tk->tg, &tk->batch, best_k, tk->best);
-    tk->best_m = tk->m[best_k];
+    memcpy(tk->best, s->best_dev, (size_t)tk->p->n * sizeof *tk->best);
+    tk->best_m = s->best_m;
     tk->have_best = 1;
+}
+
+/* ---------------------------------------------------------- MPI shares */
+
+/* Owners write their slots' rewards and best placements into the share
+ * buffer (others' entries stay 0), one exact all-reduce, and every rank
+ * reads them back. */
+static op_status exchange_results(trinity_trainer *t, int k, op_error *err)
+{
+    if (t->size == 1)
+        return OP_OK;
+    size_t stride = share_stride(t);
+    memset(t->share, 0, stride * (size_t)t->n_slots * sizeof *t->share);
+    for (int b = t->rank; b < t->n_slots; b += t->size) {
+        const slot *s = &t->slots[b];
+        double *sh = t->share + (size_t)b * stride, *mt = sh + t->cap;
+        memcpy(sh, s->rewards, (size_t)k * sizeof *sh);
+        mt[0] = s->best_m.step_us;
+        mt[1] = (double)s->best_m.peak_comm; /* exact below 2^53 bytes */
+        mt[2] = (double)s->best_m.peak_mem;
+        mt[3] = s->best_m.oom;
+        mt[4] = s->best_m.reward;
+        for (int i = 0; i < t->tasks[s->task].p->n; i++)
+            mt[SHARE_METRICS + i] = s->best_dev[i];
+    }
+    op_status st = op_par_allreduce_sum(t->share, (int)(stride * (size_t)t->n_slots), err);
+    if (st)
+        return st;
+    for (int b = 0; b < t->n_slots; b++) {
+        if (b % t->size == t->rank)
+            continue;
+        slot *s = &t->slots[b];
+        const double *sh = t->share + (size_t)b * stride, *mt = sh + t->cap;
+        memcpy(s->rewards, sh, (size_t)k * sizeof *sh);
+        s->best_m = (trinity_metrics){.step_us = mt[0], .peak_comm = (int64_t)mt[1],
+                                      .peak_mem = (int64_t)mt[2], .oom = (int)mt[3],
+                                      .reward = mt[4]};
+        for (int i = 0; i < t->tasks[s->task].p->n; i++)
+            s->best_dev[i] = (int)mt[SHARE_METRICS + i];
+    }
+    return OP_OK;
+}
+
+static void save_gradient(trinity_trainer *t, int b)
+{
+    nn_params *ps = trinity_policy_params(t->pol);
+    double *dst = t->grads + (size_t)b * t->n_params;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_tensor *g = &ps->items[i]->grad;
+        size_t len = (size_t)g->rows * (size_t)g->cols;
+        memcpy(dst, g->data, len * sizeof *dst);
+        dst += len;
+    }
+}
+
+/* Sum the slots' gradients (slots x n_params, owners' rows filled) in slot
+ * order into the parameters' grads, divided by the slot count. */
+static op_status reduce_gradients(trinity_trainer *t, op_error *err)
+{
+    nn_params *ps = trinity_policy_params(t->pol);
+    size_t P = t->n_params;
+    if (t->size > 1) {
+        for (int b = 0; b < t->n_slots; b++)
+            if (b % t->size != t->rank)
+                memset(t->grads + (size_t)b * P, 0, P * sizeof *t->grads);
+        op_status st = op_par_allreduce_sum(t->grads, (int)(P * (size_t)t->n_slots), err);
+        if (st)
+            return st;
+    }
+    size_t off = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_tensor *g = &ps->items[i]->grad;
+        size_t len = (size_t)g->rows * (size_t)g->cols;
+        for (size_t j = 0; j < len; j++) {
+            double sum = t->grads[off + j];
+            for (int b = 1; b < t->n_slots; b++)
+                sum += t->grads[(size_t)b * P + off + j];
+            g->data[j] = t->n_slots > 1 ? sum / t->n_slots : sum;
+        }
+        off += len;
+    }
+    return OP_OK;
 }
 
 /* ---------------------------------------------------------- PPO update */
 
 /* Partition loss over all rollouts, schedule loss per rollout (its rows of
  * logp_sched are its own), both means over decisions; adds into dlogp. */
-static void ppo_loss(const trinity_trainer *t, const task *tk, int k, const nn_tensor *lp_part,
+static void ppo_loss(const trinity_trainer *t, const task *tk, const trinity_batch *b,
+                     const double *adv, int k, const nn_tensor *lp_part,
                      const nn_tensor *lp_sched, nn_tensor *d_part, nn_tensor *d_sched,
                      ppo_stats *out)
 {
-    const trinity_batch *b = &tk->batch;
     int G = b->groups;
     ppo_stats sp = {0};
-    ppo_factored_loss(&t->cfg.ppo, lp_part, b->group, b->old_part, t->adv, k, tk->tg.decides,
+    ppo_factored_loss(&t->cfg.ppo, lp_part, b->group, b->old_part, adv, k, tk->tg.decides,
                       d_part, &sp);
     ppo_config one = t->cfg.ppo;
     one.entropy_coef /= k;
     double ent = 0.0;
     for (int r = 0; r < k; r++) {
         nn_tensor lp = nn_tensor_rows(lp_sched, r * G, G), dl = nn_tensor_rows(d_sched, r * G, G);
-        double a = t->adv[r] / k;
+        double a = adv[r] / k;
         ppo_stats s = {0};
         ppo_factored_loss(&one, &lp, b->device + (size_t)r * G, b->old_sched + (size_t)r * G, &a,
                           1, b->gdecides + (size_t)r * G, &dl, &s);
@@ -313,25 +488,44 @@ static void ppo_loss(const trinity_trainer *t, const task *tk, int k, const nn_t
     *out = sp;
 }
 
-static op_status ppo_update(trinity_trainer *t, task *tk, int k, nn_rng dropout_rng,
-                            ppo_stats *stats, op_error *err)
+/* Slot b's loss gradient into the parameters' grads (zeroed first). */
+static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stats,
+                               op_error *err)
+{
+    slot *s = &t->slots[b];
+    task *tk = &t->tasks[s->task];
+    trinity_batch *batch;
+    trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 0};
+    nn_tensor lp_part, lp_sched, d_part, d_sched;
+    trinity_pass *pass;
+    nn_arena_reset(&t->ar);
+    op_status st;
+    if ((st = task_batch(t, tk, b, &batch, err)) ||
+        (st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, batch, k, &run, &lp_part,
+                                     &lp_sched, &pass, err)) ||
+        (st = nn_arena_tensor(&t->ar, lp_part.rows, lp_part.cols, &d_part, err)) ||
+        (st = nn_arena_tensor(&t->ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
+        return st;
+    nn_params_zero_grad(trinity_policy_params(t->pol));
+    ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats);
+    return trinity_policy_backward(t->pol, &t->ar, &tk->tg, batch, pass, &d_part, &d_sched,
+                                   err);
+}
+
+/* `epochs` PPO epochs over every slot, each one Adam step. */
+static op_status ppo_update(trinity_trainer *t, int k, ppo_stats *stats, op_error *err)
 {
     nn_params *ps = trinity_policy_params(t->pol);
-    trinity_run run = {.training = 1, .dropout_rng = dropout_rng, .sample = 0};
+    int alone = t->size == 1 && t->n_slots == 1; /* the grads are already in place */
     for (int e = 0; e < t->cfg.ppo.epochs; e++) {
-        nn_arena_reset(&t->ar);
-        nn_tensor lp_part, lp_sched, d_part, d_sched;
-        trinity_pass *pass;
         op_status st;
-        if ((st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, &tk->batch, k, &run, &lp_part,
-                                         &lp_sched, &pass, err)) ||
-            (st = nn_arena_tensor(&t->ar, lp_part.rows, lp_part.cols, &d_part, err)) ||
-            (st = nn_arena_tensor(&t->ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
-            return st;
-        nn_params_zero_grad(ps);
-        ppo_loss(t, tk, k, &lp_part, &lp_sched, &d_part, &d_sched, stats);
-        if ((st = trinity_policy_backward(t->pol, &t->ar, &tk->tg, &tk->batch, pass, &d_part,
-                                          &d_sched, err)))
+        for (int b = t->rank; b < t->n_slots; b += t->size) {
+            if ((st = slot_gradient(t, b, k, stats, err)))
+                return st;
+            if (!alone)
+                save_gradient(t, b);
+        }
+        if (!alone && (st = reduce_gradients(t, err)))
             return st;
         nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
         nn_adam_step(&t->adam, ps);
@@ -343,7 +537,7 @@ static void report(trinity_trainer *t, const task *tk, const ppo_stats *s, doubl
                    int last)
 {
     double now = now_seconds();
-    if (!t->cfg.progress || (!last && now - t->last_print < 1.0))
+    if (!t->cfg.progress || t->rank != 0 || (!last && now - t->last_print < 1.0))
         return;
     t->last_print = now;
     const trinity_metrics *b = &tk->best_m;
@@ -357,44 +551,67 @@ static void report(trinity_trainer *t, const task *tk, const ppo_stats *s, doubl
                 t->stats.seconds > 0 ? (double)t->stats.rollouts / t->stats.seconds : 0.0);
 }
 
-/* Sampling pass + simulation + best record for k rollouts of task tk. */
-static op_status sample_and_score(trinity_trainer *t, task *tk, int k, const trinity_run *run,
+/* Sampling pass + simulation + the slot's best for k rollouts of slot b
+ * (in batch b of the slot's task). */
+static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinity_run *run,
                                   op_error *err)
 {
+    slot *s = &t->slots[b];
+    task *tk = &t->tasks[s->task];
+    trinity_batch *batch;
     nn_arena_reset(&t->ar);
-    op_status st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, &tk->batch, k, run, NULL,
-                                          NULL, NULL, err);
+    op_status st = task_batch(t, tk, b, &batch, err);
     if (!st)
-        st = simulate(t, tk, k, err);
+        st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, batch, k, run, NULL, NULL, NULL,
+                                    err);
     if (!st)
-        record_best(tk, k);
+        st = simulate(t, tk, batch, s->m, k, err);
+    if (!st)
+        slot_best(tk, batch, s, k);
     return st;
 }
 
 static op_status iterate(trinity_trainer *t, op_error *err)
 {
-    int i = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
-    task *tk = &t->tasks[i];
     int k = t->cfg.samples;
-    nn_rng dropout_rng = nn_rng_fork(&t->rng, 1);
-    trinity_run run = {.training = 1, .dropout_rng = dropout_rng, .sample = 1, .rng = &t->rng,
-                       .noise = t->noise_iter < t->cfg.noise_steps ? t->cfg.noise_max : 0.0};
-    op_status st = sample_and_score(t, tk, k, &run, err);
-    if (st)
+    /* every rank draws every slot's problem and generators */
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        s->task = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
+        s->dropout = nn_rng_fork(&t->rng, 1);
+        s->sample = nn_rng_fork(&t->rng, 2);
+    }
+    double noise = t->noise_iter < t->cfg.noise_steps ? t->cfg.noise_max : 0.0;
+    op_status st;
+    for (int b = t->rank; b < t->n_slots; b += t->size) {
+        slot *s = &t->slots[b];
+        nn_rng draws = s->sample;
+        trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 1,
+                           .rng = &draws, .noise = noise};
+        if ((st = sample_and_score(t, b, k, &run, err)))
+            return st;
+        for (int j = 0; j < k; j++)
+            s->rewards[j] = s->m[j].oom ? s->m[j].reward - 1.0 : s->m[j].reward;
+    }
+    if ((st = exchange_results(t, k, err)))
         return st;
     double mean_r = 0.0;
-    for (int j = 0; j < k; j++) {
-        t->rewards[j] = tk->m[j].oom ? tk->m[j].reward - 1.0 : tk->m[j].reward;
-        mean_r += t->rewards[j] / k;
+    for (int b = 0; b < t->n_slots; b++) {
+        slot *s = &t->slots[b];
+        task *tk = &t->tasks[s->task];
+        ppo_advantages(&tk->base, s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
+        keep_best(tk, s);
+        for (int j = 0; j < k; j++)
+            mean_r += s->rewards[j] / ((double)k * t->n_slots);
     }
-    ppo_advantages(&tk->base, t->rewards, k, t->cfg.ppo.normalize_adv, t->adv);
-    ppo_stats s = {0};
-    if ((st = ppo_update(t, tk, k, dropout_rng, &s, err)))
+    t->stats.rollouts += (long)t->n_slots * k;
+    ppo_stats ps = {0};
+    if ((st = ppo_update(t, k, &ps, err)))
         return st;
     t->noise_iter++;
     t->stats.iterations++;
     t->stats.last_mean_reward = mean_r;
-    report(t, tk, &s, mean_r, 0);
+    report(t, &t->tasks[t->slots[0].task], &ps, mean_r, 0);
     return OP_OK;
 }
 
@@ -407,11 +624,10 @@ op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
     op_status st = OP_OK;
     while (!st) {
         long done = t->stats.iterations - start;
-        if (t->cfg.iterations > 0 && done >= t->cfg.iterations)
-            break;
-        if (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds)
-            break;
-        if (op_interrupted())
+        int stop = (t->cfg.iterations > 0 && done >= t->cfg.iterations) ||
+                   (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds) ||
+                   op_interrupted();
+        if ((st = op_par_bcast(&stop, sizeof stop, 0, err)) || stop)
             break;
         st = iterate(t, err);
         t->stats.seconds = base_seconds + now_seconds() - t0;
@@ -431,8 +647,13 @@ op_status trinity_trainer_evaluate(trinity_trainer *t, int i, int samples, op_er
     op_status st = ensure_capacity(t, samples + 1, err);
     if (st)
         return st;
+    /* every rank runs the same draws with slot 0's buffers */
+    t->slots[0].task = i;
     trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->rng};
-    st = sample_and_score(t, &t->tasks[i], samples + 1, &run, err);
+    st = sample_and_score(t, 0, samples + 1, &run, err);
+    if (!st)
+        keep_best(&t->tasks[i], &t->slots[0]);
+    t->stats.rollouts += samples + 1;
     t->stats.seconds += now_seconds() - t0;
     return st;
 }

@@ -17,9 +17,12 @@
  * block priors, opplace/trinity.h) for new policies only, --max-comm BYTES and --max-mem BYTES
  * (the user's tolerances C^ and M^ of eqs. 6-7, default 8 GiB each),
  * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
- * (Node2vec return and in-out parameters), --save-weights FILE.  --seed
- * makes a run with a fixed --iterations reproducible.  Eligibility, pins
- * and colocation are enforced by the policy's masks (opplace/trinity.h);
+ * (Node2vec return and in-out parameters), --save-weights FILE, --slots B
+ * (1; rollout batches per iteration, shared by MPI ranks under mpirun).
+ * --seed makes a run with a fixed --iterations reproducible, for any rank
+ * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
+ * MPI).  Eligibility, pins and colocation are enforced by the policy's
+ * masks (opplace/trinity.h);
  * if the best placement runs out of memory the placer returns
  * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
  * runtime, peak communication and peak memory as the paper's Table 4.
@@ -27,12 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/parallel.h"
 #include "opplace/trinity.h"
 #include "placers/placer_util.h"
 
 typedef struct trinity_opts {
     const char *weights, *save;
-    long finetune, iterations, samples, threads, epochs, groups;
+    long finetune, iterations, samples, threads, epochs, groups, slots;
     double lr, entropy, p, q, prior, sched_prior;
     trinity_reward_config reward;
 } trinity_opts;
@@ -51,6 +55,7 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
         (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
         (st = op_options_int(o, "groups", pc.groups, 1, 4096, &s->groups, err)) ||
+        (st = op_options_int(o, "slots", d.slots, 1, TRINITY_MAX_SLOTS, &s->slots, err)) ||
         (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
         (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
         (st = op_options_double(o, "prior", pc.prior, 0, 1e3, &s->prior, err)) ||
@@ -98,7 +103,8 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
     tc.n2v.p = s->p;
     tc.n2v.q = s->q;
     tc.n2v.seed = ctx->seed;
-    tc.progress = ctx;
+    tc.progress = op_par_rank() == 0 ? ctx : NULL;
+    tc.slots = (int)s->slots;
     if (s->weights) {
         tc.iterations = s->finetune;
         tc.budget_seconds = ctx->budget_seconds;
@@ -124,7 +130,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         st = trinity_trainer_run(t, err);
     if (!st)
         st = trinity_trainer_evaluate(t, 0, (int)s->samples, err);
-    if (!st && training && s->save)
+    if (!st && training && s->save && op_par_rank() == 0)
         st = trinity_policy_save(pol, s->save, err);
     if (!st) {
         trinity_best b = trinity_trainer_best(t, 0);
