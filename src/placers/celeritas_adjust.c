@@ -27,7 +27,7 @@
  *    op's own inputs do not queue behind each other in its EST (they do
  *    once committed).  On high-CCR graphs over PCIe the contention-free
  *    plan was off by up to 10x from the simulator;
- *  - memory as in celeritas_place.h (received tensors are charged too);
+ *  - memory: placer_mem.h's liveness estimate (celeritas_place.h);
  *  - colocation: an op whose group is already placed may only use that
  *    device; ties in EST go to the smaller device index.
  * The planned start times are returned in start_us so the caller may hand
@@ -190,7 +190,7 @@ static double back_cost(const cel_pass *ps, int v, int from, int to)
 }
 
 /* Algorithm 2 lines 6-18 for one op: the chosen device. */
-static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
+static int choose_device(cel_pass *ps, cel_memory *m, const timeline *t,
                          const timeline *ch, const xfer_book *xb, const double *fin, int v,
                          int prev, double *est)
 {
@@ -198,8 +198,7 @@ static int choose_device(cel_pass *ps, const cel_memory *m, const timeline *t,
     int d1 = -1;
     for (int d = 0; d < p->nd; d++) {
         est[d] = INFINITY;
-        if (cel_memory_allowed(m, v, d) &&
-            cel_memory_charge(m, ps->device_of, v, d) <= m->avail[d])
+        if (cel_memory_allowed(m, v, d) && cel_memory_fits(m, ps->device_of, v, d))
             est[d] = comp_est(ps, t, ch, xb, fin, v, d);
         if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
             d1 = d;
@@ -232,7 +231,7 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     xfer_book xb = {op_malloc((n_arrive + 1) * sizeof *xb.arrive, err),
                     op_malloc((n_arrive + 1) * sizeof *xb.sent, err)};
     op_status st = !fin || !est || !xb.arrive || !xb.sent ? OP_ENOMEM
-                                                          : cel_memory_init(&m, p, ps->mem, ps->edge_bytes, err);
+                                                          : cel_memory_init(&m, ps, err);
     if (st) {
         free(fin);
         free(est);

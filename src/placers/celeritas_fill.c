@@ -20,13 +20,12 @@
 #include "placers/celeritas_place.h"
 
 /* First allowed device with room, scanning cur..nd-1 then 0..cur-1. */
-static int first_with_room(const cel_memory *m, const int *device_of, int v, int cur)
+static int first_with_room(cel_memory *m, const int *device_of, int v, int cur)
 {
     int nd = m->p->nd;
     for (int s = 0; s < nd; s++) {
         int d = (cur + s) % nd;
-        if (cel_memory_allowed(m, v, d) &&
-            cel_memory_charge(m, device_of, v, d) <= m->avail[d])
+        if (cel_memory_allowed(m, v, d) && cel_memory_fits(m, device_of, v, d))
             return d;
     }
     return -1;
@@ -36,7 +35,7 @@ op_status cel_place_sequential(cel_pass *ps, op_error *err)
 {
     const op_problem *p = ps->p;
     cel_memory m;
-    op_status st = cel_memory_init(&m, p, ps->mem, ps->edge_bytes, err);
+    op_status st = cel_memory_init(&m, ps, err);
     if (st)
         return st;
     for (int v = 0; v < p->n; v++)
