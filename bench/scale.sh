@@ -42,6 +42,27 @@ for model in transformer nasnet gnmt; do
 done
 
 echo
+echo "### auto with two refinement streams on 1 and 2 MPI ranks (300 candidates each, no ILP)"
+echo
+echo "| model | ops | ranks | wall s | step time ms | winner |"
+echo "|---|---|---|---|---|---|"
+for model in gnmt transformer_xl; do
+  "$bin" zoo "$model" -o "$tmp/$model.json"
+  ops=$("$bin" info "$tmp/$model.json" --json | sed 's/.*"ops": \([0-9]*\).*/\1/')
+  for np in 1 2; do
+    start=$(date +%s.%N)
+    out=$(ASAN_OPTIONS=detect_leaks=0 "${mpi[@]}" -np "$np" "$bin" place "$tmp/$model.json" \
+          --preset v100-pcie --gpus 4 --algo auto --no-ilp --refine-streams 2 --refine-iters 300 \
+          --seed 1 --best-effort 2>/dev/null)
+    end=$(date +%s.%N)
+    step=$(echo "$out" | sed -n 's/^step time *\([0-9.]*\) \(m\?s\).*/\1 \2/p')
+    algo=$(echo "$out" | sed -n 's/^algorithm *//p')
+    wall=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+    printf '| %s | %s | %s | %s | %s | %s |\n' "$model" "$ops" "$np" "$wall" "$step" "$algo"
+  done
+done
+
+echo
 echo "### auto on a 1,000,000-op synthetic graph (4 x v100-nvlink, --budget-seconds 120)"
 echo
 "$bin" zoo synthetic --ops 1000000 --width 64 -o "$tmp/g1m.json"

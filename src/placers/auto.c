@@ -6,7 +6,9 @@
  * time they have.
  *
  * Options: --budget-seconds B (default 10): total time; refinement gets
- * what the portfolio leaves, split with Pesto when B >= 60 s.
+ * what the portfolio leaves, split with Pesto when B >= 60 s.  The portfolio
+ * runs every fast placer unless the budget runs out first (only on graphs of
+ * hundreds of thousands of ops): then the remaining placers are skipped.
  * --no-refine, --no-ilp switch stages off.  The placement's algorithm name
  * records the winner, e.g. "auto:celeritas+refine".
  *
@@ -153,10 +155,10 @@ static op_status elect(candidate *best, double index, op_error *err)
     return OP_OK;
 }
 
-static op_status run_portfolio(const op_place_ctx *ctx, op_sim *sim, op_sim_result *r,
-                               candidate *best, op_error *err)
+static op_status run_portfolio(const op_place_ctx *ctx, double deadline, op_sim *sim,
+                               op_sim_result *r, candidate *best, op_error *err)
 {
-    int n, k = 0, P = op_par_size(), me = op_par_rank();
+    int n, k = 0, P = op_par_size(), me = op_par_rank(), skipped = 0;
     const op_placer *const *all = op_placers(&n);
     double best_index = INFINITY;
     for (int i = 0; i < n && !op_interrupted(); i++) {
@@ -164,6 +166,10 @@ static op_status run_portfolio(const op_place_ctx *ctx, op_sim *sim, op_sim_resu
             continue;
         if (k++ % P != me)
             continue;
+        if (best->have && seconds_now() > deadline) { /* huge graphs: keep the budget */
+            skipped++;
+            continue;
+        }
         double before = best->have ? best->step : INFINITY, over_before = best->over;
         op_status st = try_placer(ctx, all[i], sim, r, best, err);
         if (st)
@@ -171,6 +177,8 @@ static op_status run_portfolio(const op_place_ctx *ctx, op_sim *sim, op_sim_resu
         if (best->step != before || best->over != over_before)
             best_index = i;
     }
+    if (skipped)
+        op_progress(ctx, "auto: budget spent, %d placer(s) skipped on this rank", skipped);
     op_status st = elect(best, best_index, err);
     if (st)
         return st;
@@ -228,7 +236,9 @@ static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, o
                          candidate *best, op_error *err)
 {
     const op_placer *pesto = op_placer_find("pesto");
-    if (!pesto || seconds < 20)
+    /* the ILP helps on coarse graphs of tens of ops; on huge graphs its
+     * coarsening alone would spend the budget */
+    if (!pesto || seconds < 20 || ctx->p->n > 100000)
         return OP_OK;
     char limit[32];
     snprintf(limit, sizeof limit, "%.0f", seconds);
@@ -237,6 +247,10 @@ static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, o
     if (!sub.opts)
         return OP_ENOMEM;
     op_options_set(sub.opts, "time-limit", limit, err);
+    /* the portfolio already ran: warm-start from its winner, no second auto */
+    op_options_set(sub.opts, "auto-seconds", "0", err);
+    if (op_placer_find(best->name))
+        op_options_set(sub.opts, "warm-start", best->name, err);
     char before[96];
     snprintf(before, sizeof before, "%s", best->name);
     op_status st = try_placer(&sub, pesto, sim, r, best, err);
@@ -262,7 +276,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     op_sim *sim = op_sim_new(p, err);
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
     if (!st)
-        st = run_portfolio(ctx, sim, &r, &best, err);
+        st = run_portfolio(ctx, t0 + budget, sim, &r, &best, err);
     double left = budget - (seconds_now() - t0);
     if (!st && ilp && budget >= 60 && left > 0) {
         st = run_ilp(ctx, left * 0.5, sim, &r, &best, err);
