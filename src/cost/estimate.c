@@ -46,9 +46,10 @@ static op_status fit_bytes(fit_ctx *f, int v, const int64_t *(*field)(const op_g
     int n = f->prof[0]->n_ops;
     for (int k = 0; k < f->np; k++)
         f->y[k] = (double)field(f->prof[k])[f->index[(size_t)k * n + v]];
-    double e;
+    double e = 0;
     op_status st = fit_at(f, &e, err);
-    *out = round_bytes(e);
+    if (!st)
+        *out = round_bytes(e);
     return st;
 }
 
