@@ -32,6 +32,9 @@
  * count the weights and placements are bit-identical for any rank count
  * (given a deterministic BLAS; see bench/RESULTS.md).  Rank 0 decides when
  * the time budget is spent and broadcasts it.  Ranks beyond `slots` idle.
+ * These mechanics (worker threads, simulators per worker, the exchanges,
+ * the gradient rows, the stop decision) live in rollout_common.c, shared
+ * with trinity_train.c; this file keeps what is SGDP's own.
  *
  * BEYOND THE PAPER, when cfg->heuristics is set (sgdp_warm.c): a reference
  * placement per problem, decision units of fused ops split by it, and with
@@ -50,27 +53,21 @@
 #include "opplace/sgdp.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "opplace/parallel.h"
 #include "opplace/simulate.h"
+#include "rollout_common.h"
 
-#define MAX_THREADS 64
 #define MAX_SLOTS 64
 #define CLONE_LR_SCALE 3.0 /* cloning is supervised: a larger step is safe */
 
 typedef struct task {
     const op_problem *p;
     sgdp_graph sg;
-    op_sim *sims[MAX_THREADS];
-    op_sim_result res[MAX_THREADS];
-    op_placement pls[MAX_THREADS];
-    int n_res; /* results and placements initialised */
+    rl_sims sim; /* one simulator per worker thread */
     ppo_baseline base;
     op_placement best;
     int have_best, best_oom;
@@ -97,28 +94,15 @@ typedef struct slot {
 struct sgdp_trainer {
     sgdp_policy *pol;
     sgdp_train_config cfg;
-    int threads, rank, size;
+    rl_core c; /* threads, ranks, arena, Adam, RNG, gradient rows; share:
+                  slots x (cap + 2 + n_max): rewards, best step, oom, actions */
     task *tasks;
     int n_tasks;
-    nn_arena ar;
-    nn_adam adam;
-    nn_rng rng;
     int cap, n_max; /* slot buffers hold cap rollouts of n_max rows */
-    int n_slots;
     slot slots[MAX_SLOTS];
-    size_t n_params;   /* scalars in the policy */
-    double *grads;     /* slots x n_params */
-    double *share;     /* slots x (cap + 2 + n_max): rewards, best step, oom, actions */
     sgdp_train_stats stats;
     double last_print;
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 sgdp_train_config sgdp_train_defaults(void)
 {
@@ -129,14 +113,9 @@ sgdp_train_config sgdp_train_defaults(void)
                                .clone_fraction = 0.3, .slots = 1};
 }
 
-static void task_destroy(task *tk, int threads)
+static void task_destroy(task *tk)
 {
-    for (int w = 0; w < threads; w++)
-        op_sim_free(tk->sims[w]);
-    for (int w = 0; w < tk->n_res; w++) {
-        op_sim_result_destroy(&tk->res[w]);
-        op_placement_destroy(&tk->pls[w]);
-    }
+    rl_sims_destroy(&tk->sim);
     if (tk->have_best)
         op_placement_destroy(&tk->best);
     free(tk->ref_row);
@@ -189,19 +168,10 @@ static op_status task_init(task *tk, const op_problem *p, const sgdp_config *pc,
     tk->p = p;
     ppo_baseline_init(&tk->base, cfg->ppo.baseline_decay);
     op_status st = sgdp_graph_init(&tk->sg, p, pc->max_devices, pc->gs_knn, err);
+    if (!st)
+        st = rl_sims_init(&tk->sim, p, threads, err);
     if (st)
         return st;
-    for (int w = 0; w < threads; w++) {
-        if (!(tk->sims[w] = op_sim_new(p, err)))
-            return err && err->code ? err->code : OP_ENOMEM;
-        if ((st = op_sim_result_init(&tk->res[w], p, err)))
-            return st;
-        if ((st = op_placement_init(&tk->pls[w], p->n, p->nd, err))) {
-            op_sim_result_destroy(&tk->res[w]);
-            return st;
-        }
-        tk->n_res = w + 1;
-    }
     if (cfg->heuristics && *cfg->heuristics)
         st = task_reference(tk, cfg, err);
     return st;
@@ -220,7 +190,7 @@ static op_status ensure_capacity(sgdp_trainer *t, int k, op_error *err)
         return OP_OK;
     size_t rows = (size_t)k * (size_t)t->n_max;
     t->cap = 0;
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
         slot_free(s);
         s->actions = op_calloc(rows, sizeof *s->actions, err);
@@ -234,20 +204,11 @@ static op_status ensure_capacity(sgdp_trainer *t, int k, op_error *err)
             !s->overflow)
             return OP_ENOMEM;
     }
-    free(t->share);
-    size_t per = (size_t)k + 2 + (size_t)t->n_max;
-    if (!(t->share = op_calloc(per * (size_t)t->n_slots, sizeof *t->share, err)))
-        return OP_ENOMEM;
+    op_status st = rl_core_share_alloc(&t->c, (size_t)k + 2 + (size_t)t->n_max, err);
+    if (st)
+        return st;
     t->cap = k;
     return OP_OK;
-}
-
-static size_t count_params(nn_params *ps)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < ps->count; i++)
-        n += (size_t)ps->items[i]->grad.rows * (size_t)ps->items[i]->grad.cols;
-    return n;
 }
 
 sgdp_trainer *sgdp_trainer_new(sgdp_policy *pol, const op_problem *const *problems, int n,
@@ -271,29 +232,17 @@ sgdp_trainer *sgdp_trainer_new(sgdp_policy *pol, const op_problem *const *proble
         return NULL;
     t->pol = pol;
     t->cfg = *cfg;
-    t->rank = op_par_rank();
-    t->size = op_par_size();
-    t->n_slots = cfg->slots;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int per_rank = online > 0 ? (int)(online / t->size) : 1;
-    t->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
-    if (t->threads > MAX_THREADS)
-        t->threads = MAX_THREADS;
-    t->adam = nn_adam_defaults(cfg->ppo.lr);
-    nn_rng_seed(&t->rng, cfg->seed);
-    t->n_params = count_params(sgdp_policy_params(pol));
-    op_status st = nn_arena_init(&t->ar, (size_t)1 << 20, err);
+    op_status st = rl_core_init(&t->c, sgdp_policy_params(pol), cfg->threads, cfg->slots,
+                                cfg->ppo.lr, cfg->seed, (size_t)1 << 20, err);
     if (!st && !(t->tasks = op_calloc((size_t)n, sizeof *t->tasks, err)))
         st = OP_ENOMEM;
     for (int i = 0; !st && i < n; i++) {
-        st = task_init(&t->tasks[i], problems[i], sgdp_policy_config(pol), cfg, t->threads,
+        st = task_init(&t->tasks[i], problems[i], sgdp_policy_config(pol), cfg, t->c.threads,
                        err);
         t->n_tasks = i + 1;
         if (problems[i]->n > t->n_max)
             t->n_max = problems[i]->n;
     }
-    if (!st && !(t->grads = op_calloc((size_t)t->n_slots * t->n_params, sizeof *t->grads, err)))
-        st = OP_ENOMEM;
     if (!st)
         st = ensure_capacity(t, cfg->samples + 1, err);
     if (st) {
@@ -308,42 +257,40 @@ void sgdp_trainer_free(sgdp_trainer *t)
     if (!t)
         return;
     for (int i = 0; i < t->n_tasks; i++)
-        task_destroy(&t->tasks[i], t->threads);
+        task_destroy(&t->tasks[i]);
     free(t->tasks);
-    nn_arena_destroy(&t->ar);
-    for (int b = 0; b < t->n_slots; b++)
+    for (int b = 0; b < t->c.n_slots; b++)
         slot_free(&t->slots[b]);
-    free(t->grads);
-    free(t->share);
+    rl_core_destroy(&t->c);
     free(t);
 }
 
 /* ------------------------------------------------------------ rollouts */
 
-typedef struct worker {
-    sgdp_trainer *t;
+/* What every rollout of one slot reads. */
+typedef struct rollout_ctx {
     task *tk;
     slot *s;
     const nn_tensor *logp;
-    int k_total, greedy_slot, id;
-    op_status st;
-    op_error err;
-} worker;
+    int greedy_slot;
+} rollout_ctx;
 
-static void run_rollout(worker *w, int k)
+/* Rollout k of the slot on worker w: its own generator, derived from the
+ * slot's and k, writes only entry k. */
+static op_status run_rollout(void *arg, int w, int k, op_error *err)
 {
-    sgdp_trainer *t = w->t;
-    task *tk = w->tk;
-    slot *s = w->s;
+    rollout_ctx *c = arg;
+    task *tk = c->tk;
+    slot *s = c->s;
     int n = tk->sg.n;
     nn_rng tmp = s->base, rng = nn_rng_fork(&tmp, (uint64_t)k);
-    op_placement *pl = &tk->pls[w->id];
-    op_sim_result *r = &tk->res[w->id];
+    op_placement *pl = &tk->sim.pls[w];
+    op_sim_result *r = &tk->sim.res[w];
     int *row_dev = s->actions + (size_t)k * (size_t)n;
-    sgdp_sample(&tk->sg, w->logp, &rng, k == w->greedy_slot, row_dev, pl->device_of);
-    w->st = op_sim_run(tk->sims[w->id], pl, r, NULL, &w->err);
-    if (w->st)
-        return;
+    sgdp_sample(&tk->sg, c->logp, &rng, k == c->greedy_slot, row_dev, pl->device_of);
+    op_status st = op_sim_run(tk->sim.sims[w], pl, r, NULL, err);
+    if (st)
+        return st;
     s->step[k] = r->step_time_us;
     s->oom[k] = r->oom;
     double worst = 0.0;
@@ -353,53 +300,15 @@ static void run_rollout(worker *w, int k)
             worst = fmax(worst, ((double)r->peak_mem[d] - cap) / cap);
     }
     s->overflow[k] = worst;
-    (void)t;
-}
-
-static void *worker_main(void *arg)
-{
-    worker *w = arg;
-    for (int k = w->id; k < w->k_total && !w->st; k += w->t->threads)
-        run_rollout(w, k);
-    return NULL;
+    return OP_OK;
 }
 
 /* Sample and simulate k_total rollouts (the last one greedy) of slot s. */
 static op_status rollouts(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total,
                           op_error *err)
 {
-    double t0 = now_seconds();
-    task *tk = &t->tasks[s->task];
-    int nthreads = t->threads < k_total ? t->threads : k_total;
-    worker ws[MAX_THREADS];
-    pthread_t tids[MAX_THREADS];
-    for (int w = 0; w < nthreads; w++)
-        ws[w] = (worker){.t = t, .tk = tk, .s = s, .logp = logp, .k_total = k_total,
-                         .greedy_slot = k_total - 1, .id = w};
-    int started = 1;
-    for (int w = 1; w < nthreads; w++, started++)
-        if (pthread_create(&tids[w], NULL, worker_main, &ws[w]) != 0)
-            break;
-    /* the calling thread is worker 0; rollouts of workers that failed to
-     * start run here too, so the result never depends on threads */
-    worker_main(&ws[0]);
-    for (int w = 1; w < started; w++)
-        pthread_join(tids[w], NULL);
-    for (int w = started; w < nthreads; w++) {
-        ws[w].st = OP_OK;
-        for (int k = w; k < k_total && !ws[w].st; k += t->threads) {
-            ws[w].id = 0;
-            run_rollout(&ws[w], k);
-        }
-    }
-    for (int w = 0; w < nthreads; w++)
-        if (ws[w].st) {
-            if (err)
-                *err = ws[w].err;
-            return ws[w].st;
-        }
-    t->stats.sim_seconds += now_seconds() - t0;
-    return OP_OK;
+    rollout_ctx c = {.tk = &t->tasks[s->task], .s = s, .logp = logp, .greedy_slot = k_total - 1};
+    return rl_run_rollouts(t->c.threads, k_total, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
 static int better(int oom_a, double time_a, int oom_b, double time_b)
@@ -487,7 +396,7 @@ static op_status mix_exploration(sgdp_trainer *t, const task *tk, const nn_tenso
         *eff = *raw;
         return OP_OK;
     }
-    op_status st = nn_arena_tensor(&t->ar, raw->rows, raw->cols, eff, err);
+    op_status st = nn_arena_tensor(&t->c.ar, raw->rows, raw->cols, eff, err);
     if (st)
         return st;
     int D = raw->cols;
@@ -519,89 +428,45 @@ static void unmix_gradient(const task *tk, const nn_tensor *raw, const nn_tensor
 
 /* ---------------------------------------------------------- MPI shares */
 
-static size_t share_stride(const sgdp_trainer *t)
+typedef struct share_ctx {
+    sgdp_trainer *t;
+    int k_total;
+} share_ctx;
+
+/* Slot b's rewards, best step, best oom and best actions. */
+static void pack_slot(void *arg, int b, double *sh)
 {
-    return (size_t)t->cap + 2 + (size_t)t->n_max;
+    share_ctx *c = arg;
+    sgdp_trainer *t = c->t;
+    const slot *s = &t->slots[b];
+    int n = t->tasks[s->task].sg.n;
+    memcpy(sh, s->rewards, (size_t)c->k_total * sizeof *sh);
+    sh[t->cap] = s->step[s->best_k];
+    sh[t->cap + 1] = s->oom[s->best_k];
+    const int *a = s->actions + (size_t)s->best_k * (size_t)n;
+    for (int r = 0; r < n; r++)
+        sh[t->cap + 2 + r] = a[r];
 }
 
-/* Owners write their slots' rewards and best rollouts into the share
- * buffer (others' entries stay 0), one exact all-reduce, and every rank
- * reads them back. */
+static void unpack_slot(void *arg, int b, const double *sh)
+{
+    share_ctx *c = arg;
+    sgdp_trainer *t = c->t;
+    slot *s = &t->slots[b];
+    int n = t->tasks[s->task].sg.n;
+    memcpy(s->rewards, sh, (size_t)c->k_total * sizeof *sh);
+    s->best_k = 0; /* the best rollout's entries go to row 0 */
+    s->step[0] = sh[t->cap];
+    s->oom[0] = (int)sh[t->cap + 1];
+    for (int r = 0; r < n; r++)
+        s->actions[r] = (int)sh[t->cap + 2 + r];
+}
+
+/* Every rank gets every slot's rewards and best rollout. */
 static op_status exchange_results(sgdp_trainer *t, int k_total, op_error *err)
 {
-    if (t->size == 1)
-        return OP_OK;
-    size_t stride = share_stride(t);
-    memset(t->share, 0, stride * (size_t)t->n_slots * sizeof *t->share);
-    for (int b = t->rank; b < t->n_slots; b += t->size) {
-        slot *s = &t->slots[b];
-        double *sh = t->share + (size_t)b * stride;
-        int n = t->tasks[s->task].sg.n;
-        memcpy(sh, s->rewards, (size_t)k_total * sizeof *sh);
-        sh[t->cap] = s->step[s->best_k];
-        sh[t->cap + 1] = s->oom[s->best_k];
-        const int *a = s->actions + (size_t)s->best_k * (size_t)n;
-        for (int r = 0; r < n; r++)
-            sh[t->cap + 2 + r] = a[r];
-    }
-    op_status st = op_par_allreduce_sum(t->share, (int)(stride * (size_t)t->n_slots), err);
-    if (st)
-        return st;
-    for (int b = 0; b < t->n_slots; b++) {
-        if (b % t->size == t->rank)
-            continue;
-        slot *s = &t->slots[b];
-        const double *sh = t->share + (size_t)b * stride;
-        int n = t->tasks[s->task].sg.n;
-        memcpy(s->rewards, sh, (size_t)k_total * sizeof *sh);
-        s->best_k = 0; /* the best rollout's entries go to row 0 */
-        s->step[0] = sh[t->cap];
-        s->oom[0] = (int)sh[t->cap + 1];
-        for (int r = 0; r < n; r++)
-            s->actions[r] = (int)sh[t->cap + 2 + r];
-    }
-    return OP_OK;
-}
-
-/* Sum the slots' gradients (slots x n_params, owners' rows filled) in slot
- * order into the parameters' grads, divided by the slot count. */
-static op_status reduce_gradients(sgdp_trainer *t, op_error *err)
-{
-    nn_params *ps = sgdp_policy_params(t->pol);
-    size_t P = t->n_params;
-    if (t->size > 1) {
-        for (int b = 0; b < t->n_slots; b++)
-            if (b % t->size != t->rank)
-                memset(t->grads + (size_t)b * P, 0, P * sizeof *t->grads);
-        op_status st = op_par_allreduce_sum(t->grads, (int)(P * (size_t)t->n_slots), err);
-        if (st)
-            return st;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_tensor *g = &ps->items[i]->grad;
-        size_t len = (size_t)g->rows * (size_t)g->cols;
-        for (size_t j = 0; j < len; j++) {
-            double sum = t->grads[off + j];
-            for (int b = 1; b < t->n_slots; b++)
-                sum += t->grads[(size_t)b * P + off + j];
-            g->data[j] = t->n_slots > 1 ? sum / t->n_slots : sum;
-        }
-        off += len;
-    }
-    return OP_OK;
-}
-
-static void save_gradient(sgdp_trainer *t, int b)
-{
-    nn_params *ps = sgdp_policy_params(t->pol);
-    double *dst = t->grads + (size_t)b * t->n_params;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_tensor *g = &ps->items[i]->grad;
-        size_t len = (size_t)g->rows * (size_t)g->cols;
-        memcpy(dst, g->data, len * sizeof *dst);
-        dst += len;
-    }
+    share_ctx c = {.t = t, .k_total = k_total};
+    return rl_exchange(&t->c, pack_slot, unpack_slot, &c, err);
 }
 
 /* ---------------------------------------------------------- PPO update */
@@ -613,19 +478,19 @@ static op_status slot_gradient(sgdp_trainer *t, slot *s, sgdp_pass *pass, nn_ten
     task *tk = &t->tasks[s->task];
     op_status st;
     if (!pass) {
-        nn_arena_reset(&t->ar);
-        if ((st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &logp, &pass, err)))
+        nn_arena_reset(&t->c.ar);
+        if ((st = sgdp_policy_forward(t->pol, &t->c.ar, &tk->sg, &logp, &pass, err)))
             return st;
     }
     nn_tensor dlogp, eff;
     if ((st = mix_exploration(t, tk, &logp, &eff, err)) ||
-        (st = nn_arena_tensor(&t->ar, logp.rows, logp.cols, &dlogp, err)))
+        (st = nn_arena_tensor(&t->c.ar, logp.rows, logp.cols, &dlogp, err)))
         return st;
     nn_params_zero_grad(sgdp_policy_params(t->pol));
     ppo_factored_loss(&t->cfg.ppo, &eff, s->actions, s->old_logp, s->adv, k, tk->sg.decides,
                       &dlogp, stats);
     unmix_gradient(tk, &logp, &eff, &dlogp);
-    return sgdp_policy_backward(t->pol, &t->ar, &tk->sg, pass, &dlogp, err);
+    return sgdp_policy_backward(t->pol, &t->c.ar, &tk->sg, pass, &dlogp, err);
 }
 
 /* `epochs` PPO epochs over every slot.  The last slot this rank sampled
@@ -640,30 +505,28 @@ static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_
             if ((st = slot_gradient(t, &t->slots[kept], e == 0 ? kept_pass : NULL, kept_logp, k,
                                     stats, err)))
                 return st;
-            save_gradient(t, kept);
+            rl_save_gradient(&t->c, ps, kept);
         }
-        for (int b = t->rank; b < t->n_slots; b += t->size) {
+        for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
             if (b == kept)
                 continue;
             nn_tensor none = {0};
             if ((st = slot_gradient(t, &t->slots[b], NULL, none, k, stats, err)))
                 return st;
-            save_gradient(t, b);
+            rl_save_gradient(&t->c, ps, b);
         }
-        if ((st = reduce_gradients(t, err)))
+        if ((st = rl_reduce_gradients(&t->c, ps, err)))
             return st;
         nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
-        nn_adam_step(&t->adam, ps);
+        nn_adam_step(&t->c.adam, ps);
     }
     return OP_OK;
 }
 
 static void report(sgdp_trainer *t, const task *tk, const ppo_stats *s, double mean_r, int last)
 {
-    double now = now_seconds();
-    if (!t->cfg.progress || t->rank != 0 || (!last && now - t->last_print < 1.0))
+    if (!rl_report_due(&t->c, t->cfg.progress, &t->last_print, last))
         return;
-    t->last_print = now;
     op_progress(t->cfg.progress,
                 "sgdp: iteration %ld  %s: best %.1f us (%.3f x lower bound%s)  mean reward "
                 "%.4f  entropy %.3f  %.1f rollouts/s",
@@ -688,20 +551,20 @@ static op_status iterate(sgdp_trainer *t, op_error *err)
 {
     int k = t->cfg.samples;
     /* every rank draws every slot's problem and generator */
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
-        s->task = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
-        s->base = nn_rng_fork(&t->rng, 0);
+        s->task = rl_draw_task(&t->c, t->n_tasks);
+        s->base = nn_rng_fork(&t->c.rng, 0);
     }
     int kept = -1;
     sgdp_pass *kept_pass = NULL;
     nn_tensor kept_logp = {0};
     op_status st;
-    for (int b = t->rank; b < t->n_slots; b += t->size) {
+    for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
         slot *s = &t->slots[b];
         nn_tensor eff;
-        nn_arena_reset(&t->ar);
-        if ((st = sgdp_policy_forward(t->pol, &t->ar, &t->tasks[s->task].sg, &kept_logp,
+        nn_arena_reset(&t->c.ar);
+        if ((st = sgdp_policy_forward(t->pol, &t->c.ar, &t->tasks[s->task].sg, &kept_logp,
                                       &kept_pass, err)) ||
             (st = mix_exploration(t, &t->tasks[s->task], &kept_logp, &eff, err)) ||
             (st = rollouts(t, s, &eff, k + 1, err)))
@@ -712,7 +575,7 @@ static op_status iterate(sgdp_trainer *t, op_error *err)
     if ((st = exchange_results(t, k + 1, err)))
         return st;
     double mean_r = 0.0;
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
         task *tk = &t->tasks[s->task];
         if (tk->have_ref)
@@ -723,9 +586,9 @@ static op_status iterate(sgdp_trainer *t, op_error *err)
         if ((st = keep_best(tk, s->oom[s->best_k], s->step[s->best_k], a, err)))
             return st;
         for (int j = 0; j < k; j++)
-            mean_r += s->rewards[j] / (k * t->n_slots);
+            mean_r += s->rewards[j] / (k * t->c.n_slots);
     }
-    t->stats.rollouts += (long)t->n_slots * (k + 1);
+    t->stats.rollouts += (long)t->c.n_slots * (k + 1);
     ppo_stats s = {0};
     if ((st = ppo_update(t, kept, kept_pass, kept_logp, k, &s, err)))
         return st;
@@ -748,10 +611,10 @@ static op_status clone_step(sgdp_trainer *t, task *tk, double eps, double *match
     int D = sg->max_devices;
     nn_tensor logp, dlogp;
     sgdp_pass *pass;
-    nn_arena_reset(&t->ar);
+    nn_arena_reset(&t->c.ar);
     op_status st;
-    if ((st = sgdp_policy_forward(t->pol, &t->ar, sg, &logp, &pass, err)) ||
-        (st = nn_arena_tensor(&t->ar, logp.rows, logp.cols, &dlogp, err)))
+    if ((st = sgdp_policy_forward(t->pol, &t->c.ar, sg, &logp, &pass, err)) ||
+        (st = nn_arena_tensor(&t->c.ar, logp.rows, logp.cols, &dlogp, err)))
         return st;
     int m = 0;
     double p_sum = 0.0;
@@ -775,13 +638,13 @@ static op_status clone_step(sgdp_trainer *t, task *tk, double eps, double *match
     }
     *match = m ? p_sum / m : 1.0;
     nn_params_zero_grad(ps);
-    if ((st = sgdp_policy_backward(t->pol, &t->ar, sg, pass, &dlogp, err)))
+    if ((st = sgdp_policy_backward(t->pol, &t->c.ar, sg, pass, &dlogp, err)))
         return st;
     nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
-    nn_adam adam = t->adam;
-    adam.lr = CLONE_LR_SCALE * t->adam.lr;
+    nn_adam adam = t->c.adam;
+    adam.lr = CLONE_LR_SCALE * t->c.adam.lr;
     nn_adam_step(&adam, ps);
-    t->adam.step = adam.step;
+    t->c.adam.step = adam.step;
     return OP_OK;
 }
 
@@ -799,7 +662,7 @@ static double clone_eps(const task *tk)
  * stop test is decided on rank 0 and broadcast. */
 static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
 {
-    double t0 = now_seconds();
+    double t0 = rl_now_seconds();
     long steps = 0, limit = (long)t->cfg.clone_steps * t->n_tasks;
     int pending = 0;
     for (int i = 0; i < t->n_tasks; i++)
@@ -813,8 +676,8 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
         if ((st = clone_step(t, tk, eps, &match, err)))
             break;
         steps++;
-        int stop[2] = {match >= 1.0 - 2.0 * eps, op_interrupted() || (deadline > 0 &&
-                                                                      now_seconds() >= deadline)};
+        int stop[2] = {match >= 1.0 - 2.0 * eps,
+                       op_interrupted() || (deadline > 0 && rl_now_seconds() >= deadline)};
         if ((st = op_par_bcast(stop, sizeof stop, 0, err)))
             break;
         if (stop[0]) {
@@ -827,8 +690,8 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
     for (int i = 0; i < t->n_tasks; i++)
         t->tasks[i].cloned = 1; /* once, whatever was reached */
     t->stats.clone_steps += steps;
-    t->stats.clone_seconds += now_seconds() - t0;
-    if (t->cfg.progress && t->rank == 0 && steps > 0) {
+    t->stats.clone_seconds += rl_now_seconds() - t0;
+    if (t->cfg.progress && t->c.rank == 0 && steps > 0) {
         int u = 0;
         for (int r = 0; r < t->tasks[0].sg.n; r++)
             u += t->tasks[0].sg.decides[r];
@@ -836,7 +699,7 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
                     "sgdp: cloned the reference (%s, %.1f us, %d decisions, eps %.4f) in %ld "
                     "steps, %.1f s",
                     t->tasks[0].ref.name, t->tasks[0].ref.step_time_us, u,
-                    clone_eps(&t->tasks[0]), steps, now_seconds() - t0);
+                    clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0);
     }
     return st;
 }
@@ -845,7 +708,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
 {
     if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
         return op_fail(err, OP_EUSAGE, "sgdp: give an iteration count or a time budget");
-    double t0 = now_seconds(), base_seconds = t->stats.seconds;
+    double t0 = rl_now_seconds(), base_seconds = t->stats.seconds;
     long start_iter = t->stats.iterations;
     op_status st = OP_OK;
     int need_clone = 0;
@@ -858,15 +721,15 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     }
     while (!st) {
         long done = t->stats.iterations - start_iter;
-        int stop = (t->cfg.iterations > 0 && done >= t->cfg.iterations) ||
-                   (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds) ||
-                   op_interrupted();
-        if ((st = op_par_bcast(&stop, sizeof stop, 0, err)) || stop)
+        int stop;
+        if ((st = rl_decide_stop(done, t->cfg.iterations, t0, t->cfg.budget_seconds, &stop,
+                                 err)) ||
+            stop)
             break;
         st = iterate(t, err);
-        t->stats.seconds = base_seconds + now_seconds() - t0;
+        t->stats.seconds = base_seconds + rl_now_seconds() - t0;
     }
-    t->stats.seconds = base_seconds + now_seconds() - t0;
+    t->stats.seconds = base_seconds + rl_now_seconds() - t0;
     if (!st && t->stats.iterations > start_iter) {
         ppo_stats none = {0};
         report(t, &t->tasks[0], &none, t->stats.last_mean_reward, 1);
@@ -878,16 +741,16 @@ op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *e
 {
     if (i < 0 || i >= t->n_tasks || samples < 0)
         return op_fail(err, OP_EINTERNAL, "sgdp: bad evaluation request");
-    double t0 = now_seconds();
+    double t0 = rl_now_seconds();
     task *tk = &t->tasks[i];
     slot *s = &t->slots[0];
     s->task = i;
-    s->base = nn_rng_fork(&t->rng, 0);
+    s->base = nn_rng_fork(&t->c.rng, 0);
     nn_tensor raw, logp;
-    nn_arena_reset(&t->ar);
+    nn_arena_reset(&t->c.ar);
     op_status st;
     if ((st = ensure_capacity(t, samples + 1, err)) ||
-        (st = sgdp_policy_forward(t->pol, &t->ar, &tk->sg, &raw, NULL, err)) ||
+        (st = sgdp_policy_forward(t->pol, &t->c.ar, &tk->sg, &raw, NULL, err)) ||
         (st = mix_exploration(t, tk, &raw, &logp, err)) ||
         (st = rollouts(t, s, &logp, samples + 1, err)))
         return st;
@@ -896,7 +759,7 @@ op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *e
                    s->actions + (size_t)s->best_k * (size_t)tk->sg.n, err);
     refresh_references(t);
     t->stats.rollouts += samples + 1;
-    t->stats.seconds += now_seconds() - t0;
+    t->stats.seconds += rl_now_seconds() - t0;
     return st;
 }
 

@@ -29,21 +29,22 @@
  * The best placement ever simulated is kept: no OOM first, then the
  * highest reward (which folds in communication and memory).
  *
- * MPI (opplace/parallel.h, issue 9), as in sgdp_train.c: slot b belongs to
- * rank b mod size, which alone samples, simulates and backpropagates it.
- * Every rank draws the same problems and generators (the shared RNG
- * advances identically), the slots' rewards, best placements and gradients
- * are exchanged with op_par_allreduce_sum over buffers in which only the
- * owner's entries are non-zero (so each sum is exact: x + 0), and every
- * rank then sums the slots in the same order and takes the same Adam step:
- * for a fixed iteration count the weights and placements are bit-identical
- * for any rank count, given the same BLAS thread count on every rank
- * (OpenBLAS with 1 and 2 threads differs in the last bits; mpirun binds
- * each rank to a core, so OpenBLAS runs one thread).  Rank 0 decides when the
- * time budget is spent and broadcasts it, so a budget-bounded run is not
- * reproducible (nor is it with one rank).  Ranks beyond `slots` idle.  The
- * final evaluation (trinity_trainer_evaluate) runs the same draws on every
- * rank.
+ * MPI (opplace/parallel.h, issue 9), as in sgdp_train.c and with the same
+ * code (rollout_common.c, which also holds the worker threads): slot b
+ * belongs to rank b mod size, which alone samples, simulates and
+ * backpropagates it.  Every rank draws the same problems and generators (the
+ * shared RNG advances identically), the slots' rewards, best placements and
+ * gradients are exchanged with op_par_allreduce_sum over buffers in which
+ * only the owner's entries are non-zero (so each sum is exact: x + 0), and
+ * every rank then sums the slots in the same order and takes the same Adam
+ * step: for a fixed iteration count the weights and placements are
+ * bit-identical for any rank count, given the same BLAS thread count on
+ * every rank (OpenBLAS with 1 and 2 threads differs in the last bits; mpirun
+ * binds each rank to a core, so OpenBLAS runs one thread).  Rank 0 decides
+ * when the time budget is spent and broadcasts it, so a budget-bounded run
+ * is not reproducible (nor is it with one rank).  Ranks beyond `slots`
+ * idle.  The final evaluation (trinity_trainer_evaluate) runs the same draws
+ * on every rank.
  *
  * Differences from the paper: K = 16 rollouts per update; Adam's learning
  * rate 3e-3 (SGDP's setting for the same mean-over-decisions loss) instead
@@ -53,27 +54,21 @@
  * behaviour policy differs from pi_old by at most the noise).
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "opplace/parallel.h"
 #include "opplace/trinity.h"
+#include "rollout_common.h"
 
-#define MAX_THREADS 64
 #define SHARE_METRICS 5 /* step_us, peak_comm, peak_mem, oom, reward */
 
 typedef struct task {
     const op_problem *p;
     trinity_graph tg;
     trinity_batch batch[TRINITY_MAX_SLOTS]; /* per slot, made on the owner's first use */
-    op_sim *sims[MAX_THREADS];
-    op_sim_result res[MAX_THREADS];
-    op_placement pls[MAX_THREADS];
-    int n_res;
+    rl_sims sim; /* one simulator per worker thread */
     ppo_baseline base;
     int *best;            /* device_of of the best placement */
     int have_best;
@@ -93,29 +88,16 @@ typedef struct slot {
 struct trinity_trainer {
     trinity_policy *pol;
     trinity_train_config cfg;
-    int threads, rank, size;
+    rl_core c; /* threads, ranks, arena, Adam, RNG, gradient rows; share:
+                  slots x (cap + SHARE_METRICS + n_max) */
     task *tasks;
     int n_tasks, n_max;
-    nn_arena ar;
-    nn_adam adam;
-    nn_rng rng;
     int cap;
-    int n_slots;
     slot slots[TRINITY_MAX_SLOTS];
-    size_t n_params; /* scalars in the policy */
-    double *grads;   /* slots x n_params */
-    double *share;   /* slots x (cap + SHARE_METRICS + n_max) */
     trinity_train_stats stats;
     double last_print;
     long noise_iter;  /* iterations done, for the noise schedule */
 };
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 trinity_train_config trinity_train_defaults(void)
 {
@@ -132,14 +114,9 @@ trinity_train_config trinity_train_defaults(void)
 
 /* ---------------------------------------------------------------- tasks */
 
-static void task_destroy(task *tk, int threads)
+static void task_destroy(task *tk)
 {
-    for (int w = 0; w < threads; w++)
-        op_sim_free(tk->sims[w]);
-    for (int w = 0; w < tk->n_res; w++) {
-        op_sim_result_destroy(&tk->res[w]);
-        op_placement_destroy(&tk->pls[w]);
-    }
+    rl_sims_destroy(&tk->sim);
     for (int b = 0; b < TRINITY_MAX_SLOTS; b++)
         trinity_batch_destroy(&tk->batch[b]);
     trinity_graph_destroy(&tk->tg);
@@ -156,17 +133,8 @@ static op_status task_init(task *tk, const op_problem *p, const trinity_config *
     op_status st = trinity_graph_init(&tk->tg, p, pc, &cfg->n2v, err);
     if (!st && !(tk->best = op_calloc((size_t)p->n, sizeof(int), err)))
         st = OP_ENOMEM;
-    for (int w = 0; !st && w < threads; w++) {
-        if (!(tk->sims[w] = op_sim_new(p, err)))
-            return err && err->code ? err->code : OP_ENOMEM;
-        if ((st = op_sim_result_init(&tk->res[w], p, err)))
-            return st;
-        if ((st = op_placement_init(&tk->pls[w], p->n, p->nd, err))) {
-            op_sim_result_destroy(&tk->res[w]);
-            return st;
-        }
-        tk->n_res = w + 1;
-    }
+    if (!st)
+        st = rl_sims_init(&tk->sim, p, threads, err);
     return st;
 }
 
@@ -191,17 +159,12 @@ static void slot_free(slot *s)
     memset(s, 0, sizeof *s);
 }
 
-static size_t share_stride(const trinity_trainer *t)
-{
-    return (size_t)t->cap + SHARE_METRICS + (size_t)t->n_max;
-}
-
 static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
 {
     if (k <= t->cap)
         return OP_OK;
     t->cap = 0;
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
         slot_free(s);
         s->m = op_calloc((size_t)k, sizeof *s->m, err);
@@ -212,20 +175,10 @@ static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
             return OP_ENOMEM;
     }
     t->cap = k; /* batches grow on their next use (task_batch) */
-    free(t->share);
-    if (!(t->share = op_calloc(share_stride(t) * (size_t)t->n_slots, sizeof *t->share, err))) {
+    op_status st = rl_core_share_alloc(&t->c, (size_t)k + SHARE_METRICS + (size_t)t->n_max, err);
+    if (st)
         t->cap = 0;
-        return OP_ENOMEM;
-    }
-    return OP_OK;
-}
-
-static size_t count_params(nn_params *ps)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < ps->count; i++)
-        n += (size_t)ps->items[i]->grad.rows * (size_t)ps->items[i]->grad.cols;
-    return n;
+    return st;
 }
 
 trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *const *problems,
@@ -243,39 +196,27 @@ trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *cons
     trinity_trainer *t = op_calloc(1, sizeof *t, err);
     if (!t)
         return NULL;
-    double t0 = now_seconds();
+    double t0 = rl_now_seconds();
     t->pol = pol;
     t->cfg = *cfg;
-    t->rank = op_par_rank();
-    t->size = op_par_size();
-    t->n_slots = cfg->slots;
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    int per_rank = online > 0 ? (int)(online / t->size) : 1;
-    t->threads = cfg->threads > 0 ? cfg->threads : (per_rank > 0 ? per_rank : 1);
-    if (t->threads > MAX_THREADS)
-        t->threads = MAX_THREADS;
-    t->adam = nn_adam_defaults(cfg->ppo.lr);
-    nn_rng_seed(&t->rng, cfg->seed);
-    t->n_params = count_params(trinity_policy_params(pol));
-    op_status st = nn_arena_init(&t->ar, (size_t)1 << 22, err);
+    op_status st = rl_core_init(&t->c, trinity_policy_params(pol), cfg->threads, cfg->slots,
+                                cfg->ppo.lr, cfg->seed, (size_t)1 << 22, err);
     if (!st && !(t->tasks = op_calloc((size_t)n, sizeof *t->tasks, err)))
         st = OP_ENOMEM;
     for (int i = 0; !st && i < n; i++) {
-        st = task_init(&t->tasks[i], problems[i], trinity_policy_config(pol), cfg, t->threads,
+        st = task_init(&t->tasks[i], problems[i], trinity_policy_config(pol), cfg, t->c.threads,
                        err);
         t->n_tasks = i + 1;
         if (problems[i]->n > t->n_max)
             t->n_max = problems[i]->n;
     }
-    if (!st && !(t->grads = op_calloc((size_t)t->n_slots * t->n_params, sizeof *t->grads, err)))
-        st = OP_ENOMEM;
     if (!st)
         st = ensure_capacity(t, cfg->samples + 1, err);
     if (st) {
         trinity_trainer_free(t);
         return NULL;
     }
-    t->stats.setup_seconds = now_seconds() - t0;
+    t->stats.setup_seconds = rl_now_seconds() - t0;
     return t;
 }
 
@@ -284,71 +225,44 @@ void trinity_trainer_free(trinity_trainer *t)
     if (!t)
         return;
     for (int i = 0; i < t->n_tasks; i++)
-        task_destroy(&t->tasks[i], t->threads);
+        task_destroy(&t->tasks[i]);
     free(t->tasks);
-    nn_arena_destroy(&t->ar);
-    for (int b = 0; b < t->n_slots; b++)
+    for (int b = 0; b < t->c.n_slots; b++)
         slot_free(&t->slots[b]);
-    free(t->grads);
-    free(t->share);
+    rl_core_destroy(&t->c);
     free(t);
 }
 
 /* ------------------------------------------------------------ rollouts */
 
-typedef struct worker {
-    trinity_trainer *t;
+/* What every rollout of one batch reads. */
+typedef struct rollout_ctx {
+    const trinity_trainer *t;
     task *tk;
     const trinity_batch *batch;
     trinity_metrics *m;
-    int k, id;
-    op_status st;
-    op_error err;
-} worker;
+} rollout_ctx;
 
-static void *worker_main(void *arg)
+/* Rollout k (drawn before, in one thread) simulated on worker w. */
+static op_status run_rollout(void *arg, int w, int k, op_error *err)
 {
-    worker *w = arg;
-    task *tk = w->tk;
-    op_placement *pl = &tk->pls[w->id];
-    op_sim_result *r = &tk->res[w->id];
-    for (int k = w->id; k < w->k && !w->st; k += w->t->threads) {
-        trinity_batch_placement(&tk->tg, w->batch, k, pl->device_of);
-        w->st = op_sim_run(tk->sims[w->id], pl, r, NULL, &w->err);
-        if (!w->st)
-            w->m[k] = trinity_measure(tk->p, r, &w->t->cfg.reward);
-    }
-    return NULL;
+    rollout_ctx *c = arg;
+    task *tk = c->tk;
+    op_placement *pl = &tk->sim.pls[w];
+    op_sim_result *r = &tk->sim.res[w];
+    trinity_batch_placement(&tk->tg, c->batch, k, pl->device_of);
+    op_status st = op_sim_run(tk->sim.sims[w], pl, r, NULL, err);
+    if (!st)
+        c->m[k] = trinity_measure(tk->p, r, &c->t->cfg.reward);
+    return st;
 }
 
 /* Simulate rollouts 0..k-1 of the batch into m. */
 static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *batch,
                           trinity_metrics *m, int k, op_error *err)
 {
-    double t0 = now_seconds();
-    int nthreads = t->threads < k ? t->threads : k;
-    worker ws[MAX_THREADS];
-    pthread_t tids[MAX_THREADS];
-    for (int w = 0; w < t->threads; w++)
-        ws[w] = (worker){.t = t, .tk = tk, .batch = batch, .m = m, .k = k, .id = w};
-    int started = 1;
-    for (int w = 1; w < nthreads; w++, started++)
-        if (pthread_create(&tids[w], NULL, worker_main, &ws[w]) != 0)
-            break;
-    worker_main(&ws[0]);
-    for (int w = 1; w < started; w++)
-        pthread_join(tids[w], NULL);
-    /* workers whose thread did not start: their rollouts run here */
-    for (int w = started; w < nthreads; w++)
-        worker_main(&ws[w]);
-    for (int w = 0; w < nthreads; w++)
-        if (ws[w].st) {
-            if (err)
-                *err = ws[w].err;
-            return ws[w].st;
-        }
-    t->stats.sim_seconds += now_seconds() - t0;
-    return OP_OK;
+    rollout_ctx c = {.t = t, .tk = tk, .batch = batch, .m = m};
+    return rl_run_rollouts(t->c.threads, k, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
 static int better(const trinity_metrics *a, const trinity_metrics *b)
@@ -379,84 +293,47 @@ static void keep_best(task *tk, const slot *s)
 
 /* ---------------------------------------------------------- MPI shares */
 
-/* Owners write their slots' rewards and best placements into the share
- * buffer (others' entries stay 0), one exact all-reduce, and every rank
- * reads them back. */
+typedef struct share_ctx {
+    trinity_trainer *t;
+    int k;
+} share_ctx;
+
+/* Slot b's rewards, best metrics and best placement. */
+static void pack_slot(void *arg, int b, double *sh)
+{
+    share_ctx *c = arg;
+    trinity_trainer *t = c->t;
+    const slot *s = &t->slots[b];
+    double *mt = sh + t->cap;
+    memcpy(sh, s->rewards, (size_t)c->k * sizeof *sh);
+    mt[0] = s->best_m.step_us;
+    mt[1] = (double)s->best_m.peak_comm; /* exact below 2^53 bytes */
+    mt[2] = (double)s->best_m.peak_mem;
+    mt[3] = s->best_m.oom;
+    mt[4] = s->best_m.reward;
+    for (int i = 0; i < t->tasks[s->task].p->n; i++)
+        mt[SHARE_METRICS + i] = s->best_dev[i];
+}
+
+static void unpack_slot(void *arg, int b, const double *sh)
+{
+    share_ctx *c = arg;
+    trinity_trainer *t = c->t;
+    slot *s = &t->slots[b];
+    const double *mt = sh + t->cap;
+    memcpy(s->rewards, sh, (size_t)c->k * sizeof *sh);
+    s->best_m = (trinity_metrics){.step_us = mt[0], .peak_comm = (int64_t)mt[1],
+                                  .peak_mem = (int64_t)mt[2], .oom = (int)mt[3],
+                                  .reward = mt[4]};
+    for (int i = 0; i < t->tasks[s->task].p->n; i++)
+        s->best_dev[i] = (int)mt[SHARE_METRICS + i];
+}
+
+/* Every rank gets every slot's rewards and best placement. */
 static op_status exchange_results(trinity_trainer *t, int k, op_error *err)
 {
-    if (t->size == 1)
-        return OP_OK;
-    size_t stride = share_stride(t);
-    memset(t->share, 0, stride * (size_t)t->n_slots * sizeof *t->share);
-    for (int b = t->rank; b < t->n_slots; b += t->size) {
-        const slot *s = &t->slots[b];
-        double *sh = t->share + (size_t)b * stride, *mt = sh + t->cap;
-        memcpy(sh, s->rewards, (size_t)k * sizeof *sh);
-        mt[0] = s->best_m.step_us;
-        mt[1] = (double)s->best_m.peak_comm; /* exact below 2^53 bytes */
-        mt[2] = (double)s->best_m.peak_mem;
-        mt[3] = s->best_m.oom;
-        mt[4] = s->best_m.reward;
-        for (int i = 0; i < t->tasks[s->task].p->n; i++)
-            mt[SHARE_METRICS + i] = s->best_dev[i];
-    }
-    op_status st = op_par_allreduce_sum(t->share, (int)(stride * (size_t)t->n_slots), err);
-    if (st)
-        return st;
-    for (int b = 0; b < t->n_slots; b++) {
-        if (b % t->size == t->rank)
-            continue;
-        slot *s = &t->slots[b];
-        const double *sh = t->share + (size_t)b * stride, *mt = sh + t->cap;
-        memcpy(s->rewards, sh, (size_t)k * sizeof *sh);
-        s->best_m = (trinity_metrics){.step_us = mt[0], .peak_comm = (int64_t)mt[1],
-                                      .peak_mem = (int64_t)mt[2], .oom = (int)mt[3],
-                                      .reward = mt[4]};
-        for (int i = 0; i < t->tasks[s->task].p->n; i++)
-            s->best_dev[i] = (int)mt[SHARE_METRICS + i];
-    }
-    return OP_OK;
-}
-
-static void save_gradient(trinity_trainer *t, int b)
-{
-    nn_params *ps = trinity_policy_params(t->pol);
-    double *dst = t->grads + (size_t)b * t->n_params;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_tensor *g = &ps->items[i]->grad;
-        size_t len = (size_t)g->rows * (size_t)g->cols;
-        memcpy(dst, g->data, len * sizeof *dst);
-        dst += len;
-    }
-}
-
-/* Sum the slots' gradients (slots x n_params, owners' rows filled) in slot
- * order into the parameters' grads, divided by the slot count. */
-static op_status reduce_gradients(trinity_trainer *t, op_error *err)
-{
-    nn_params *ps = trinity_policy_params(t->pol);
-    size_t P = t->n_params;
-    if (t->size > 1) {
-        for (int b = 0; b < t->n_slots; b++)
-            if (b % t->size != t->rank)
-                memset(t->grads + (size_t)b * P, 0, P * sizeof *t->grads);
-        op_status st = op_par_allreduce_sum(t->grads, (int)(P * (size_t)t->n_slots), err);
-        if (st)
-            return st;
-    }
-    size_t off = 0;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_tensor *g = &ps->items[i]->grad;
-        size_t len = (size_t)g->rows * (size_t)g->cols;
-        for (size_t j = 0; j < len; j++) {
-            double sum = t->grads[off + j];
-            for (int b = 1; b < t->n_slots; b++)
-                sum += t->grads[(size_t)b * P + off + j];
-            g->data[j] = t->n_slots > 1 ? sum / t->n_slots : sum;
-        }
-        off += len;
-    }
-    return OP_OK;
+    share_ctx c = {.t = t, .k = k};
+    return rl_exchange(&t->c, pack_slot, unpack_slot, &c, err);
 }
 
 /* ---------------------------------------------------------- PPO update */
@@ -498,17 +375,17 @@ static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stat
     trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 0};
     nn_tensor lp_part, lp_sched, d_part, d_sched;
     trinity_pass *pass;
-    nn_arena_reset(&t->ar);
+    nn_arena_reset(&t->c.ar);
     op_status st;
     if ((st = task_batch(t, tk, b, &batch, err)) ||
-        (st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, batch, k, &run, &lp_part,
+        (st = trinity_policy_forward(t->pol, &t->c.ar, &tk->tg, batch, k, &run, &lp_part,
                                      &lp_sched, &pass, err)) ||
-        (st = nn_arena_tensor(&t->ar, lp_part.rows, lp_part.cols, &d_part, err)) ||
-        (st = nn_arena_tensor(&t->ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
+        (st = nn_arena_tensor(&t->c.ar, lp_part.rows, lp_part.cols, &d_part, err)) ||
+        (st = nn_arena_tensor(&t->c.ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
         return st;
     nn_params_zero_grad(trinity_policy_params(t->pol));
     ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats);
-    return trinity_policy_backward(t->pol, &t->ar, &tk->tg, batch, pass, &d_part, &d_sched,
+    return trinity_policy_backward(t->pol, &t->c.ar, &tk->tg, batch, pass, &d_part, &d_sched,
                                    err);
 }
 
@@ -516,19 +393,19 @@ static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stat
 static op_status ppo_update(trinity_trainer *t, int k, ppo_stats *stats, op_error *err)
 {
     nn_params *ps = trinity_policy_params(t->pol);
-    int alone = t->size == 1 && t->n_slots == 1; /* the grads are already in place */
+    int alone = t->c.size == 1 && t->c.n_slots == 1; /* the grads are already in place */
     for (int e = 0; e < t->cfg.ppo.epochs; e++) {
         op_status st;
-        for (int b = t->rank; b < t->n_slots; b += t->size) {
+        for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
             if ((st = slot_gradient(t, b, k, stats, err)))
                 return st;
             if (!alone)
-                save_gradient(t, b);
+                rl_save_gradient(&t->c, ps, b);
         }
-        if (!alone && (st = reduce_gradients(t, err)))
+        if (!alone && (st = rl_reduce_gradients(&t->c, ps, err)))
             return st;
         nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
-        nn_adam_step(&t->adam, ps);
+        nn_adam_step(&t->c.adam, ps);
     }
     return OP_OK;
 }
@@ -536,10 +413,8 @@ static op_status ppo_update(trinity_trainer *t, int k, ppo_stats *stats, op_erro
 static void report(trinity_trainer *t, const task *tk, const ppo_stats *s, double mean_r,
                    int last)
 {
-    double now = now_seconds();
-    if (!t->cfg.progress || t->rank != 0 || (!last && now - t->last_print < 1.0))
+    if (!rl_report_due(&t->c, t->cfg.progress, &t->last_print, last))
         return;
-    t->last_print = now;
     const trinity_metrics *b = &tk->best_m;
     op_progress(t->cfg.progress,
                 "trinity: iteration %ld  %s: best %.1f us (%.3f x lower bound%s), peak comm "
@@ -559,10 +434,10 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
     slot *s = &t->slots[b];
     task *tk = &t->tasks[s->task];
     trinity_batch *batch;
-    nn_arena_reset(&t->ar);
+    nn_arena_reset(&t->c.ar);
     op_status st = task_batch(t, tk, b, &batch, err);
     if (!st)
-        st = trinity_policy_forward(t->pol, &t->ar, &tk->tg, batch, k, run, NULL, NULL, NULL,
+        st = trinity_policy_forward(t->pol, &t->c.ar, &tk->tg, batch, k, run, NULL, NULL, NULL,
                                     err);
     if (!st)
         st = simulate(t, tk, batch, s->m, k, err);
@@ -575,15 +450,15 @@ static op_status iterate(trinity_trainer *t, op_error *err)
 {
     int k = t->cfg.samples;
     /* every rank draws every slot's problem and generators */
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
-        s->task = t->n_tasks == 1 ? 0 : (int)nn_rng_below(&t->rng, (uint64_t)t->n_tasks);
-        s->dropout = nn_rng_fork(&t->rng, 1);
-        s->sample = nn_rng_fork(&t->rng, 2);
+        s->task = rl_draw_task(&t->c, t->n_tasks);
+        s->dropout = nn_rng_fork(&t->c.rng, 1);
+        s->sample = nn_rng_fork(&t->c.rng, 2);
     }
     double noise = t->noise_iter < t->cfg.noise_steps ? t->cfg.noise_max : 0.0;
     op_status st;
-    for (int b = t->rank; b < t->n_slots; b += t->size) {
+    for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
         slot *s = &t->slots[b];
         nn_rng draws = s->sample;
         trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 1,
@@ -596,15 +471,15 @@ static op_status iterate(trinity_trainer *t, op_error *err)
     if ((st = exchange_results(t, k, err)))
         return st;
     double mean_r = 0.0;
-    for (int b = 0; b < t->n_slots; b++) {
+    for (int b = 0; b < t->c.n_slots; b++) {
         slot *s = &t->slots[b];
         task *tk = &t->tasks[s->task];
         ppo_advantages(&tk->base, s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
         keep_best(tk, s);
         for (int j = 0; j < k; j++)
-            mean_r += s->rewards[j] / ((double)k * t->n_slots);
+            mean_r += s->rewards[j] / ((double)k * t->c.n_slots);
     }
-    t->stats.rollouts += (long)t->n_slots * k;
+    t->stats.rollouts += (long)t->c.n_slots * k;
     ppo_stats ps = {0};
     if ((st = ppo_update(t, k, &ps, err)))
         return st;
@@ -619,18 +494,18 @@ op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
 {
     if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
         return op_fail(err, OP_EUSAGE, "trinity: give an iteration count or a time budget");
-    double t0 = now_seconds(), base_seconds = t->stats.seconds;
+    double t0 = rl_now_seconds(), base_seconds = t->stats.seconds;
     long start = t->stats.iterations;
     op_status st = OP_OK;
     while (!st) {
         long done = t->stats.iterations - start;
-        int stop = (t->cfg.iterations > 0 && done >= t->cfg.iterations) ||
-                   (t->cfg.budget_seconds > 0 && now_seconds() - t0 >= t->cfg.budget_seconds) ||
-                   op_interrupted();
-        if ((st = op_par_bcast(&stop, sizeof stop, 0, err)) || stop)
+        int stop;
+        if ((st = rl_decide_stop(done, t->cfg.iterations, t0, t->cfg.budget_seconds, &stop,
+                                 err)) ||
+            stop)
             break;
         st = iterate(t, err);
-        t->stats.seconds = base_seconds + now_seconds() - t0;
+        t->stats.seconds = base_seconds + rl_now_seconds() - t0;
     }
     if (!st && t->stats.iterations > start) {
         ppo_stats none = {0};
@@ -643,18 +518,18 @@ op_status trinity_trainer_evaluate(trinity_trainer *t, int i, int samples, op_er
 {
     if (i < 0 || i >= t->n_tasks || samples < 0)
         return op_fail(err, OP_EINTERNAL, "trinity: bad evaluation request");
-    double t0 = now_seconds();
+    double t0 = rl_now_seconds();
     op_status st = ensure_capacity(t, samples + 1, err);
     if (st)
         return st;
     /* every rank runs the same draws with slot 0's buffers */
     t->slots[0].task = i;
-    trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->rng};
+    trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->c.rng};
     st = sample_and_score(t, 0, samples + 1, &run, err);
     if (!st)
         keep_best(&t->tasks[i], &t->slots[0]);
     t->stats.rollouts += samples + 1;
-    t->stats.seconds += now_seconds() - t0;
+    t->stats.seconds += rl_now_seconds() - t0;
     return st;
 }
 
