@@ -877,7 +877,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     memset(r, 0, sizeof *r);
     r->device_of = op_malloc((size_t)p->n * sizeof *r->device_of + 1, err);
     r->start = op_malloc((size_t)p->n * sizeof *r->start + 1, err);
-    inst I;
+    inst I = {0}; /* zeroed: the cleanup frees its arrays whatever failed */
     lp_model m = {0};
     pair_list op_pairs = {0}, xf_pairs = {0};
     double *s_op = NULL, *s_xf = NULL;
