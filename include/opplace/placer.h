@@ -53,6 +53,9 @@ op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *o
 int op_interrupted(void);
 void op_set_interrupted(int on);
 
+/* Seconds on a monotonic clock, for budgets and timings. */
+double op_seconds_now(void);
+
 /* printf-style progress line on stderr, only when ctx->progress is set. */
 void op_progress(const op_place_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

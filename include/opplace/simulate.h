@@ -90,6 +90,10 @@ op_status op_sim_record(op_sim *s, const op_placement *base, int max_checkpoints
 op_status op_sim_run_changed(op_sim *s, const op_placement *pl, op_sim_result *r,
                              op_error *err);
 
+/* Bytes above capacity summed over devices (0 when the placement fits):
+ * how far from fitting a simulated placement is. */
+double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r);
+
 /* Stop runs early once the step time cannot be below cutoff_us (0: never).
  * A search that only needs to know whether a candidate beats its incumbent
  * sets the incumbent's step time here; rejected candidates then cost only

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "opplace/placer.h"
 #include "opplace/io.h"
 
 static int is_flag(const char *name, const char *const *flags)
@@ -124,9 +125,7 @@ void cli_problem_destroy(cli_problem *cp)
 
 double cli_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return op_seconds_now();
 }
 
 const char *cli_bytes(char *buf, size_t cap, double b)

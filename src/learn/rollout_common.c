@@ -20,9 +20,7 @@
 
 double rl_now_seconds(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return op_seconds_now();
 }
 
 /* ---------------------------------------------------------------- core */

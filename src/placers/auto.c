@@ -37,22 +37,6 @@ typedef struct candidate {
     char name[96];
 } candidate;
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static double overflow_of(const op_problem *p, const op_sim_result *r)
-{
-    double o = 0;
-    for (int d = 0; d < p->nd; d++)
-        if (r->peak_mem[d] > p->c->dev[d].memory_bytes)
-            o += (double)(r->peak_mem[d] - p->c->dev[d].memory_bytes);
-    return o;
-}
-
 static int beats(double step, double over, const candidate *best)
 {
     if (!best->have)
@@ -69,7 +53,7 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
     sub.progress = 0;
     op_placement out;
     op_error perr = {0};
-    double t0 = seconds_now();
+    double t0 = op_seconds_now();
     if (op_place(pl, &sub, &out, &perr) != OP_OK) {
         if (perr.code == OP_ENOMEM)
             return op_fail(err, OP_ENOMEM, "%s", perr.msg);
@@ -81,9 +65,9 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
         op_placement_destroy(&out);
         return st;
     }
-    double over = overflow_of(ctx->p, r);
+    double over = op_sim_overflow_bytes(ctx->p, r);
     op_progress(ctx, "auto: %-12s %12.1f us%s  (%.2f s)", pl->name, r->step_time_us,
-                over > 0 ? " (OOM)" : "", seconds_now() - t0);
+                over > 0 ? " (OOM)" : "", op_seconds_now() - t0);
     if (beats(r->step_time_us, over, best)) {
         if (best->have)
             op_placement_destroy(&best->pl);
@@ -166,7 +150,7 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, op_sim 
             continue;
         if (k++ % P != me)
             continue;
-        if (best->have && seconds_now() > deadline) { /* huge graphs: keep the budget */
+        if (best->have && op_seconds_now() > deadline) { /* huge graphs: keep the budget */
             skipped++;
             continue;
         }
@@ -263,7 +247,7 @@ static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, o
 static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     const op_problem *p = ctx->p;
-    double t0 = seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
+    double t0 = op_seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
     int refine = !op_options_has(ctx->opts, "no-refine");
     int ilp = !op_options_has(ctx->opts, "no-ilp");
     candidate best = {.n_ops = p->n, .n_dev = p->nd};
@@ -277,10 +261,10 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
     if (!st)
         st = run_portfolio(ctx, t0 + budget, sim, &r, &best, err);
-    double left = budget - (seconds_now() - t0);
+    double left = budget - (op_seconds_now() - t0);
     if (!st && ilp && budget >= 60 && left > 0) {
         st = run_ilp(ctx, left * 0.5, sim, &r, &best, err);
-        left = budget - (seconds_now() - t0);
+        left = budget - (op_seconds_now() - t0);
     }
     if (!st && refine && (left > 0.05 || iters > 0))
         st = run_refinement(ctx, left, iters, (int)streams, &best, err);

@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "opplace/placer.h"
 #include "placers/pesto_ilp.h"
 
 #define LP_INF DBL_MAX /* CBC reads bounds at or beyond 1e30 as infinite */
@@ -688,9 +689,7 @@ int pesto_ilp_memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opt
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return op_seconds_now();
 }
 
 static Cbc_Model *load_model(const lp_model *m)

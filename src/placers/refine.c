@@ -104,30 +104,13 @@ static uint64_t next_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Sum of overflow above capacity: how far from fitting a placement is. */
-static double overflow(const op_problem *p, const op_sim_result *r)
-{
-    double o = 0;
-    for (int d = 0; d < p->nd; d++)
-        if (r->peak_mem[d] > p->c->dev[d].memory_bytes)
-            o += (double)(r->peak_mem[d] - p->c->dev[d].memory_bytes);
-    return o;
-}
-
 /* Is candidate r better than the incumbent (step, over)?  Fitting beats not
  * fitting; among non-fitting placements less overflow wins. */
 static int better(const op_problem *p, const op_sim_result *r, double step, double over)
 {
     if (r->cut_off)
         return 0;
-    double o = overflow(p, r);
+    double o = op_sim_overflow_bytes(p, r);
     if (over > 0)
         return o < over || (o == over && r->step_time_us < step);
     return o == 0 && r->step_time_us < step;
@@ -217,12 +200,12 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
     const op_problem *p = S->ctx->p;
     op_placement cand = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->cand};
     op_placement cur = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->dev};
-    double t0 = seconds_now(), last_report = t0;
+    double t0 = op_seconds_now(), last_report = t0;
     int checkpoints = p->n > 200000 ? 4 : 16;
     for (long it = 0;; it++) {
         if ((S->o->max_iterations > 0 && it >= S->o->max_iterations) || op_interrupted())
             break;
-        double now = seconds_now();
+        double now = op_seconds_now();
         if (S->o->budget_seconds > 0 && now - t0 >= S->o->budget_seconds)
             break;
         if (S->ctx->progress && now - last_report > 1.0) {
@@ -245,7 +228,7 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
         if ((e = op_sim_record(S->sim, &cur, checkpoints, &S->r, err)))
             return e;
         S->step = S->r.step_time_us;
-        S->over = overflow(p, &S->r);
+        S->over = op_sim_overflow_bytes(p, &S->r);
     }
     op_sim_set_cutoff(S->sim, 0);
     return OP_OK;
@@ -257,7 +240,7 @@ op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placeme
     const op_problem *p = ctx->p;
     op_refine_stats st = {0};
     search S = {.ctx = ctx, .o = o, .rng = o->seed};
-    double t0 = seconds_now();
+    double t0 = op_seconds_now();
     op_status e = OP_ENOMEM;
     S.sim = op_sim_new(p, err);
     S.dev = op_malloc((size_t)p->n * sizeof(int), err);
@@ -267,7 +250,7 @@ op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placeme
     /* the incumbent as given, order included */
     if ((e = op_sim_run(S.sim, pl, &S.r, NULL, err)))
         goto out;
-    double given_step = S.r.step_time_us, given_over = overflow(p, &S.r);
+    double given_step = S.r.step_time_us, given_over = op_sim_overflow_bytes(p, &S.r);
     memcpy(S.dev, pl->device_of, (size_t)p->n * sizeof(int));
     op_placement fifo = {.n_ops = p->n, .n_dev = p->nd, .device_of = S.dev};
     if ((e = build_units(p, S.dev, o->max_units > 0 ? o->max_units : 2000, &S.u, err)) ||
@@ -280,7 +263,7 @@ op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placeme
         goto out;
     }
     S.step = S.r.step_time_us;
-    S.over = overflow(p, &S.r);
+    S.over = op_sim_overflow_bytes(p, &S.r);
     st.units = S.u.n;
     st.initial_us = given_step;
     if (p->nd > 1 && S.u.n > 0 && (e = search_loop(&S, &st, err)))
@@ -294,7 +277,7 @@ op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placeme
     st.final_us = improved ? S.step : given_step;
     e = OP_OK;
 out:
-    st.seconds = seconds_now() - t0;
+    st.seconds = op_seconds_now() - t0;
     if (stats)
         *stats = st;
     units_free(&S.u);

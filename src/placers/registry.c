@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "opplace/placer.h"
 
@@ -90,6 +91,13 @@ int op_interrupted(void)
 void op_set_interrupted(int on)
 {
     interrupted = on;
+}
+
+double op_seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void op_progress(const op_place_ctx *ctx, const char *fmt, ...)

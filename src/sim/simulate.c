@@ -567,6 +567,15 @@ op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim
     return st ? st : sim_finish_run(&R);
 }
 
+double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r)
+{
+    double o = 0;
+    for (int d = 0; d < p->nd; d++)
+        if (r->peak_mem[d] > p->c->dev[d].memory_bytes)
+            o += (double)(r->peak_mem[d] - p->c->dev[d].memory_bytes);
+    return o;
+}
+
 void op_sim_set_cutoff(op_sim *s, double cutoff_us)
 {
     s->cutoff_us = cutoff_us > 0 ? cutoff_us : 0;
