@@ -7,8 +7,12 @@
 #      dominate), on 2 and 4 GPUs of each preset in PRESETS (default:
 #      v100-pcie, the paper's testbed, and v100-nvlink), with --best-effort
 #      so a placer that cannot fit the graph still reports a step (marked *);
-#   3. per table, celeritas against min(m-topo, m-etf, m-sct) and expert;
-#   4. placement time of celeritas on a 36,000-op graph.
+#   3. per table, celeritas against min(m-topo, m-etf, m-sct) and expert,
+#      ranked as the placers rank best-effort results: OOM-free first, then
+#      the smaller overflow (GiB above capacity, summed over devices; shown
+#      in brackets), then the step time;
+#   4. placement time of celeritas on 36,000-op graphs (synthetic, and the
+#      zoo Transformer with 29 layers).
 # usage: [PRESETS="v100-pcie v100-nvlink"] bash bench/celeritas.sh [path/to/opplace] [models...]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -38,12 +42,19 @@ echo
 for preset in $PRESETS; do
   for gpus in 2 4; do
     : > "$TMP/rows.tsv"
+    "$BIN" cluster --preset "$preset" --gpus "$gpus" -o "$TMP/cluster.json"
     for m in $MODELS; do
       for a in $ALGOS; do
-        if out=$("$BIN" place "$TMP/$m.json" --algo "$a" --preset "$preset" --gpus "$gpus" --best-effort --json --quiet 2>/dev/null); then
-          python3 -c "import json,sys; d=json.loads(sys.argv[1]); print('%s\t%s\t%.2f\t%d' % (sys.argv[2], sys.argv[3], d['step_time_us']/1e3, d['oom']))" "$out" "$m" "$a" >> "$TMP/rows.tsv"
+        if out=$("$BIN" place "$TMP/$m.json" --algo "$a" --cluster "$TMP/cluster.json" --best-effort --json --quiet 2>/dev/null); then
+          python3 - "$out" "$m" "$a" "$TMP/cluster.json" >> "$TMP/rows.tsv" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1])
+cap = {x["name"]: x["memory_bytes"] for x in json.load(open(sys.argv[4]))["devices"]}
+over = sum(max(0, b - cap[k]) for k, b in d["peak_memory_bytes"].items()) / 2**30
+print("%s\t%s\t%.2f\t%d\t%.2f" % (sys.argv[2], sys.argv[3], d["step_time_us"] / 1e3, d["oom"], over))
+PY
         else
-          printf "%s\t%s\tfail\t0\n" "$m" "$a" >> "$TMP/rows.tsv"
+          printf "%s\t%s\tfail\t0\t0\n" "$m" "$a" >> "$TMP/rows.tsv"
         fi
       done
     done
@@ -53,33 +64,41 @@ rows, preset, gpus, algos = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].s
 t = {}
 models = []
 for line in open(rows):
-    m, a, ms, oom = line.rstrip("\n").split("\t")
+    m, a, ms, oom, over = line.rstrip("\n").split("\t")
     if m not in models:
         models.append(m)
-    t[m, a] = (float("inf") if ms == "fail" else float(ms), int(oom))
-print(f"### Simulated step time (ms) on {gpus} x {preset}; * = out of memory")
+    t[m, a] = (float("inf") if ms == "fail" else float(ms), int(oom), float(over))
+def cell(x):
+    return "%.2f" % x[0] + (" * (+%.2f)" % x[2] if x[1] else "")
+def show(x):
+    return "%.2f ms" % x[0] + (" * +%.2f GiB" % x[2] if x[1] else "")
+print(f"### Simulated step time (ms) on {gpus} x {preset}; * = out of memory (+GiB over capacity, summed)")
 print()
 print("| model | " + " | ".join(algos) + " |")
 print("|---|" + "---:|" * len(algos))
 for m in models:
-    print(f"| {m} | " + " | ".join("%.2f%s" % (t[m, a][0], "*" if t[m, a][1] else "") for a in algos) + " |")
+    print(f"| {m} | " + " | ".join(cell(t[m, a]) for a in algos) + " |")
 print()
-key = lambda x: (x[1], x[0])  # OOM-free first, then step
-lose_b, lose_e, log_e = [], [], []
+key = lambda x: (x[1], x[2] if x[1] else 0, x[0])  # OOM-free first, then overflow, then step
+lose_b, lose_e, log_e, both_fit = [], [], [], []
 for m in models:
     c = t[m, "celeritas"]
     b = min((t[m, a] for a in ("m-topo", "m-etf", "m-sct")), key=key)
     if key(c) > key(b):
-        lose_b.append(f"{m} ({c[0]:.2f}{'*' if c[1] else ''} vs {b[0]:.2f}{'*' if b[1] else ''})")
+        lose_b.append(f"{m} ({show(c)} vs {show(b)})")
     e = t[m, "expert"]
     log_e.append(math.log(c[0] / e[0]))
+    if not c[1] and not e[1]:
+        both_fit.append(math.log(c[0] / e[0]))
     if key(c) > key(e):
-        lose_e.append(m)
+        lose_e.append(f"{m} ({show(c)} vs {show(e)})")
+gm = lambda v: math.exp(sum(v) / len(v)) if v else float("nan")
 print(f"celeritas vs best Baechi heuristic: worse on {len(lose_b)} of {len(models)}"
       + (": " + ", ".join(lose_b) if lose_b else "") + ".  ")
 print(f"celeritas vs expert: worse on {len(lose_e)} of {len(models)}"
-      + (" (" + ", ".join(lose_e) + ")" if lose_e else "")
-      + f"; geometric mean of celeritas / expert = {math.exp(sum(log_e) / len(log_e)):.3f}.")
+      + (": " + ", ".join(lose_e) if lose_e else "")
+      + f".  Geometric mean of celeritas / expert step time: {gm(log_e):.3f} over all"
+      + f" {len(log_e)} models, {gm(both_fit):.3f} over the {len(both_fit)} where both fit.")
 print()
 PY
   done
@@ -89,7 +108,8 @@ echo
 echo "| graph | ops | celeritas s | order-place s |"
 echo "|---|---:|---:|---:|"
 "$BIN" zoo synthetic --ops 36000 -o "$TMP/s36k.json"
-for g in s36k transformer; do
+"$BIN" zoo transformer --layers 29 -o "$TMP/transformer29.json"
+for g in s36k transformer29 transformer; do
   [ -f "$TMP/$g.json" ] || continue
   n=$("$BIN" info "$TMP/$g.json" | awk '/ops \/ edges/ {print $4}')
   c=$("$BIN" place "$TMP/$g.json" --algo celeritas --preset v100-pcie --gpus 4 --best-effort --json --quiet | num placement_seconds)

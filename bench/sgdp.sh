@@ -4,8 +4,11 @@
 #      against expert, m-etf and celeritas (whichever are registered), as the
 #      paper's Table 1 on RNNLM-2, GNMT-2, Transformer-XL-2, Inception-V3, WaveNet;
 #   2. generalisation: batch training on the other families for
-#      $TRAIN_BUDGET s, then zero-shot and fine-tuned ($FINETUNE iterations)
-#      placement of the held-out family ($HELD_OUT);
+#      $TRAIN_BUDGET s, then zero-shot (1 round and $ROUNDS rounds of greedy +
+#      32 samples, --rounds) and fine-tuned ($FINETUNE iterations) placement
+#      of the held-out family ($HELD_OUT), against SGDP-one on it (the same
+#      run) and against an untrained policy (the ablation: what the trained
+#      weights add to copying the reference input);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
@@ -15,6 +18,8 @@
 # Total time about 5 x SGDP_BUDGET + TRAIN_BUDGET + fine-tuning (< 20 min
 # with the defaults).  Baselines run with --best-effort so an OOM placement
 # still reports a step time (marked *).
+# PARTS (default "one gen mpi") picks the parts: "gen" alone also trains
+# SGDP-one on $HELD_OUT for the comparison.
 # usage: bash bench/sgdp.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -23,6 +28,9 @@ TRAIN_BUDGET=${TRAIN_BUDGET:-180}
 FINETUNE=${FINETUNE:-20}
 HELD_OUT=${HELD_OUT:-transformer_xl}
 SEED=${SEED:-1}
+ROUNDS=${ROUNDS:-10}
+PARTS=${PARTS:-one gen mpi}
+has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 MODELS="rnnlm gnmt transformer_xl inception_v3 wavenet"
 CL="--preset v100-nvlink --gpus 2"
 TMP=$(mktemp -d)
@@ -43,6 +51,20 @@ place() { # graph algo [options...]
 
 for m in $MODELS; do "$BIN" zoo "$m" -o "$TMP/$m.json"; done
 
+# SGDP-one on graph $1: sets ONE_BEST, ONE_REF, ONE_IT, ONE_RPS, ONE_WALL
+sgdp_one() {
+  local t0 t1 out
+  t0=$(date +%s.%N)
+  out=$("$BIN" train sgdp --graphs "$1" $CL --weights "$TMP/one-$(basename "$1" .json).bin" --budget-seconds "$SGDP_BUDGET" --seed "$SEED" --quiet)
+  t1=$(date +%s.%N)
+  ONE_BEST=$(echo "$out" | awk 'NR==2 {print $3}')
+  ONE_REF=$(echo "$out" | awk '/^reference/ {print $3, $4}')
+  ONE_IT=$(echo "$out" | awk '/^trained/ {print $2}')
+  ONE_RPS=$(echo "$out" | awk '/^trained/ {gsub(/\(/,""); print $10}')
+  ONE_WALL=$(python3 -c "print(f'{$t1 - $t0:.1f}')")
+}
+
+if has one; then
 echo "### SGDP-one vs baselines: simulated step time (ms), 2 x v100-nvlink"
 echo
 echo "SGDP-one: a fresh policy trained on the graph alone for ${SGDP_BUDGET} s (seed $SEED), best placement seen."
@@ -58,16 +80,16 @@ for m in $MODELS; do
   printf " %s |" "$lb"
   ex=""
   for a in $BASELINES; do v=$(place "$g" "$a"); [ "$a" = expert ] && ex=$v; printf " %s |" "$v"; done
-  out=$("$BIN" train sgdp --graphs "$g" $CL --weights "$TMP/one-$m.bin" --budget-seconds "$SGDP_BUDGET" --seed "$SEED" --quiet)
-  best=$(echo "$out" | awk 'NR==2 {print $3}')
-  ref=$(echo "$out" | awk '/^reference/ {print $3, $4}')
-  it=$(echo "$out" | awk '/^trained/ {print $2}')
-  rps=$(echo "$out" | awk '/^trained/ {gsub(/\(/,""); print $10}')
+  sgdp_one "$g"
+  best=$ONE_BEST
+  [ "$m" = "$HELD_OUT" ] && HELD_ONE=$best
   vs=$(python3 -c "e='$ex'.rstrip('*'); print(f'{100*($best/float(e)-1):+.1f} %' if e and e!='fail' else '-')")
-  printf " %s ms | %s | %s | %s | %s |\n" "$ref" "$best" "$vs" "$it" "$rps"
+  printf " %s ms | %s | %s | %s | %s |\n" "$ONE_REF" "$best" "$vs" "$ONE_IT" "$ONE_RPS"
 done
 echo
+fi
 
+if has gen; then
 echo "### Generalisation: held-out family ${HELD_OUT}"
 echo
 TRAIN=""
@@ -86,18 +108,30 @@ echo "$out"
 echo '```'
 echo
 g="$TMP/$HELD_OUT.json"
-t0=$(date +%s.%N)
-zs=$(place "$g" sgdp --weights "$TMP/batch.bin")
-t1=$(date +%s.%N)
-ft=$(place "$g" sgdp --weights "$TMP/batch.bin" --finetune "$FINETUNE")
-t2=$(date +%s.%N)
-echo "| ${HELD_OUT} (held out) | step (ms) | wall s |"
-echo "|---|---:|---:|"
-printf "| zero-shot (greedy + 32 samples) | %s | %.1f |\n" "$zs" "$(python3 -c "print($t1 - $t0)")"
-printf "| fine-tuned, %s PPO iterations | %s | %.1f |\n" "$FINETUNE" "$ft" "$(python3 -c "print($t2 - $t1)")"
-for a in $BASELINES; do printf "| %s | %s | |\n" "$a" "$(place "$g" "$a")"; done
+if [ -z "${HELD_ONE:-}" ]; then sgdp_one "$g"; HELD_ONE=$ONE_BEST; HELD_WALL=$ONE_WALL; HELD_IT=$ONE_IT; fi
+# the ablation: an untrained policy (lr 0, no cloning: the initial weights,
+# whose reference skip copies the input) placed the same way
+"$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained.bin" --iterations 1 --samples 1 --lr 0 --warm-start 0 --seed "$SEED" --quiet > /dev/null
+row() { # label weights [options...]
+  local label=$1 w=$2 t0 t1 v; shift 2
+  t0=$(date +%s.%N)
+  v=$(place "$g" sgdp --weights "$w" "$@")
+  t1=$(date +%s.%N)
+  printf "| %s | %s | %s | %.1f |\n" "$label" "$v" "$(python3 -c "v='$v'.rstrip('*'); print(f'{100*(float(v)/$HELD_ONE-1):+.1f} %' if v!='fail' else '-')")" "$(python3 -c "print($t1 - $t0)")"
+}
+echo "| ${HELD_OUT} (held out) | step (ms) | vs SGDP-one (${HELD_ONE}) | wall s |"
+echo "|---|---:|---:|---:|"
+row "zero-shot, 1 round (greedy + 32 samples)" "$TMP/batch.bin"
+row "zero-shot, ${ROUNDS} rounds" "$TMP/batch.bin" --rounds "$ROUNDS"
+row "fine-tuned, ${FINETUNE} PPO iterations (then 1 round)" "$TMP/batch.bin" --finetune "$FINETUNE"
+row "untrained policy, 1 round (ablation)" "$TMP/untrained.bin"
+row "untrained policy, ${ROUNDS} rounds (ablation)" "$TMP/untrained.bin" --rounds "$ROUNDS"
+[ -n "${HELD_WALL:-}" ] && printf "| SGDP-one, %s s (%s iterations) | %s | | %s |\n" "$SGDP_BUDGET" "$HELD_IT" "$HELD_ONE" "$HELD_WALL"
+for a in $BASELINES; do printf "| %s | %s | | |\n" "$a" "$(place "$g" "$a")"; done
 echo
+fi
 
+has mpi || exit 0
 echo "### MPI: SGDP-one training on 1 and 2 ranks (issue 9)"
 echo
 if ! command -v mpirun > /dev/null; then

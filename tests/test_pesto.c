@@ -117,6 +117,62 @@ Test(coarsen, pins_and_kinds_never_merge, .timeout = 60)
     }
 }
 
+/* A training chain in TensorFlow's style: every layer's variable is
+ * colocated with its update op, which runs at the end of the backward
+ * pass.  No two vertices of one group can merge early (the path through
+ * the rest of the step lies between them), so coarsening has to merge
+ * across groups (uniting them) to get below one vertex per group member;
+ * the members of each original group must still share a coarse group. */
+Test(coarsen, variable_update_groups_reach_the_target)
+{
+    enum { K = 30 };
+    op_graph_builder *b = op_graph_builder_new("var-update", NULL);
+    int var[K], fwd[K], bwd[K], apply[K];
+    char name[32], grp[32];
+    for (int k = 0; k < K; k++) {
+        snprintf(grp, sizeof grp, "w%d", k);
+        snprintf(name, sizeof name, "var%d", k);
+        var[k] = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 1, .param_bytes = 1000,
+                                             .colocate = grp});
+        snprintf(name, sizeof name, "fwd%d", k);
+        fwd[k] = tk_op(b, name, 10, 4000);
+        snprintf(name, sizeof name, "apply%d", k);
+        apply[k] = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 2, .colocate = grp});
+    }
+    for (int k = K - 1; k >= 0; k--) {
+        snprintf(name, sizeof name, "bwd%d", k);
+        bwd[k] = tk_op(b, name, 20, 4000);
+    }
+    for (int k = 0; k < K; k++) {
+        tk_edge(b, var[k], fwd[k], 1000);
+        if (k > 0)
+            tk_edge(b, fwd[k - 1], fwd[k], 4000);
+        tk_edge(b, fwd[k], bwd[k], 4000);
+        if (k + 1 < K)
+            tk_edge(b, bwd[k + 1], bwd[k], 4000);
+        tk_edge(b, bwd[k], apply[k], 1000);
+        tk_edge(b, var[k], apply[k], 1000);
+    }
+    tk_edge(b, fwd[K - 1], bwd[K - 1], 4000);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-4, 1L << 40));
+    const int target = 12;
+    check_coarsening(&tp.p, target, "variable/update groups");
+    op_error err = {0};
+    op_coarse_map map;
+    pesto_coarsen_stats st;
+    cr_assert_eq(pesto_coarsen(&tp.p, target, &map, &st, &err), OP_OK, "%s", err.msg);
+    cr_assert_leq(map.coarse->n_ops, target, "stalled at %d coarse vertices", map.coarse->n_ops);
+    for (int k = 0; k < K; k++) {
+        int cv = map.coarse->colocate[map.group_of[var[k]]];
+        int ca = map.coarse->colocate[map.group_of[apply[k]]];
+        cr_assert(map.group_of[var[k]] == map.group_of[apply[k]] || (cv != OP_NONE && cv == ca),
+                  "layer %d: variable and update may be placed apart", k);
+    }
+    op_coarse_map_destroy(&map);
+    tk_unbind(&tp);
+}
+
 Test(coarsen, every_zoo_model_stays_acyclic, .timeout = 240)
 {
     int n;

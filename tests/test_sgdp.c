@@ -5,7 +5,10 @@
  * is reproduced bit for bit from the seed with 1 or 2 simulation threads;
  * the action mask keeps pins, kinds, colocation and absent devices; the
  * PPO loss's gradient matches finite differences; the train command and
- * the placer's zero-shot mode work end to end.
+ * the placer's zero-shot mode work end to end.  Beyond the paper: a fresh
+ * policy copies any reference input (the reference skip) with exact
+ * gradients; batch training on varied inputs is reproducible and keeps
+ * constraints; zero-shot --rounds never returns worse than one round.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -589,4 +592,179 @@ Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
     free(w[0]);
     free(w[1]);
     tk_unbind(&tp);
+}
+
+/* ----------------------------- generalisation aids (beyond the paper:
+ * the reference skip in sgdp_policy.c, varied inputs in sgdp_train.c,
+ * --rounds in src/placers/sgdp.c) */
+
+/* sum over allowed (row, device) of c * logp, and its gradient */
+static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double *c, int backward)
+{
+    op_error err = {0};
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp, dlogp;
+    sgdp_pass *pass;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, sg, &logp, &pass, &err), OP_OK, "%s", err.msg);
+    nn_arena_tensor(&ar, logp.rows, logp.cols, &dlogp, &err);
+    double sum = 0.0;
+    for (size_t k = 0; k < nn_tensor_size(&logp); k++)
+        if (sg->mask[k]) {
+            sum += c[k] * logp.data[k];
+            dlogp.data[k] = c[k];
+        }
+    if (backward) {
+        nn_params_zero_grad(sgdp_policy_params(pol));
+        cr_assert_eq(sgdp_policy_backward(pol, &ar, sg, pass, &dlogp, &err), OP_OK, "%s",
+                     err.msg);
+    }
+    nn_arena_destroy(&ar);
+    return sum;
+}
+
+/* A fresh policy copies whatever reference it is given (any labelling),
+ * and the gradient through the reference skip matches finite differences. */
+Test(sgdp, reference_skip_copies_any_input_and_has_the_right_gradient)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+    int ref[40], row[40], dev[40];
+    for (int shift = 0; shift < 3; shift++) { /* the same pattern under 3 labellings */
+        for (int t = 0; t < sg.n; t++)
+            ref[t] = (t / 7 + shift) % 3;
+        sgdp_graph_set_reference(&sg, ref);
+        nn_arena ar;
+        nn_arena_init(&ar, 1 << 16, &err);
+        nn_tensor logp;
+        cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
+        sgdp_sample(&sg, &logp, NULL, 1, row, dev);
+        for (int t = 0; t < sg.n; t++) {
+            cr_assert_eq(row[t], ref[t], "row %d, labelling %d", t, shift);
+            cr_assert_gt(exp(NN_AT(&logp, t, ref[t])), 0.9);
+        }
+        nn_arena_destroy(&ar);
+    }
+    /* finite differences: the skip's gain and a few other weights */
+    size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
+    double *c = malloc(sz * sizeof *c);
+    nn_rng rng;
+    nn_rng_seed(&rng, 9);
+    for (size_t k = 0; k < sz; k++)
+        c[k] = nn_rng_uniform(&rng) - 0.5;
+    weighted_logp(pol, &sg, c, 1);
+    nn_params *ps = sgdp_policy_params(pol);
+    nn_param *probe[3] = {nn_params_find(ps, "sgdp.ref_gain"), ps->items[1],
+                          ps->items[ps->count - 2]};
+    cr_assert_not_null(probe[0]);
+    for (int i = 0; i < 3; i++) {
+        double *w = &probe[i]->value.data[0], keep = *w, h = 1e-6;
+        double analytic = probe[i]->grad.data[0];
+        *w = keep + h;
+        double up = weighted_logp(pol, &sg, c, 0);
+        *w = keep - h;
+        double down = weighted_logp(pol, &sg, c, 0);
+        *w = keep;
+        double numeric = (up - down) / (2 * h);
+        cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
+                  "%s: numeric %.9g analytic %.9g", probe[i]->name, numeric, analytic);
+    }
+    free(c);
+    sgdp_graph_destroy(&sg);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+/* Batch training with every input varied (relabelled / perturbed copies of
+ * the incumbent): bit-identical for 1 and 2 threads, and the placements it
+ * keeps obey pins, kinds and colocation on a mixed GPU/CPU cluster (a
+ * relabelling may only swap interchangeable devices). */
+Test(sgdp, varied_inputs_are_reproducible_and_keep_constraints)
+{
+    tk_problem a, b;
+    tk_bind(&a, tk_random_dag(50, 0.08, 2), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    tk_bind(&b, constrained_graph(), gpus_and_cpu());
+    const op_problem *probs[2] = {&a.p, &b.p};
+    double *w[2] = {NULL, NULL};
+    size_t total = 0;
+    for (int threads = 1; threads <= 2; threads++) {
+        op_error err = {0};
+        sgdp_config cfg = tiny_config();
+        sgdp_policy *pol = sgdp_policy_new(&cfg, 5, &err);
+        sgdp_train_config tc = warm_train(6, threads, 2);
+        tc.input_variety = 1.0;
+        sgdp_trainer *t = sgdp_trainer_new(pol, probs, 2, &tc, &err);
+        cr_assert_not_null(t, "%s", err.msg);
+        cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+        for (int i = 0; i < 2; i++) {
+            sgdp_best bst = sgdp_trainer_best(t, i);
+            cr_assert_not_null(bst.placement);
+            cr_assert_eq(op_problem_check_placement(probs[i], bst.placement, &err), OP_OK, "%s",
+                         err.msg);
+            cr_assert_leq(bst.step_time_us, sgdp_trainer_reference(t, i)->step_time_us + 1e-9);
+        }
+        nn_params *ps = sgdp_policy_params(pol);
+        total = 0;
+        for (size_t i = 0; i < ps->count; i++)
+            total += nn_tensor_size(&ps->items[i]->value);
+        w[threads - 1] = malloc(total * sizeof(double));
+        size_t off = 0;
+        for (size_t i = 0; i < ps->count; i++) {
+            size_t len = nn_tensor_size(&ps->items[i]->value);
+            memcpy(w[threads - 1] + off, ps->items[i]->value.data, len * sizeof(double));
+            off += len;
+        }
+        sgdp_trainer_free(t);
+        sgdp_policy_free(pol);
+    }
+    cr_assert_eq(memcmp(w[0], w[1], total * sizeof(double)), 0);
+    free(w[0]), free(w[1]);
+    tk_unbind(&a);
+    tk_unbind(&b);
+}
+
+static double json_step(const char *out)
+{
+    const char *s = strstr(out, "\"step_time_us\"");
+    cr_assert_not_null(s, "%s", out);
+    s = strchr(s, ':');
+    return strtod(s + 1, NULL);
+}
+
+/* Zero-shot --rounds R: round 1 is the single-round result (same seed),
+ * later rounds only replace it by better samples. */
+Test(sgdp, zero_shot_rounds_never_do_worse_than_one_round)
+{
+    const char *dir = tk_tmpdir();
+    char g[512], w[512], cmd[4096];
+    snprintf(g, sizeof g, "%s/rounds.json", dir);
+    snprintf(w, sizeof w, "%s/rounds.bin", dir);
+    op_graph *gr = tk_random_dag(60, 0.08, 12);
+    cr_assert_eq(op_graph_write(gr, g, NULL), OP_OK);
+    op_graph_free(gr);
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--iterations 2 --samples 4 --hidden 16 --segment 8 --quiet",
+             OPPLACE_BIN, g, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    free(out);
+    double t[2];
+    int rounds[2] = {1, 4};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s "
+                 "--samples 3 --rounds %d --seed 5 --json --quiet",
+                 OPPLACE_BIN, g, w, rounds[i]);
+        cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+        t[i] = json_step(out);
+        free(out);
+    }
+    cr_assert_leq(t[1], t[0], "4 rounds %.3f us > 1 round %.3f us", t[1], t[0]);
 }

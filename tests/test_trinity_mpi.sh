@@ -4,6 +4,8 @@
 # bit-identical weights and the same best placement; only rank 0 prints and
 # writes.  Both runs use single-threaded OpenBLAS: Trinity's results depend
 # on the BLAS thread count (bench/RESULTS.md, "## Trinity", "### MPI").
+# Both commands run with their defaults beyond the paper (reference expert,
+# decision units, uniform exploration, tolerances from the reference).
 # Args: OPPLACE_BIN DATA_DIR
 set -euo pipefail
 bin=$1

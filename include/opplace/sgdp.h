@@ -10,10 +10,13 @@
  *   placement_net.c  Transformer-XL style segment-recurrent attention over
  *                    the topological order, no positional encoding
  *   sgdp_policy.c    the whole policy (Figure 1): features -> GraphSAGE ->
- *                    placement network -> per-op device distribution (eq. 4)
+ *                    placement network -> per-op device distribution (eq. 4),
+ *                    plus (beyond the paper) a learnt-gain skip from the
+ *                    reference input's device to its logit
  *   sgdp_train.c     PPO training over one graph (SGDP-one) or many (batch),
  *                    rollouts simulated in parallel (and over MPI ranks),
- *                    best placement kept
+ *                    best placement kept; in batch training the reference
+ *                    inputs are varied (relabelled devices, perturbations)
  *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
  *                    policy sees as input and is first cloned to, and
  *                    decision units (fused ops split by the reference)
@@ -60,6 +63,8 @@ typedef struct sgdp_graph {
     unsigned char *mask;   /* n x max_devices: devices row t's decision may pick */
     int *leader;           /* per row: the row whose device it copies, or -1 */
     unsigned char *decides; /* per row: 1 when leader[t] < 0 */
+    int *ref_dev;          /* per row: the reference input's device, or -1 (no
+                              reference); read by the policy's reference skip */
 } sgdp_graph;
 
 /* Fails with OP_EINPUT when the cluster has more than max_devices devices. */
@@ -95,8 +100,8 @@ op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t s
 op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
                            int *unit_of, int *n_units, op_error *err);
 
-/* Fill the reference features (the last SGDP_REF_FEATURES columns) from
- * ref_row[t], the reference's device of row t. */
+/* Fill the reference features (the last SGDP_REF_FEATURES columns) and
+ * sg->ref_dev from ref_row[t], the reference's device of row t. */
 void sgdp_graph_set_reference(sgdp_graph *sg, const int *ref_row);
 
 /* Make each unit one decision: its first row decides, the others copy it,
@@ -173,6 +178,10 @@ typedef struct sgdp_train_config {
     double clone_fraction;  /* cloning stops after this share of the time budget */
     int slots;              /* rollout batches per iteration (each K rollouts on one
                                problem), gradients summed; MPI ranks share them */
+    double input_variety;   /* batch training (several problems, heuristics): share of
+                               rollout batches (and cloning steps) whose reference
+                               input is the incumbent with its devices relabelled
+                               (half of those also perturbed; sgdp_train.c); 0.5 */
 } sgdp_train_config;
 
 sgdp_train_config sgdp_train_defaults(void);

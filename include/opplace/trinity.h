@@ -13,7 +13,11 @@
  *                       attention and trainable device embeddings, logits
  *                       C*tanh(u/T) (eq. 9); forward (sampling or given
  *                       actions) and backward
- *   trinity_reward.c    the MDPE reward (eq. 8) from a simulator result
+ *   trinity_reward.c    the MDPE reward (eq. 8) from a simulator result,
+ *                       and the constrained order that picks the result
+ *   trinity_warm.c      beyond the paper: a reference placement (a fast
+ *                       heuristic, expert by default) that the priors centre
+ *                       on, decision units, and tolerances taken from it
  *   trinity_train.c     PPO (eqs. 12-15): rollouts simulated in parallel,
  *                       clipped ratio, EMA baseline, Adam, clipping, logit
  *                       noise in the first iterations, best placement kept;
@@ -109,6 +113,7 @@ typedef struct trinity_graph {
     unsigned char *allowed; /* n x max_devices: devices the op (its colocation group) may use */
     int *first_allowed;    /* per op: the repair device */
     int *anchor;           /* per op: centre of the order prior (trinity_anchor.c) */
+    int *block_dev;        /* per group: the device the block prior favours */
     double *out_share, *time_share, *param_share; /* per op: fraction of the graph's total */
 } trinity_graph;
 
@@ -121,6 +126,19 @@ void trinity_graph_destroy(trinity_graph *tg);
 /* Width of a group's feature row (Table 2): mean type embedding, log-scaled
  * output, runtime, parameter and member shares, adjacency over G groups. */
 int trinity_group_feature_dim(const trinity_config *cfg);
+
+/* BEYOND THE PAPER (trinity_warm.c): centre the priors on a reference
+ * placement ref_device_of (per op).  The G groups are split into one
+ * contiguous block per device, sized by the reference's work on it; the
+ * ops the reference puts on device d are partitioned (METIS) into d's
+ * block, those parts become the anchors of the order prior and block_dev
+ * maps the block to d, so the untrained policy samples placements around
+ * the reference.  unit_target > 0: decisions are made per unit (about
+ * unit_target Celeritas fusion groups split by the reference's devices,
+ * sgdp_units_build): a unit's first op decides its group, the others copy
+ * it, as colocation does.  Call once, right after trinity_graph_init. */
+op_status trinity_graph_set_reference(trinity_graph *tg, const int *ref_device_of,
+                                      int unit_target, uint64_t seed, op_error *err);
 
 /* --------------------------------------------------------------- policy */
 
@@ -160,6 +178,10 @@ typedef struct trinity_run {
     int greedy_last;    /* when sampling: rollout k-1 takes every argmax */
     nn_rng *rng;        /* for sampling */
     double noise;       /* when sampling: logits + U(-noise, noise) */
+    double explore_part, explore_sched; /* when sampling (beyond the paper): the chance
+                           that a partition (schedule) decision is drawn uniformly
+                           among its allowed choices instead; old_logp stays the
+                           policy's, as for the noise (trinity_train.c) */
 } trinity_run;
 
 /* One forward pass for k rollouts (batch->k = k).  Outputs, from the
@@ -185,7 +207,8 @@ op_status trinity_policy_backward(trinity_policy *pol, nn_arena *ar, const trini
  * q_x = [x > tol] * (1 + (x - tol) / tol), x the peak over devices. */
 typedef struct trinity_reward_config {
     double alpha, beta, gamma; /* 0.5, 0.3, 0.2 (section 5.2) */
-    double max_comm_bytes;     /* C^: per-device communication tolerance (8 GiB) */
+    double max_comm_bytes;     /* C^: per-device communication tolerance (8 GiB; the placer:
+                                  the reference's peak, trinity_warm.c) */
     double max_mem_bytes;      /* M^: per-device memory tolerance (8 GiB), and never
                                   above the device's memory_bytes */
 } trinity_reward_config;
@@ -206,6 +229,18 @@ void trinity_comm_load(const op_problem *p, const op_sim_result *r, int64_t *per
 trinity_metrics trinity_measure(const op_problem *p, const op_sim_result *r,
                                 const trinity_reward_config *rc);
 
+/* The CONSTRAINED ORDER in which the trainer keeps its best placement and
+ * the placer picks its result (beyond the paper, which returns the
+ * highest-reward placement): a placement whose peak communication and peak
+ * memory are within the tolerances (max_comm_bytes, max_mem_bytes, the
+ * raw values) beats one that is not; then one that fits in memory beats
+ * one that does not; then, within the tolerances, the faster wins (ties:
+ * less communication, then less memory); outside them, the higher MDPE
+ * reward.  Returns 1 when a is strictly better than b. */
+int trinity_within_tolerances(const trinity_metrics *m, const trinity_reward_config *rc);
+int trinity_metrics_better(const trinity_metrics *a, const trinity_metrics *b,
+                           const trinity_reward_config *rc);
+
 /* ------------------------------------------------------------- training */
 
 typedef struct trinity_train_config {
@@ -218,6 +253,9 @@ typedef struct trinity_train_config {
     int ema_period;        /* N of eq. 15 (9: decay 0.8) */
     int noise_steps;       /* iterations with logit noise (500) */
     double noise_max;      /* 0.1 */
+    double explore;        /* beyond the paper: decisions per rollout of each network
+                              drawn uniformly (trinity_run), so exploration survives the
+                              policy converging (0: none, the paper; the placer: 1) */
     trinity_reward_config reward;
     node2vec_config n2v;
     const op_place_ctx *progress; /* op_progress lines; may be NULL */
@@ -225,7 +263,23 @@ typedef struct trinity_train_config {
                               batch b is sampled, simulated and backpropagated by rank
                               b mod size; same seed and iterations give the same
                               weights for any rank count (trinity_train.c) */
+    /* BEYOND THE PAPER (trinity_warm.c); the defaults here are the paper's,
+     * the placer and `opplace train trinity` turn them on. */
+    const char *heuristics; /* reference placement: the best of these placers
+                               (sgdp_reference); NULL: none */
+    int unit_target;        /* > 0 (with heuristics): decide per unit, about this many */
+    int comm_from_reference, mem_from_reference; /* tolerance C^ (M^) := the reference's
+                              peak communication (memory) instead of reward.max_* */
 } trinity_train_config;
+
+#define TRINITY_DEFAULT_HEURISTICS "expert"
+#define TRINITY_DEFAULT_UNITS 256
+#define TRINITY_DEFAULT_EXPLORE 1.0
+/* Priors of a new policy centred on a reference: stronger than the plain
+ * defaults, so that an untrained policy's samples stay near the reference
+ * (about 1 group in 55 moves to another device on 2 devices). */
+#define TRINITY_REF_PRIOR 2.0
+#define TRINITY_REF_SCHED_PRIOR 4.0
 
 #define TRINITY_MAX_SLOTS 64
 
@@ -246,6 +300,17 @@ typedef struct trinity_best {
     trinity_metrics m;
 } trinity_best;
 trinity_best trinity_trainer_best(const trinity_trainer *t, int i);
+/* Problem i's reference (NULL without heuristics or when none placed it):
+ * its metrics and the placer that produced it. */
+typedef struct trinity_reference {
+    char name[32];
+    trinity_metrics m;
+    const int *device_of;
+} trinity_reference;
+const trinity_reference *trinity_trainer_reference(const trinity_trainer *t, int i);
+/* The reward configuration (tolerances included) problem i is trained and
+ * judged with. */
+trinity_reward_config trinity_trainer_reward(const trinity_trainer *t, int i);
 
 typedef struct trinity_train_stats {
     long iterations, rollouts;

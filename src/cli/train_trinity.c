@@ -6,9 +6,15 @@
  * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
  * the graphs and the cluster and dispatches here.  Under mpirun the
  * --slots rollout batches of an iteration are shared by the ranks; only
- * rank 0 prints and writes the weights.
+ * rank 0 prints and writes the weights.  As in the placer
+ * (src/placers/trinity.c), a reference placement (--heuristics, default
+ * expert; src/learn/trinity_warm.c, beyond the paper) centres the priors
+ * and gives decision units, and its peaks are the tolerances unless
+ * --max-comm / --max-mem are given; --heuristics none trains the paper's
+ * way (with --prior 0 --sched-prior 0 also the paper's networks).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/train_trinity.h"
 #include "opplace/parallel.h"
@@ -18,9 +24,22 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
                               op_error *err)
 {
     op_options *o = a->opts;
-    long samples, threads, epochs, groups, maxd, hidden, slots;
+    long samples, threads, epochs, groups, maxd, hidden, slots, units;
+    tc->heuristics = op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
+    if (!strcmp(tc->heuristics, "none"))
+        tc->heuristics = NULL;
+    /* absent tolerances: the reference's peaks (src/learn/trinity_warm.c) */
+    tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
+    tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
+    if (tc->heuristics) {
+        pc->prior = TRINITY_REF_PRIOR;
+        pc->sched_prior = TRINITY_REF_SCHED_PRIOR;
+    }
     op_status st;
     if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
+        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
+        (st = op_options_double(o, "explore", TRINITY_DEFAULT_EXPLORE, 0, 1e6, &tc->explore,
+                                err)) ||
         (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
         (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
         (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
@@ -50,6 +69,7 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
     tc->slots = (int)slots;
+    tc->unit_target = (int)units;
     return OP_OK;
 }
 
@@ -70,6 +90,13 @@ static void print_results(const trinity_trainer *t, const op_problem *const *pro
                cli_time(b, sizeof b, problems[i]->lower_bound_us),
                (double)bst.m.peak_comm / 1048576.0, (double)bst.m.peak_mem / 1073741824.0,
                bst.m.oom ? "  OOM" : "");
+    }
+    for (int i = 0; i < n; i++) {
+        const trinity_reference *ref = trinity_trainer_reference(t, i);
+        if (ref)
+            printf("reference    %s: %s %s, %.1f MiB, %.2f GiB\n", graphs[i]->name, ref->name,
+                   cli_time(a, sizeof a, ref->m.step_us), (double)ref->m.peak_comm / 1048576.0,
+                   (double)ref->m.peak_mem / 1073741824.0);
     }
     trinity_train_stats s = trinity_trainer_stats(t);
     printf("trained      %ld iterations, %ld simulated rollouts in %.1f s (%.1f s simulating; "

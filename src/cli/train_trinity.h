@@ -21,8 +21,12 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
     "         communication and peak memory (papers/trinity.txt); options:\n"                     \
     "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4) --entropy B\n"           \
-    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64) --prior P (1)\n"         \
-    "         --sched-prior S (2) --max-comm BYTES --max-mem BYTES (8 GiB each)\n"               \
+    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64) --prior P\n"           \
+    "         (1; 2 with a reference) --sched-prior S (2; 4 with a reference)\n"                  \
+    "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \
+    "         without one); beyond the paper: --heuristics LIST (expert; 'none' =\n"             \
+    "         the paper) reference placement, --units N (256) decision units,\n"                \
+    "         --explore E (1) uniformly drawn decisions per rollout;\n"                         \
     "         --alpha A --beta B --gamma C (0.5 0.3 0.2) --n2v-p P --n2v-q Q (1 1)\n"             \
     "         --init W.bin continues training; --slots B (1) rollout batches per\n"              \
     "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"

@@ -30,10 +30,15 @@
  * parallelizability") a merge may not create a vertex with more compute
  * than a cap (twice the mean work per target vertex, doubled whenever no
  * edge qualifies, so the target is still reached).  Two vertices merge only
- * if they can share a device
- * (their eligibility sets, which include kind/device pins and colocation
- * groups, intersect) and they do not belong to two different colocation
- * groups, so coarsening never turns a feasible problem infeasible.
+ * if they can share a device (their eligibility sets, which include
+ * kind/device pins and colocation groups, intersect), so coarsening never
+ * turns a feasible problem infeasible.  Vertices of two different
+ * colocation groups may merge: op_coarse_build then unites the groups
+ * (every member of both shares a device), so the same compute cap bounds
+ * the united group's total compute.  (The previous rule, never merge two
+ * groups, stalled on TF-style graphs where each variable is colocated
+ * with its update op: Inception-V3 stopped at 579 vertices, one per
+ * group member, far above any target the ILP can solve.)
  * Iteration stops at `target` vertices or when no edge is feasible.
  *
  * Also beyond the paper: a critical-path guard.  Merging ops into one
@@ -134,14 +139,95 @@ static int cross_condition(const op_graph *g, const int *height, const int *mate
     return 1;
 }
 
-static int same_colocation_ok(const op_graph *g, int u, int v)
+/* Colocation groups of one batch: a union-find over the graph's group
+ * ids, with each set's devices (every member's mask, shrinking as merges
+ * pin members, so two members never end up pinned apart) and compute. */
+typedef struct batch_groups_uf {
+    int *parent;
+    uint64_t *mask;
+    double *work;
+} batch_groups_uf;
+
+static int uf_root(int *parent, int x)
 {
-    return g->colocate[u] == OP_NONE || g->colocate[v] == OP_NONE ||
-           g->colocate[u] == g->colocate[v];
+    while (parent[x] != x)
+        x = parent[x] = parent[parent[x]];
+    return x;
+}
+
+static int uf_init(batch_groups_uf *u, const op_graph *g, const uint64_t *mask, const double *work)
+{
+    size_t k = (size_t)g->n_groups + 1;
+    u->parent = malloc(k * sizeof *u->parent);
+    u->mask = malloc(k * sizeof *u->mask);
+    u->work = calloc(k, sizeof *u->work);
+    if (!u->parent || !u->mask || !u->work)
+        return 0;
+    for (int c = 0; c < g->n_groups; c++) {
+        u->parent[c] = c;
+        u->mask[c] = ~(uint64_t)0;
+    }
+    for (int v = 0; v < g->n_ops; v++)
+        if (g->colocate[v] != OP_NONE) {
+            u->mask[g->colocate[v]] &= mask[v];
+            u->work[g->colocate[v]] += work ? work[v] : 0;
+        }
+    return 1;
+}
+
+static void uf_destroy(batch_groups_uf *u)
+{
+    free(u->parent);
+    free(u->mask);
+    free(u->work);
+}
+
+/* May u and v merge as far as colocation goes, and on which devices?
+ * Returns the devices they may share (0: they may not).  Two different
+ * groups merge only when work is given (the caller's cap applies to the
+ * union: merging two vertices of groups A and B colocates all of A and B,
+ * op_coarse_build unites them) and their union's compute stays within
+ * cap.  An ungrouped vertex may always join a group (the vertex cap
+ * bounds the merge itself), and adds its compute to the group's. */
+static uint64_t colocation_devices(const op_graph *g, batch_groups_uf *uf, const uint64_t *mask,
+                                   const double *work, double cap, int u, int v, int *ru_out,
+                                   int *rv_out)
+{
+    int cu = g->colocate[u], cv = g->colocate[v];
+    int ru = cu == OP_NONE ? -1 : uf_root(uf->parent, cu);
+    int rv = cv == OP_NONE ? -1 : uf_root(uf->parent, cv);
+    *ru_out = ru;
+    *rv_out = rv;
+    uint64_t both = mask[u] & mask[v];
+    if (ru >= 0)
+        both &= uf->mask[ru];
+    if (rv >= 0)
+        both &= uf->mask[rv];
+    if (ru >= 0 && rv >= 0 && ru != rv &&
+        (!work || uf->work[ru] + uf->work[rv] > cap))
+        return 0;
+    return both;
+}
+
+/* Record the merge of u and v in the batch's groups. */
+static void colocation_merge(batch_groups_uf *uf, const double *work, int u, int v, int ru,
+                             int rv, uint64_t both)
+{
+    if (ru < 0 && rv < 0)
+        return;
+    if (ru >= 0 && rv >= 0 && ru != rv) {
+        uf->parent[rv] = ru;
+        uf->work[ru] += uf->work[rv];
+    } else if (work) {
+        int r = ru >= 0 ? ru : rv;
+        uf->work[r] += work[ru >= 0 ? v : u];
+    }
+    uf->mask[ru >= 0 ? ru : rv] = both;
 }
 
 int pesto_select_batch(const op_graph *g, const double *edge_cost, const uint64_t *mask,
-                       int target, int *height, int *mate, int *order)
+                       const double *work, double group_cap, int target, int *height, int *mate,
+                       int *order)
 {
     int n = g->n_ops, m = g->n_edges, pairs = 0;
     compute_heights(g, height);
@@ -152,38 +238,29 @@ int pesto_select_batch(const op_graph *g, const double *edge_cost, const uint64_
     sort_cost = edge_cost;
     qsort(order, (size_t)m, sizeof *order, by_cost_desc);
     unsigned char *is_src = calloc((size_t)n + 1, 1);
-    uint64_t *gmask = malloc(((size_t)g->n_groups + 1) * sizeof *gmask);
-    if (!is_src || !gmask) {
+    batch_groups_uf uf = {0};
+    if (!is_src || !uf_init(&uf, g, mask, work)) {
         free(is_src);
-        free(gmask);
+        uf_destroy(&uf);
         return 0;
     }
-    /* a colocation group's devices: every member's, shrinking as merges pin
-     * members, so two members never end up pinned apart */
-    for (int k = 0; k < g->n_groups; k++)
-        gmask[k] = ~(uint64_t)0;
-    for (int v = 0; v < n; v++)
-        if (g->colocate[v] != OP_NONE)
-            gmask[g->colocate[v]] &= mask[v];
     for (int k = 0; k < m && n - pairs > target; k++) {
-        int e = order[k], u = g->edge_src[e], v = g->edge_dst[e];
-        if (edge_cost[e] < 0 || mate[u] >= 0 || mate[v] >= 0 || !same_colocation_ok(g, u, v))
+        int e = order[k], u = g->edge_src[e], v = g->edge_dst[e], ru, rv;
+        if (edge_cost[e] < 0 || mate[u] >= 0 || mate[v] >= 0)
             continue;
-        int grp = g->colocate[u] != OP_NONE ? g->colocate[u] : g->colocate[v];
-        uint64_t both = mask[u] & mask[v] & (grp == OP_NONE ? ~(uint64_t)0 : gmask[grp]);
+        uint64_t both = colocation_devices(g, &uf, mask, work, group_cap, u, v, &ru, &rv);
         if (!both)
             continue;
         if (!pair_condition(g, height, u, v) || !cross_condition(g, height, mate, is_src, u, v))
             continue;
-        if (grp != OP_NONE)
-            gmask[grp] = both;
+        colocation_merge(&uf, work, u, v, ru, rv, both);
         mate[u] = v;
         mate[v] = u;
         is_src[u] = 1;
         pairs++;
     }
     free(is_src);
-    free(gmask);
+    uf_destroy(&uf);
     return pairs;
 }
 
@@ -286,9 +363,9 @@ static double merged_path(const op_graph *g, const double *w, const double *top,
     return start + w[u] + w[v] + tail;
 }
 
-static op_status one_batch(const op_graph *g, const uint64_t *mask, const double *cost, int target,
-                           int *grp, int *ng_out, op_coarse_map *next, pesto_coarsen_stats *st,
-                           op_error *err)
+static op_status one_batch(const op_graph *g, const uint64_t *mask, const double *cost,
+                           const double *work, double cap, int target, int *grp, int *ng_out,
+                           op_coarse_map *next, pesto_coarsen_stats *st, op_error *err)
 {
     int n = g->n_ops;
     int *height = op_malloc((size_t)n * sizeof *height + 1, err);
@@ -300,7 +377,7 @@ static op_status one_batch(const op_graph *g, const uint64_t *mask, const double
         s = OP_ENOMEM;
         goto done;
     }
-    int pairs = pesto_select_batch(g, cost, mask, target, height, mate, order);
+    int pairs = pesto_select_batch(g, cost, mask, work, cap, target, height, mate, order);
     while (pairs > 0) {
         int ng = batch_groups(n, mate, pairs, grp);
         op_error local = {0};
@@ -406,7 +483,7 @@ op_status pesto_coarsen_ex(const op_problem *p, int target, double cp_slack, con
         }
         op_coarse_map next = {0};
         int ng;
-        if ((s = one_batch(g, mask, cost, target, grp, &ng, &next, st, err)))
+        if ((s = one_batch(g, mask, cost, work, cap, target, grp, &ng, &next, st, err)))
             break;
         if (ng == g->n_ops) {
             int guard_on = slack >= 0 && slack < PESTO_CP_SLACK_OFF;

@@ -41,9 +41,13 @@ op_status pesto_coarse_comm(const op_graph *orig, const op_coarse_map *m, int *x
 /* One batch on graph g (exposed for the tests): choose a matching of edges
  * satisfying Theorem 3.5, highest communication time first, stopping when
  * n_ops - merges reaches target.  mask[v]: bitset of devices v may use (its
- * eligibility), merged pairs must share a device.  Writes pair partners to
+ * eligibility), merged pairs must share a device.  work: per vertex compute,
+ * or NULL to never merge vertices of two different colocation groups; with
+ * it, a merge may unite groups (or add an ungrouped vertex to one) while the
+ * group's summed compute stays within group_cap.  Writes pair partners to
  * mate[] (-1: unmatched) and returns the number of pairs. */
 int pesto_select_batch(const op_graph *g, const double *edge_cost, const uint64_t *mask,
-                       int target, int *height, int *mate, int *order_scratch);
+                       const double *work, double group_cap, int target, int *height, int *mate,
+                       int *order_scratch);
 
 #endif

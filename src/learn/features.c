@@ -243,8 +243,13 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
     sg->mask = op_calloc(n * (size_t)max_devices, 1, err);
     sg->leader = op_calloc(n, sizeof *sg->leader, err);
     sg->decides = op_calloc(n, 1, err);
+    sg->ref_dev = op_malloc(n * sizeof *sg->ref_dev, err);
     op_status st = OP_ENOMEM;
-    if (sg->feat && sg->mask && sg->leader && sg->decides && !(st = fill_features(sg, err)) &&
+    if (sg->ref_dev)
+        for (size_t t = 0; t < n; t++)
+            sg->ref_dev[t] = -1; /* no reference until sgdp_graph_set_reference */
+    if (sg->feat && sg->mask && sg->leader && sg->decides && sg->ref_dev &&
+        !(st = fill_features(sg, err)) &&
         !(st = fill_neighbours(sg, knn, err)))
         fill_masks(sg);
     if (st)
@@ -260,5 +265,6 @@ void sgdp_graph_destroy(sgdp_graph *sg)
     free(sg->mask);
     free(sg->leader);
     free(sg->decides);
+    free(sg->ref_dev);
     memset(sg, 0, sizeof *sg);
 }

@@ -13,6 +13,20 @@
  * placed.  The head's weights start 10x smaller than Glorot so the first
  * policy is close to uniform and explores.
  *
+ * BEYOND THE PAPER: a reference skip.  When the graph carries a reference
+ * placement (sgdp_warm.c; sg->ref_dev), the logit of each row's reference
+ * device gets a bonus g = REF_GAIN_SCALE * theta, theta one learnt scalar
+ * ("sgdp.ref_gain"), before the masked log-softmax.  "Copy the input
+ * placement" is then one weight that means the same on every graph, so it
+ * transfers to unseen families; the network only has to learn where to
+ * deviate from its input.  (Without it the network had to route the
+ * reference's one-hot through the input layer, GraphSAGE and attention,
+ * and batch training learnt the training families' placements instead of
+ * copying: bench/RESULTS.md.)  theta is scaled so that Adam's per-step
+ * movement of ~lr moves g usefully fast; g starts at REF_GAIN_INIT
+ * (probability ~0.95 on the reference device with two devices).  Without a
+ * reference (--heuristics none, the paper's policy) the skip adds nothing.
+ *
  * Weights files: nn_params files (nn.h) whose parameter "sgdp.arch" holds
  * the architecture, so a file can rebuild its own policy
  * (sgdp_policy_from_file) and a mismatch is reported by name.
@@ -25,12 +39,15 @@
 #include <string.h>
 
 #define ARCH_LEN 10
-#define ARCH_VERSION 2 /* 2: reference features (sgdp_warm.c) */
+#define ARCH_VERSION 3 /* 2: reference features (sgdp_warm.c); 3: reference skip */
+#define REF_GAIN_SCALE 4.0
+#define REF_GAIN_INIT 5.0
 
 struct sgdp_policy {
     sgdp_config cfg;
     nn_params ps;
     nn_param *arch;
+    nn_param *ref_gain; /* theta: the reference skip's gain / REF_GAIN_SCALE */
     nn_linear in;
     sgdp_sage sage;
     sgdp_xl xl;
@@ -120,6 +137,9 @@ static op_status build(sgdp_policy *pol, uint64_t seed, op_error *err)
                              true, &rng, err)))
         return st;
     nn_tensor_scale(&pol->head.w->value, 0.1);
+    if ((st = nn_params_add(&pol->ps, "sgdp.ref_gain", 1, 1, &pol->ref_gain, err)))
+        return st;
+    pol->ref_gain->value.data[0] = REF_GAIN_INIT / REF_GAIN_SCALE;
     return OP_OK;
 }
 
@@ -284,6 +304,10 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
         (st = nn_layernorm_forward(&pol->ln_out, ar, &pass->xl.out, &pass->o, &pass->lc, err)))
         return st;
     nn_linear_forward(&pol->head, &pass->o, &pass->logits);
+    double gain = REF_GAIN_SCALE * pol->ref_gain->value.data[0];
+    for (int t = 0; t < n; t++)
+        if (sg->ref_dev[t] >= 0)
+            NN_AT(&pass->logits, t, sg->ref_dev[t]) += gain;
     if ((st = nn_log_softmax_forward(&pass->logits, sg->mask, &pass->logp, err)))
         return st;
     *logp = pass->logp;
@@ -307,6 +331,11 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         (st = nn_arena_tensor(ar, n, c->hidden, &dpre, err)))
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
+    double dgain = 0.0;
+    for (int t = 0; t < n; t++)
+        if (sg->ref_dev[t] >= 0)
+            dgain += NN_AT(&dlogits, t, sg->ref_dev[t]);
+    pol->ref_gain->grad.data[0] += REF_GAIN_SCALE * dgain;
     nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
     nn_layernorm_backward(&pol->ln_out, &pass->lc, &pass->xl.out, &d_o, &dxl);
     if ((st = sgdp_xl_backward(&pol->xl, ar, &pass->xl, &dxl, &demb, err)) ||

@@ -259,5 +259,6 @@ void sgdp_graph_set_reference(sgdp_graph *sg, const int *ref_row)
         if (ref_row[t] >= 0)
             f[ref_row[t] % (SGDP_REF_FEATURES - 1)] = 1.0;
         f[SGDP_REF_FEATURES - 1] = 1.0;
+        sg->ref_dev[t] = ref_row[t] >= 0 && ref_row[t] < sg->max_devices ? ref_row[t] : -1;
     }
 }

@@ -192,16 +192,20 @@ op_status trinity_graph_init(trinity_graph *tg, const op_problem *p, const trini
     tg->allowed = op_calloc(n * (size_t)tg->max_devices, 1, err);
     tg->first_allowed = op_calloc(n, sizeof(int), err);
     tg->anchor = op_calloc(n, sizeof(int), err);
+    tg->block_dev = op_calloc((size_t)tg->groups, sizeof(int), err);
     tg->out_share = op_calloc(n, sizeof(double), err);
     tg->time_share = op_calloc(n, sizeof(double), err);
     tg->param_share = op_calloc(n, sizeof(double), err);
     if (!tg->num || !tg->type_id || !tg->leader || !tg->decides || !tg->allowed ||
-        !tg->first_allowed || !tg->anchor || !tg->out_share || !tg->time_share || !tg->param_share) {
+        !tg->first_allowed || !tg->anchor || !tg->block_dev || !tg->out_share ||
+        !tg->time_share || !tg->param_share) {
         trinity_graph_destroy(tg);
         return OP_ENOMEM;
     }
     for (int i = 0; i < tg->n; i++)
         tg->type_id[i] = trinity_type_id(p->g->op_type[i]);
+    for (int t = 0; t < tg->groups; t++)
+        tg->block_dev[t] = (int)((long)t * tg->nd / tg->groups);
     decisions_and_masks(tg);
     op_status st = scalar_features(tg, err);
     if (!st)
@@ -222,6 +226,7 @@ void trinity_graph_destroy(trinity_graph *tg)
     free(tg->allowed);
     free(tg->first_allowed);
     free(tg->anchor);
+    free(tg->block_dev);
     free(tg->out_share);
     free(tg->time_share);
     free(tg->param_share);

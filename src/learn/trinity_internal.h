@@ -27,4 +27,15 @@ void trinity_group_masks(const trinity_graph *tg, trinity_batch *b, int k, const
 op_status trinity_anchor_groups(const op_problem *p, int G, uint64_t seed, int *anchor,
                                 op_error *err);
 
+/* Blocks of a reference placement ref (per op): block_dev[t] for every
+ * group and anchor[i] within the block of ref[i] (trinity_anchor.c).
+ * Leaves both unchanged when G is smaller than the devices ref uses. */
+op_status trinity_anchor_blocks(const op_problem *p, int G, uint64_t seed, const int *ref,
+                                int *anchor, int *block_dev, op_error *err);
+
+/* The reference placement (trinity_warm.c): the best of the comma-separated
+ * heuristics (sgdp_reference); name receives the winner. */
+op_status trinity_reference_place(const op_problem *p, const char *heuristics, uint64_t seed,
+                                  int *device_of, char *name, size_t name_len, op_error *err);
+
 #endif

@@ -279,13 +279,30 @@ static op_status tensor(nn_arena *ar, int rows, int cols, nn_tensor *t, op_error
     return nn_arena_tensor(ar, rows, cols, t, err);
 }
 
+/* A uniform draw among the allowed (finite) entries of a row. */
+static int uniform_allowed(const double *logp, int n, nn_rng *rng)
+{
+    int allowed = 0;
+    for (int j = 0; j < n; j++)
+        allowed += isfinite(logp[j]) != 0;
+    int pick = (int)(nn_rng_uniform(rng) * allowed);
+    for (int j = 0; j < n; j++)
+        if (isfinite(logp[j]) && pick-- == 0)
+            return j;
+    return nn_argmax(logp, n);
+}
+
 /* Draw from a log-probability row (masked entries -INFINITY), with logit
- * noise U(-noise, noise) when noise > 0; greedy: the most likely entry. */
-static int sample_row(const double *logp, int n, double noise, int greedy, nn_rng *rng,
-                      double *work)
+ * noise U(-noise, noise) when noise > 0; with probability explore a
+ * uniform draw among the allowed entries instead (trinity_run); greedy:
+ * the most likely entry. */
+static int sample_row(const double *logp, int n, double noise, double explore, int greedy,
+                      nn_rng *rng, double *work)
 {
     if (greedy)
         return nn_argmax(logp, n);
+    if (explore > 0 && nn_rng_uniform(rng) < explore)
+        return uniform_allowed(logp, n, rng);
     double mx = -INFINITY;
     for (int j = 0; j < n; j++) {
         work[j] = logp[j];
@@ -300,10 +317,11 @@ static int sample_row(const double *logp, int n, double noise, int greedy, nn_rn
     return a >= 0 ? a : nn_argmax(logp, n);
 }
 
-/* The device of group t under the block prior. */
+/* The device of group t under the block prior: floor(t * nd / G), or the
+ * reference's block (trinity_warm.c). */
 static int block_device(const trinity_graph *tg, int t)
 {
-    return (int)((long)t * tg->nd / tg->groups);
+    return tg->block_dev[t];
 }
 
 /* logits = C tanh(u / T), elementwise. */
@@ -409,7 +427,7 @@ static void sample_partition(const trinity_graph *tg, const nn_tensor *logp, tri
             if (!tg->decides[i])
                 continue;
             const double *row = logp->data + (size_t)i * G;
-            grp[i] = sample_row(row, G, run->noise, greedy, run->rng, work);
+            grp[i] = sample_row(row, G, run->noise, run->explore_part, greedy, run->rng, work);
             old[i] = row[grp[i]];
         }
         for (int i = 0; i < n; i++)
@@ -653,7 +671,7 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
         for (int r = 0; r < k; r++) {
             const double *row = &NN_AT(&logp, r, 0);
             int greedy = run->greedy_last && r == k - 1;
-            int d = sample_row(row, D, run->noise, greedy, run->rng, work);
+            int d = sample_row(row, D, run->noise, run->explore_sched, greedy, run->rng, work);
             b->device[(size_t)r * G + t] = d;
             b->old_sched[(size_t)r * G + t] = row[d];
             memcpy(&NN_AT(&ps->logp_sched, r * G + t, 0), row, sizeof(double) * (size_t)D);

@@ -19,7 +19,14 @@
  * Weights: section 5.2 lists alpha = 0.5, beta = 0.3, gamma = 0.2 while
  * eq. 8 has one penalty function q with weight beta; we read beta as the
  * communication weight and gamma as the memory weight.  C^ = M^ = 8 (GB
- * in the paper's units), i.e. 8 GiB by default.
+ * in the paper's units), i.e. 8 GiB by default; with a reference placement
+ * the trainer replaces them by the reference's peaks (trinity_warm.c).
+ *
+ * Beyond the paper, the placement kept and returned is chosen by a
+ * constrained order (trinity_metrics_better, opplace/trinity.h): fastest
+ * among the placements within both tolerances, not highest reward.  The
+ * reward trades a slower step against a smaller excess, so its maximum can
+ * lie outside the tolerances the user asked for; the order cannot.
  */
 #include <math.h>
 
@@ -83,4 +90,28 @@ trinity_metrics trinity_measure(const op_problem *p, const op_sim_result *r,
     double cost = rc->alpha * f + rc->beta * q_comm + rc->gamma * q_mem;
     m.reward = -log(fmax(cost, 1e-12));
     return m;
+}
+
+/* ----------------------------------------------------- constrained order */
+
+int trinity_within_tolerances(const trinity_metrics *m, const trinity_reward_config *rc)
+{
+    return (double)m->peak_comm <= rc->max_comm_bytes && (double)m->peak_mem <= rc->max_mem_bytes;
+}
+
+int trinity_metrics_better(const trinity_metrics *a, const trinity_metrics *b,
+                           const trinity_reward_config *rc)
+{
+    int wa = trinity_within_tolerances(a, rc), wb = trinity_within_tolerances(b, rc);
+    if (wa != wb)
+        return wa;
+    if (a->oom != b->oom)
+        return a->oom < b->oom;
+    if (!wa)
+        return a->reward > b->reward;
+    if (a->step_us != b->step_us)
+        return a->step_us < b->step_us;
+    if (a->peak_comm != b->peak_comm)
+        return a->peak_comm < b->peak_comm;
+    return a->peak_mem < b->peak_mem;
 }

@@ -26,8 +26,14 @@
  *      slots' gradients are summed in slot order and divided by `slots`,
  *      then gradient clipping (norm 1.0) and one Adam step.  The two
  *      networks' losses are summed (joint optimisation).
- * The best placement ever simulated is kept: no OOM first, then the
- * highest reward (which folds in communication and memory).
+ * The best placement ever simulated is kept by the constrained order of
+ * trinity_reward.c (beyond the paper): within the tolerances first, then
+ * no OOM, then the fastest (outside the tolerances: the highest reward).
+ * With a reference placement (cfg->heuristics, trinity_warm.c, beyond the
+ * paper) the record starts with the reference, the priors are centred on
+ * it, and the tolerances may be its peaks (comm/mem_from_reference), so
+ * the result is never worse than the reference on step time, peak
+ * communication or peak memory.
  *
  * MPI (opplace/parallel.h, issue 9), as in sgdp_train.c and with the same
  * code (rollout_common.c, which also holds the worker threads): slot b
@@ -51,7 +57,14 @@
  * of the paper's 0.1, which we did not try; advantages are normalised; a
  * rollout that runs out of memory loses another 1.0 of reward on top of
  * the MDPE memory penalty; the logit noise is not counted in old_logp (the
- * behaviour policy differs from pi_old by at most the noise).
+ * behaviour policy differs from pi_old by at most the noise).  Beyond the
+ * paper: cfg.explore (0 here, 1 in the placer and `opplace train`) draws
+ * about that many decisions per rollout of each network uniformly among
+ * the allowed choices (at most 10 % of them), so exploration survives
+ * once PPO has converged on the reference; like the noise, these draws are
+ * not counted in old_logp.  With a reference (trinity_warm.c) each task
+ * has its own reward configuration: the tolerances may be the reference's
+ * peaks.
  */
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +72,7 @@
 #include <string.h>
 
 #include "opplace/parallel.h"
-#include "opplace/trinity.h"
+#include "learn/trinity_internal.h"
 #include "rollout_common.h"
 
 #define SHARE_METRICS 5 /* step_us, peak_comm, peak_mem, oom, reward */
@@ -70,9 +83,13 @@ typedef struct task {
     trinity_batch batch[TRINITY_MAX_SLOTS]; /* per slot, made on the owner's first use */
     rl_sims sim; /* one simulator per worker thread */
     ppo_baseline base;
+    trinity_reward_config reward; /* the configured one, tolerances maybe from the reference */
     int *best;            /* device_of of the best placement */
     int have_best;
     trinity_metrics best_m;
+    int have_ref;
+    trinity_reference ref; /* ref.device_of points at ref_dev */
+    int *ref_dev;
 } task;
 
 /* One rollout batch: K rollouts of one problem. */
@@ -109,7 +126,9 @@ trinity_train_config trinity_train_defaults(void)
                                   .budget_seconds = 60, .threads = 0, .seed = 1,
                                   .ema_period = 9, .noise_steps = 500, .noise_max = 0.1,
                                   .reward = trinity_reward_defaults(),
-                                  .n2v = node2vec_defaults(), .progress = NULL, .slots = 1};
+                                  .n2v = node2vec_defaults(), .progress = NULL, .slots = 1,
+                                  .explore = 0.0, .heuristics = NULL, .unit_target = 0,
+                                  .comm_from_reference = 0, .mem_from_reference = 0};
 }
 
 /* ---------------------------------------------------------------- tasks */
@@ -121,6 +140,52 @@ static void task_destroy(task *tk)
         trinity_batch_destroy(&tk->batch[b]);
     trinity_graph_destroy(&tk->tg);
     free(tk->best);
+    free(tk->ref_dev);
+}
+
+/* The reference placement of cfg->heuristics (trinity_warm.c) into
+ * tk->ref_dev; have_ref stays 0 when no heuristic could place the graph. */
+static op_status find_reference(task *tk, const trinity_train_config *cfg, op_error *err)
+{
+    if (!cfg->heuristics || !*cfg->heuristics)
+        return OP_OK;
+    if (!(tk->ref_dev = op_calloc((size_t)tk->p->n, sizeof(int), err)))
+        return OP_ENOMEM;
+    op_error e = {0};
+    op_status st = trinity_reference_place(tk->p, cfg->heuristics, cfg->seed, tk->ref_dev,
+                                           tk->ref.name, sizeof tk->ref.name, &e);
+    if (st == OP_EINFEASIBLE) /* none placed it: train without a reference */
+        return OP_OK;
+    if (st) {
+        if (err)
+            *err = e;
+        return st;
+    }
+    tk->have_ref = 1;
+    tk->ref.device_of = tk->ref_dev;
+    return OP_OK;
+}
+
+/* Simulate the reference; its peaks become the tolerances the config asks
+ * for, and it seeds the best-seen record. */
+static op_status measure_reference(task *tk, const trinity_train_config *cfg, op_error *err)
+{
+    op_placement *pl = &tk->sim.pls[0];
+    op_sim_result *r = &tk->sim.res[0];
+    memcpy(pl->device_of, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
+    op_status st = op_sim_run(tk->sim.sims[0], pl, r, NULL, err);
+    if (st)
+        return st;
+    trinity_metrics m = trinity_measure(tk->p, r, &tk->reward);
+    if (cfg->comm_from_reference)
+        tk->reward.max_comm_bytes = (double)m.peak_comm;
+    if (cfg->mem_from_reference)
+        tk->reward.max_mem_bytes = (double)m.peak_mem;
+    tk->ref.m = trinity_measure(tk->p, r, &tk->reward);
+    memcpy(tk->best, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
+    tk->best_m = tk->ref.m;
+    tk->have_best = 1;
+    return OP_OK;
 }
 
 static op_status task_init(task *tk, const op_problem *p, const trinity_config *pc,
@@ -128,13 +193,21 @@ static op_status task_init(task *tk, const op_problem *p, const trinity_config *
 {
     memset(tk, 0, sizeof *tk);
     tk->p = p;
+    tk->reward = cfg->reward;
     int N = cfg->ema_period > 0 ? cfg->ema_period : 1;
     ppo_baseline_init(&tk->base, (double)(N - 1) / (double)(N + 1));
     op_status st = trinity_graph_init(&tk->tg, p, pc, &cfg->n2v, err);
     if (!st && !(tk->best = op_calloc((size_t)p->n, sizeof(int), err)))
         st = OP_ENOMEM;
     if (!st)
+        st = find_reference(tk, cfg, err);
+    if (!st && tk->have_ref)
+        st = trinity_graph_set_reference(&tk->tg, tk->ref_dev, cfg->unit_target, cfg->n2v.seed,
+                                         err);
+    if (!st)
         st = rl_sims_init(&tk->sim, p, threads, err);
+    if (!st && tk->have_ref)
+        st = measure_reference(tk, cfg, err);
     return st;
 }
 
@@ -253,7 +326,7 @@ static op_status run_rollout(void *arg, int w, int k, op_error *err)
     trinity_batch_placement(&tk->tg, c->batch, k, pl->device_of);
     op_status st = op_sim_run(tk->sim.sims[w], pl, r, NULL, err);
     if (!st)
-        c->m[k] = trinity_measure(tk->p, r, &c->t->cfg.reward);
+        c->m[k] = trinity_measure(tk->p, r, &tk->reward);
     return st;
 }
 
@@ -265,17 +338,13 @@ static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *bat
     return rl_run_rollouts(t->c.threads, k, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
-static int better(const trinity_metrics *a, const trinity_metrics *b)
-{
-    return a->oom != b->oom ? a->oom < b->oom : a->reward > b->reward;
-}
 
 /* The slot's best rollout (of k) into s->best_dev and s->best_m. */
 static void slot_best(const task *tk, const trinity_batch *batch, slot *s, int k)
 {
     int best_k = 0;
     for (int j = 1; j < k; j++)
-        if (better(&s->m[j], &s->m[best_k]))
+        if (trinity_metrics_better(&s->m[j], &s->m[best_k], &tk->reward))
             best_k = j;
     trinity_batch_placement(&tk->tg, batch, best_k, s->best_dev);
     s->best_m = s->m[best_k];
@@ -284,7 +353,7 @@ static void slot_best(const task *tk, const trinity_batch *batch, slot *s, int k
 /* The task's best-ever record, from a slot's best. */
 static void keep_best(task *tk, const slot *s)
 {
-    if (tk->have_best && !better(&s->best_m, &tk->best_m))
+    if (tk->have_best && !trinity_metrics_better(&s->best_m, &tk->best_m, &tk->reward))
         return;
     memcpy(tk->best, s->best_dev, (size_t)tk->p->n * sizeof *tk->best);
     tk->best_m = s->best_m;
@@ -446,6 +515,18 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
     return st;
 }
 
+/* cfg.explore decisions per rollout of each network, at most 10 % of them. */
+static void explore_rates(const trinity_trainer *t, const task *tk, trinity_run *run)
+{
+    if (!(t->cfg.explore > 0))
+        return;
+    int decisions = 0;
+    for (int i = 0; i < tk->tg.n; i++)
+        decisions += tk->tg.decides[i];
+    run->explore_part = fmin(0.1, t->cfg.explore / (decisions > 0 ? decisions : 1));
+    run->explore_sched = fmin(0.1, t->cfg.explore / tk->tg.groups);
+}
+
 static op_status iterate(trinity_trainer *t, op_error *err)
 {
     int k = t->cfg.samples;
@@ -463,6 +544,7 @@ static op_status iterate(trinity_trainer *t, op_error *err)
         nn_rng draws = s->sample;
         trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 1,
                            .rng = &draws, .noise = noise};
+        explore_rates(t, &t->tasks[s->task], &run);
         if ((st = sample_and_score(t, b, k, &run, err)))
             return st;
         for (int j = 0; j < k; j++)
@@ -537,6 +619,16 @@ trinity_best trinity_trainer_best(const trinity_trainer *t, int i)
 {
     const task *tk = &t->tasks[i];
     return (trinity_best){.device_of = tk->have_best ? tk->best : NULL, .m = tk->best_m};
+}
+
+const trinity_reference *trinity_trainer_reference(const trinity_trainer *t, int i)
+{
+    return t->tasks[i].have_ref ? &t->tasks[i].ref : NULL;
+}
+
+trinity_reward_config trinity_trainer_reward(const trinity_trainer *t, int i)
+{
+    return t->tasks[i].reward;
 }
 
 trinity_train_stats trinity_trainer_stats(const trinity_trainer *t)

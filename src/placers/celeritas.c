@@ -33,6 +33,12 @@
  * cut off at the incumbent's step.  The R = 200 candidates are always among
  * them, so the search never returns worse than the fixed-R placer.  M stays
  * the paper's quarter of the device memory.
+ * --balance 0|1 (celeritas only, default 1): with --best-effort, when no
+ * candidate fits, Order-Place again with every device's memory raised to
+ * an equal share of the need (try_balanced, beyond the paper); 0 keeps
+ * the paper's fallback alone.  Among candidates that overflow, the one
+ * with the least overflow (bytes above capacity, summed) wins, then the
+ * shorter step.
  * --contention -1|0|1 (celeritas only, default -1 = try both): the EST of
  * Adjusting Placement with FIFO channel queues (1) or the paper's
  * contention-free transfer times (0); see celeritas_adjust.c.
@@ -289,13 +295,17 @@ typedef struct incumbent {
     op_sim_result r;
     op_placement best;
     int have, oom, n_fallback;
-    double step_us;
+    double step_us, overflow;
 } incumbent;
 
-/* Does a candidate (oom, n_fallback, step) beat the incumbent?  OOM-free
- * in simulation first, then (both overflowing) one the estimate fit, whose
- * margins pmem_place_checked may tighten, then the shorter step. */
-static int beats(const incumbent *inc, int oom, int n_fallback, double step_us)
+/* Does a candidate (oom, n_fallback, overflow, step) beat the incumbent?
+ * OOM-free in simulation first; then (both overflowing) one the estimate
+ * fit, whose margins pmem_place_checked may tighten until it fits; then
+ * the smaller overflow (the bytes above capacity summed over devices: the
+ * best-effort answer closest to running, as auto ranks it; a step time of
+ * a run that cannot happen is no criterion); then the shorter step. */
+static int beats(const incumbent *inc, int oom, int n_fallback, double overflow,
+                 double step_us)
 {
     if (!inc->have)
         return 1;
@@ -303,6 +313,8 @@ static int beats(const incumbent *inc, int oom, int n_fallback, double step_us)
         return !oom;
     if (oom && (n_fallback > 0) != (inc->n_fallback > 0))
         return n_fallback == 0;
+    if (oom && overflow != inc->overflow)
+        return overflow < inc->overflow;
     return step_us < inc->step_us;
 }
 
@@ -315,7 +327,9 @@ static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *ca
     op_status st = op_sim_run(inc->sim, cand, &inc->r, NULL, err);
     if (st)
         return st;
-    int better = !inc->r.cut_off && beats(inc, inc->r.oom, n_fallback, inc->r.step_time_us);
+    double overflow = inc->r.oom ? op_sim_overflow_bytes(ctx->p, &inc->r) : 0;
+    int better = !inc->r.cut_off &&
+                 beats(inc, inc->r.oom, n_fallback, overflow, inc->r.step_time_us);
     op_progress(ctx, "celeritas: %s: %s%s", what,
                 inc->r.cut_off ? "cut off" : better ? "kept" : "not better",
                 inc->r.oom ? " (out of memory)" : "");
@@ -326,6 +340,7 @@ static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *ca
         inc->have = 1;
         inc->oom = inc->r.oom;
         inc->step_us = inc->r.step_time_us;
+        inc->overflow = overflow;
         inc->n_fallback = n_fallback;
     }
     return OP_OK;
@@ -348,6 +363,8 @@ typedef struct candidate {
 typedef struct fused_search {
     const char *name;
     int adjusting, schedule, n_runs;
+    int balanced; /* the passes run under try_balanced's margins */
+    long balance;  /* --balance: run try_balanced when nothing fits */
     long guard, contention;
     fused_run runs[N_SEARCH_RANGES];
     incumbent inc;
@@ -369,6 +386,8 @@ static op_status run_candidate(const op_place_ctx *ctx, fused_search *s, candida
              c.timeline ? "Kahn" : "CPD-TOPO");
     int fallback = 0;
     op_status st = pass_to_fine(ctx, f, c.adjusting, s->schedule, margin, &fine, &fallback, err);
+    if (s->balanced && fallback == 0)
+        fallback = 1; /* over capacity by design: a best-effort candidate */
     if (!st && fine.n_ops == 0)
         op_progress(ctx, "celeritas: %s: same placement as an earlier pass", what);
     else if (!st)
@@ -390,13 +409,13 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
     fused_run *f = &s->runs[run];
     candidate pass[3];
     int np = 0;
-    if (s->adjusting) {
+    if (s->adjusting && !s->balanced) {
         if (s->contention != 0)
             pass[np++] = (candidate){.run = run, .adjusting = 1, .contention = 1};
         if (s->contention != 1)
             pass[np++] = (candidate){.run = run, .adjusting = 1, .contention = 0};
     }
-    if (!s->adjusting || s->guard)
+    if (!s->adjusting || s->guard || s->balanced)
         pass[np++] = (candidate){.run = run};
     int nt = memcmp(f->seq, f->map.coarse->topo, (size_t)f->cp.n * sizeof *f->seq) ? 2 : 1;
     op_status st = OP_OK;
@@ -405,6 +424,68 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
         c.timeline = k % nt;
         st = run_candidate(ctx, s, c, margin, err);
     }
+    return st;
+}
+
+/* The liveness estimate's peak of the whole graph on one device (Kahn
+ * order): what the devices must hold between them, before the copies a
+ * split adds.  A property of the graph, not of the search, so that every
+ * configuration of the placer balances to the same share. */
+static op_status single_device_need(const op_problem *p, double *need, op_error *err)
+{
+    pmem m;
+    int *device_of = op_calloc((size_t)p->n + 1, sizeof *device_of, err);
+    if (!device_of)
+        return OP_ENOMEM;
+    op_status st = pmem_init(&m, p, NULL, NULL, err);
+    if (!st) {
+        pmem_charge_all(&m, device_of);
+        *need = (double)pmem_peak(&m, 0);
+        pmem_destroy(&m);
+    }
+    free(device_of);
+    return st;
+}
+
+/* Best effort when nothing fits (BEYOND THE PAPER, whose fallback puts an
+ * op without room on the device with the lowest memory use): the passes
+ * above fill devices to their capacity and pile the rest onto whichever
+ * overflows least, so the devices that fit sit full while the graph
+ * overflows elsewhere.  Here every device's usable memory is raised to an
+ * equal share of what the graph needs (single_device_need over the summed
+ * capacities), and Order-Place runs again on every fused graph: the fill
+ * then cuts the sequence into even parts, as a layer-wise split does,
+ * and the overflow is spread over all devices.  Only Order-Place runs
+ * (Adjusting Placement would trade the balance for time again; on the
+ * zoo's graphs that do not fit, Order-Place gave the least overflow, and
+ * a share scaled by 0.9 never won).  These candidates
+ * overflow by design, so they are offered as fallback placements
+ * (ranked by overflow, never given tighter margins). */
+static op_status try_balanced(const op_place_ctx *ctx, fused_search *s, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    double capacity = 0;
+    for (int d = 0; d < p->nd; d++)
+        capacity += (double)p->c->dev[d].memory_bytes;
+    double need;
+    op_status st = single_device_need(p, &need, err);
+    if (st || capacity <= 0)
+        return st;
+    double share = need / capacity;
+    double *margin = op_malloc((size_t)p->nd * sizeof *margin, err);
+    if (!margin)
+        return OP_ENOMEM;
+    for (int d = 0; d < p->nd; d++)
+        margin[d] = share;
+    op_progress(ctx, "%s: nothing fits; Order-Place with every device's memory x %.3f",
+                s->name, share);
+    s->balanced = 1;
+    for (int r = 0; r < s->n_runs && !st; r++) {
+        s->runs[r].n_seen = 0;
+        st = try_passes(ctx, s, r, margin, err);
+    }
+    s->balanced = 0;
+    free(margin);
     return st;
 }
 
@@ -421,6 +502,8 @@ static op_status fused_attempt(const op_place_ctx *ctx, void *arg, const double 
         s->runs[k].n_seen = 0;
     for (int k = 0; k < s->n_runs && !st; k++)
         st = try_passes(ctx, s, k, margin, err);
+    if (!st && s->balance && ctx->best_effort && inc->have && inc->oom && inc->n_fallback > 0)
+        st = try_balanced(ctx, s, err);
     if (st)
         return st;
     op_progress(ctx, "%s: best simulated step %.1f us%s", s->name, inc->step_us,
@@ -469,6 +552,8 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
         st = op_options_int(ctx->opts, "schedule", 0, 0, 1, &schedule, err);
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "guard", 1, 0, 1, &s->guard, err);
+    if (!st && adjusting)
+        st = op_options_int(ctx->opts, "balance", 1, 0, 1, &s->balance, err);
     s->contention = -1;
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "contention", -1, -1, 1, &s->contention, err);

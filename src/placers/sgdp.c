@@ -31,6 +31,14 @@
  * never returns worse than the reference; with --weights and no warm start
  * the result is the policy's own (zero-shot).  --slots B: rollout batches
  * per iteration (shared by MPI ranks).
+ *
+ * --rounds R (default 1; beyond the paper): the final evaluation is R
+ * rounds of greedy + --samples samples, no weight update; the policy's
+ * reference input is the best placement seen so far (the reference until a
+ * sample beats it), so each round proposes around the incumbent (iterated
+ * inference, like SGDP-one's follow-the-best input without its PPO steps).
+ * Every placement returned is one the policy sampled: with --weights and no
+ * warm start the reference itself is never returned.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +48,7 @@
 
 typedef struct sgdp_opts {
     const char *weights, *save, *heuristics;
-    long finetune, iterations, samples, threads, epochs, units, warm, slots;
+    long finetune, iterations, samples, threads, epochs, units, warm, slots, rounds;
     double lr, entropy;
 } sgdp_opts;
 
@@ -59,7 +67,8 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
         (st = op_options_double(o, "entropy", d.entropy_coef, 0, 100, &s->entropy, err)) ||
         (st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
         (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)) ||
-        (st = op_options_int(o, "slots", 1, 1, 64, &s->slots, err)))
+        (st = op_options_int(o, "slots", 1, 1, 64, &s->slots, err)) ||
+        (st = op_options_int(o, "rounds", 1, 1, 100000, &s->rounds, err)))
         return st;
     s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
     if (!strcmp(s->heuristics, "none"))
@@ -110,7 +119,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);
-    if (!st)
+    for (long r = 0; !st && r < s->rounds; r++)
         st = sgdp_trainer_evaluate(t, 0, (int)s->samples, err);
     if (!st && training && s->save)
         st = sgdp_policy_save(pol, s->save, err);

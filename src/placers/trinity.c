@@ -14,11 +14,26 @@
  *
  * Options: --samples K (16), --threads T, --lr, --epochs, --entropy,
  * --groups G (64), --prior P (1) and --sched-prior S (2) (the order and
- * block priors, opplace/trinity.h) for new policies only, --max-comm BYTES and --max-mem BYTES
- * (the user's tolerances C^ and M^ of eqs. 6-7, default 8 GiB each),
+ * block priors, opplace/trinity.h; --prior 0 --sched-prior 0 --heuristics
+ * none --explore 0 is the paper's method) for new policies only,
+ * --max-comm BYTES and --max-mem BYTES
+ * (the user's tolerances C^ and M^ of eqs. 6-7; default: the reference's
+ * peaks, or 8 GiB each with --heuristics none),
  * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
  * (Node2vec return and in-out parameters), --save-weights FILE, --slots B
  * (1; rollout batches per iteration, shared by MPI ranks under mpirun).
+ * Beyond the paper (src/learn/trinity_warm.c): --heuristics LIST (default
+ * expert; "none" gives the paper's start) picks a reference placement that
+ * seeds the best-seen record and centres the priors (then --prior 2 and
+ * --sched-prior 4 by default: samples stay near it); --units N (256; 0 =
+ * per op) decision units split by it; --explore E (1; 0 = none) decisions
+ * per rollout of each network drawn uniformly, so exploration survives
+ * PPO's convergence; without --max-comm / --max-mem the
+ * tolerances are the reference's peak communication and peak memory, and
+ * the result is the fastest placement seen within the tolerances
+ * (trinity_reward.c), so it is never worse than the reference on step
+ * time, peak communication or peak memory.  With --weights the reference
+ * is used too (zero-shot then returns at least the reference).
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
@@ -35,9 +50,10 @@
 #include "placers/placer_util.h"
 
 typedef struct trinity_opts {
-    const char *weights, *save;
-    long finetune, iterations, samples, threads, epochs, groups, slots;
-    double lr, entropy, p, q, prior, sched_prior;
+    const char *weights, *save, *heuristics;
+    long finetune, iterations, samples, threads, epochs, groups, slots, units;
+    int comm_from_ref, mem_from_ref;
+    double lr, entropy, p, q, prior, sched_prior, explore;
     trinity_reward_config reward;
 } trinity_opts;
 
@@ -47,7 +63,13 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
     trinity_config pc = trinity_config_default();
     s->weights = op_options_str(o, "weights", NULL);
     s->save = op_options_str(o, "save-weights", NULL);
+    s->heuristics = op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
+    if (!strcmp(s->heuristics, "none"))
+        s->heuristics = NULL;
     s->reward = d.reward;
+    /* absent tolerances: the reference's peaks (trinity_warm.c) */
+    s->comm_from_ref = s->heuristics && !op_options_has(o, "max-comm");
+    s->mem_from_ref = s->heuristics && !op_options_has(o, "max-mem");
     op_status st;
     if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
         (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
@@ -56,10 +78,15 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
         (st = op_options_int(o, "groups", pc.groups, 1, 4096, &s->groups, err)) ||
         (st = op_options_int(o, "slots", d.slots, 1, TRINITY_MAX_SLOTS, &s->slots, err)) ||
+        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
         (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
         (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
-        (st = op_options_double(o, "prior", pc.prior, 0, 1e3, &s->prior, err)) ||
-        (st = op_options_double(o, "sched-prior", pc.sched_prior, 0, 1e3, &s->sched_prior,
+        (st = op_options_double(o, "prior", s->heuristics ? TRINITY_REF_PRIOR : pc.prior, 0,
+                                1e3, &s->prior, err)) ||
+        (st = op_options_double(o, "sched-prior",
+                                s->heuristics ? TRINITY_REF_SCHED_PRIOR : pc.sched_prior, 0, 1e3,
+                                &s->sched_prior, err)) ||
+        (st = op_options_double(o, "explore", TRINITY_DEFAULT_EXPLORE, 0, 1e6, &s->explore,
                                 err)) ||
         (st = op_options_double(o, "n2v-p", d.n2v.p, 1e-6, 1e6, &s->p, err)) ||
         (st = op_options_double(o, "n2v-q", d.n2v.q, 1e-6, 1e6, &s->q, err)) ||
@@ -105,6 +132,11 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
     tc.n2v.seed = ctx->seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
     tc.slots = (int)s->slots;
+    tc.heuristics = s->heuristics;
+    tc.explore = s->explore;
+    tc.unit_target = (int)s->units;
+    tc.comm_from_reference = s->comm_from_ref;
+    tc.mem_from_reference = s->mem_from_ref;
     if (s->weights) {
         tc.iterations = s->finetune;
         tc.budget_seconds = ctx->budget_seconds;
@@ -135,7 +167,16 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
     if (!st) {
         trinity_best b = trinity_trainer_best(t, 0);
         trinity_train_stats ts = trinity_trainer_stats(t);
+        const trinity_reference *ref = trinity_trainer_reference(t, 0);
+        trinity_reward_config rc = trinity_trainer_reward(t, 0);
         memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
+        if (ref)
+            op_progress(ctx,
+                        "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
+                        "memory %.2f GiB; tolerances %.1f MiB, %.2f GiB",
+                        ref->name, ref->m.step_us / 1000.0, (double)ref->m.peak_comm / 1048576.0,
+                        (double)ref->m.peak_mem / 1073741824.0, rc.max_comm_bytes / 1048576.0,
+                        rc.max_mem_bytes / 1073741824.0);
         op_progress(ctx,
                     "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
                     "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
