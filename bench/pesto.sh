@@ -4,7 +4,8 @@
 # usage: bash bench/pesto.sh [OPPLACE_BIN] [TIME_LIMIT_S] [TARGET] [MODELS...]
 # Prints a Markdown table: per model and GPU count, each algorithm's
 # simulated step time and placement time, Pesto's ILP incumbent, bound and
-# gap on the coarse graph, and every algorithm's step time over the ILP's
+# gap on the coarse graph (every placer with --best-effort; "(OOM +X GiB)"
+# marks a placement that overflows, by X GiB summed over devices), and every algorithm's step time over the ILP's
 # bound (the bound is a lower bound of the coarse ILP model only: the
 # original graph can do better than any coarse schedule, so ratios below 1
 # are possible and mean the coarsening cost more than the ILP gained).
@@ -24,7 +25,7 @@ for m in $MODELS; do
     "$BIN" zoo "$m" -o "$TMP/g.json" || continue
     for gpus in 2 4; do
         "$BIN" cluster --preset v100-nvlink --gpus "$gpus" -o "$TMP/c.json"
-        "$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo pesto --time-limit "$TL" \
+        "$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo pesto --time-limit "$TL" --best-effort \
             --target "$TARGET" --progress --json >"$TMP/pesto.json" 2>"$TMP/pesto.log"
         bound=$(sed -n 's/.*ILP .* incumbent \([0-9.]*\) us, bound \([0-9.]*\) us, gap \([0-9.]*\)%.*/\2/p' "$TMP/pesto.log" | tail -1)
         inc=$(sed -n 's/.*ILP .* incumbent \([0-9.]*\) us, bound .*/\1/p' "$TMP/pesto.log" | tail -1)
@@ -37,11 +38,16 @@ for m in $MODELS; do
             if [ "$a" = pesto ]; then
                 out=$(cat "$TMP/pesto.json")
             else
-                out=$("$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo "$a" --json 2>/dev/null) || out=""
+                out=$("$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo "$a" --best-effort --json 2>/dev/null) || out=""
             fi
             step=$(echo "$out" | sed -n 's/.*"step_time_us": \([0-9.e+-]*\).*/\1/p')
             secs=$(echo "$out" | sed -n 's/.*"placement_seconds": \([0-9.e+-]*\).*/\1/p')
-            oom=$(echo "$out" | grep -q '"oom": true' && echo " (OOM)")
+            oom=$(echo "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+cap = {x["name"]: x["memory_bytes"] for x in json.load(open(sys.argv[1]))["devices"]}
+over = sum(max(0, b - cap[k]) for k, b in d["peak_memory_bytes"].items()) / 2**30
+print(" (OOM +%.2f GiB)" % over if d["oom"] else "")' "$TMP/c.json")
             if [ -z "$step" ]; then
                 echo "| $m | $gpus | $coarse | $a | failed | | |"
                 continue

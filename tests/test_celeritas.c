@@ -516,7 +516,7 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
     op_error err = {0};
     /* Algorithm 2 as in the paper: the order-place's R, no contention, no guard */
     const char *paper[] = {"guard",        "0",   "contention", "0",
-                           "fusion-range", "200", "balance",    "0", NULL};
+                           "fusion-range", "200", "balanced-fallback", "0", NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
                  err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
@@ -649,12 +649,12 @@ Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
     }
 }
 
-/* The overflow of celeritas --best-effort with the given --balance. */
+/* The overflow of celeritas --best-effort with the given --balanced-fallback. */
 static double best_effort_overflow(const op_problem *p, const char *balance)
 {
     op_placement pl;
     op_error err = {0};
-    const char *opts[] = {"balance", balance, NULL};
+    const char *opts[] = {"balanced-fallback", balance, NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, opts, &pl, &err), OP_OK, "%s", err.msg);
     int oom;
     double overflow;

@@ -558,6 +558,22 @@ Test(sgdp, warm_start_never_returns_worse_than_the_reference)
 
 /* Two rollout batches per iteration, 1 or 2 simulation threads: the same
  * weights bit for bit (what makes MPI results rank-count independent). */
+
+/* Every weight of ps in one array (malloc'ed), its length in *total. */
+static double *flat_weights(nn_params *ps, size_t *total)
+{
+    *total = 0;
+    for (size_t i = 0; i < ps->count; i++)
+        *total += nn_tensor_size(&ps->items[i]->value);
+    double *w = malloc(*total * sizeof(double));
+    size_t off = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+        size_t len = nn_tensor_size(&ps->items[i]->value);
+        memcpy(w + off, ps->items[i]->value.data, len * sizeof(double));
+        off += len;
+    }
+    return w;
+}
 Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
 {
     tk_problem tp;
@@ -574,17 +590,7 @@ Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
         cr_assert_not_null(t, "%s", err.msg);
         cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
         cr_assert_eq(sgdp_trainer_stats(t).rollouts, 3 * 2 * 9);
-        nn_params *ps = sgdp_policy_params(pol);
-        total = 0;
-        for (size_t i = 0; i < ps->count; i++)
-            total += nn_tensor_size(&ps->items[i]->value);
-        w[threads - 1] = malloc(total * sizeof(double));
-        size_t off = 0;
-        for (size_t i = 0; i < ps->count; i++) {
-            size_t len = nn_tensor_size(&ps->items[i]->value);
-            memcpy(w[threads - 1] + off, ps->items[i]->value.data, len * sizeof(double));
-            off += len;
-        }
+        w[threads - 1] = flat_weights(sgdp_policy_params(pol), &total);
         sgdp_trainer_free(t);
         sgdp_policy_free(pol);
     }
@@ -709,17 +715,7 @@ Test(sgdp, varied_inputs_are_reproducible_and_keep_constraints)
                          err.msg);
             cr_assert_leq(bst.step_time_us, sgdp_trainer_reference(t, i)->step_time_us + 1e-9);
         }
-        nn_params *ps = sgdp_policy_params(pol);
-        total = 0;
-        for (size_t i = 0; i < ps->count; i++)
-            total += nn_tensor_size(&ps->items[i]->value);
-        w[threads - 1] = malloc(total * sizeof(double));
-        size_t off = 0;
-        for (size_t i = 0; i < ps->count; i++) {
-            size_t len = nn_tensor_size(&ps->items[i]->value);
-            memcpy(w[threads - 1] + off, ps->items[i]->value.data, len * sizeof(double));
-            off += len;
-        }
+        w[threads - 1] = flat_weights(sgdp_policy_params(pol), &total);
         sgdp_trainer_free(t);
         sgdp_policy_free(pol);
     }

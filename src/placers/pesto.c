@@ -67,7 +67,7 @@ typedef struct pesto_cfg {
 typedef struct candidate {
     op_placement pl;
     int valid, oom;
-    double step_us;
+    double step_us, overflow; /* overflow: bytes above capacity, summed */
     char name[64];
 } candidate;
 
@@ -155,6 +155,7 @@ static op_status judge(const op_problem *p, op_sim *sim, candidate *c, double *f
     if (!st) {
         c->step_us = r.step_time_us;
         c->oom = r.oom;
+        c->overflow = op_sim_overflow_bytes(p, &r);
         c->valid = 1;
         if (finish)
             memcpy(finish, t.finish_us, (size_t)p->n * sizeof *finish);
@@ -192,6 +193,8 @@ static int better(const candidate *a, const candidate *b)
         return 0;
     if (a->oom != b->oom)
         return !a->oom;
+    if (a->oom && a->overflow != b->overflow)
+        return a->overflow < b->overflow; /* best effort: closest to fitting, as auto ranks */
     return a->step_us < b->step_us;
 }
 
