@@ -100,6 +100,15 @@ op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t s
 op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
                            int *unit_of, int *n_units, op_error *err);
 
+/* Per unit u of unit_of: its leader *lead[u], the member first in
+ * topological order (an op id), and (*um)[u * D + d], whether every member
+ * may use device d (the AND of their rows of mask, D entries per row; rows
+ * indexed by op id, or by topological position when by_topo).  Shared by
+ * SGDP and Trinity, which make a unit one decision; the caller frees both. */
+op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
+                            const unsigned char *mask, int D, int by_topo, int **lead,
+                            unsigned char **um, op_error *err);
+
 /* Fill the reference features (the last SGDP_REF_FEATURES columns) and
  * sg->ref_dev from ref_row[t], the reference's device of row t. */
 void sgdp_graph_set_reference(sgdp_graph *sg, const int *ref_row);

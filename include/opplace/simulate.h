@@ -94,6 +94,17 @@ op_status op_sim_run_changed(op_sim *s, const op_placement *pl, op_sim_result *r
  * how far from fitting a simulated placement is. */
 double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r);
 
+/* The ranking of simulated placements every placer shares: one that fits
+ * (overflow 0) first, then the smaller overflow (the best-effort answer
+ * closest to running: the step time of a run that cannot happen is no
+ * criterion), then the shorter step.  Nonzero when (over_a, step_a) ranks
+ * strictly before (over_b, step_b). */
+static inline int op_sim_ranks_before(double over_a, double step_a, double over_b,
+                                      double step_b)
+{
+    return over_a < over_b || (over_a == over_b && step_a < step_b);
+}
+
 /* Stop runs early once the step time cannot be below cutoff_us (0: never).
  * A search that only needs to know whether a candidate beats its incumbent
  * sets the incumbent's step time here; rejected candidates then cost only

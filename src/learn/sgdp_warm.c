@@ -215,34 +215,46 @@ done:
     return st;
 }
 
+op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
+                            const unsigned char *mask, int D, int by_topo, int **lead,
+                            unsigned char **um, op_error *err)
+{
+    *lead = op_malloc((size_t)n_units * sizeof **lead + 1, err);
+    *um = op_malloc((size_t)n_units * (size_t)D + 1, err);
+    if (!*lead || !*um) {
+        free(*lead), free(*um);
+        return OP_ENOMEM;
+    }
+    memset(*um, 1, (size_t)n_units * (size_t)D);
+    for (int u = 0; u < n_units; u++)
+        (*lead)[u] = -1;
+    for (int t = 0; t < g->n_ops; t++) {
+        int op = g->topo[t], u = unit_of[op];
+        if (u < 0 || u >= n_units) {
+            free(*lead), free(*um);
+            return op_fail(err, OP_EINTERNAL, "unit %d of op %d out of range", u, op);
+        }
+        if ((*lead)[u] < 0)
+            (*lead)[u] = op;
+        const unsigned char *row = mask + (size_t)(by_topo ? t : op) * D;
+        for (int d = 0; d < D; d++)
+            (*um)[(size_t)u * D + d] &= row[d];
+    }
+    return OP_OK;
+}
+
 op_status sgdp_graph_set_units(sgdp_graph *sg, const int *unit_of, int n_units, op_error *err)
 {
     const op_graph *g = sg->p->g;
-    int D = sg->max_devices;
-    int *lead = op_malloc((size_t)n_units * sizeof *lead, err);
-    unsigned char *um = op_malloc((size_t)n_units * (size_t)D, err);
-    if (!lead || !um) {
-        free(lead), free(um);
-        return OP_ENOMEM;
-    }
-    memset(um, 1, (size_t)n_units * (size_t)D);
-    for (int u = 0; u < n_units; u++)
-        lead[u] = -1;
+    int D = sg->max_devices, *lead;
+    unsigned char *um;
+    op_status st = sgdp_unit_leaders(g, unit_of, n_units, sg->mask, D, 1, &lead, &um, err);
+    if (st)
+        return st;
     for (int t = 0; t < sg->n; t++) {
-        int u = unit_of[g->topo[t]];
-        if (u < 0 || u >= n_units) {
-            free(lead), free(um);
-            return op_fail(err, OP_EINTERNAL, "sgdp: unit %d out of range", u);
-        }
-        if (lead[u] < 0)
-            lead[u] = t;
-        for (int d = 0; d < D; d++)
-            um[(size_t)u * D + d] &= sg->mask[(size_t)t * D + d];
-    }
-    for (int t = 0; t < sg->n; t++) {
-        int u = unit_of[g->topo[t]];
+        int u = unit_of[g->topo[t]], lt = g->topo_pos[lead[u]];
         memcpy(sg->mask + (size_t)t * D, um + (size_t)u * D, (size_t)D);
-        sg->leader[t] = lead[u] == t ? -1 : lead[u];
+        sg->leader[t] = lt == t ? -1 : lt;
         sg->decides[t] = sg->leader[t] < 0;
     }
     free(lead), free(um);

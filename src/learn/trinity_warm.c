@@ -48,23 +48,12 @@
  * common devices; a unit with no common device keeps its ops' own leaders. */
 static op_status set_units(trinity_graph *tg, const int *unit_of, int n_units, op_error *err)
 {
-    int n = tg->n, md = tg->max_devices;
-    int *lead = op_malloc(sizeof(int) * (size_t)n_units, err);
-    unsigned char *um = op_malloc((size_t)n_units * (size_t)md, err);
-    if (!lead || !um) {
-        free(lead), free(um);
-        return OP_ENOMEM;
-    }
-    memset(um, 1, (size_t)n_units * (size_t)md);
-    for (int u = 0; u < n_units; u++)
-        lead[u] = -1;
-    for (int t = 0; t < n; t++) {
-        int i = tg->p->g->topo[t], u = unit_of[i];
-        if (lead[u] < 0)
-            lead[u] = i;
-        for (int d = 0; d < md; d++)
-            um[(size_t)u * md + d] &= tg->allowed[(size_t)i * md + d];
-    }
+    int n = tg->n, md = tg->max_devices, *lead;
+    unsigned char *um;
+    op_status st = sgdp_unit_leaders(tg->p->g, unit_of, n_units, tg->allowed, md, 0, &lead, &um,
+                                     err);
+    if (st)
+        return st;
     for (int i = 0; i < n; i++) {
         int u = unit_of[i], any = 0;
         const unsigned char *row = um + (size_t)u * md;

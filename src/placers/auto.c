@@ -41,7 +41,7 @@ static int beats(double step, double over, const candidate *best)
 {
     if (!best->have)
         return 1;
-    return over < best->over || (over == best->over && step < best->step);
+    return op_sim_ranks_before(over, step, best->over, best->step);
 }
 
 /* Run one placer; keep its result if it beats the best so far. */

@@ -301,21 +301,15 @@ typedef struct incumbent {
 /* Does a candidate (oom, n_fallback, overflow, step) beat the incumbent?
  * OOM-free in simulation first; then (both overflowing) one the estimate
  * fit, whose margins pmem_place_checked may tighten until it fits; then
- * the smaller overflow (the bytes above capacity summed over devices: the
- * best-effort answer closest to running, as auto ranks it; a step time of
- * a run that cannot happen is no criterion); then the shorter step. */
+ * op_sim_ranks_before (the smaller overflow, then the shorter step). */
 static int beats(const incumbent *inc, int oom, int n_fallback, double overflow,
                  double step_us)
 {
     if (!inc->have)
         return 1;
-    if (oom != inc->oom)
-        return !oom;
-    if (oom && (n_fallback > 0) != (inc->n_fallback > 0))
+    if (oom && inc->oom && (n_fallback > 0) != (inc->n_fallback > 0))
         return n_fallback == 0;
-    if (oom && overflow != inc->overflow)
-        return overflow < inc->overflow;
-    return step_us < inc->step_us;
+    return op_sim_ranks_before(overflow, step_us, inc->overflow, inc->step_us);
 }
 
 /* Simulate cand; keep it when it beats the incumbent.  Runs stop early at
@@ -327,7 +321,7 @@ static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *ca
     op_status st = op_sim_run(inc->sim, cand, &inc->r, NULL, err);
     if (st)
         return st;
-    double overflow = inc->r.oom ? op_sim_overflow_bytes(ctx->p, &inc->r) : 0;
+    double overflow = op_sim_overflow_bytes(ctx->p, &inc->r);
     int better = !inc->r.cut_off &&
                  beats(inc, inc->r.oom, n_fallback, overflow, inc->r.step_time_us);
     op_progress(ctx, "celeritas: %s: %s%s", what,

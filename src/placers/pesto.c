@@ -191,11 +191,7 @@ static int better(const candidate *a, const candidate *b)
         return a->valid;
     if (!a->valid)
         return 0;
-    if (a->oom != b->oom)
-        return !a->oom;
-    if (a->oom && a->overflow != b->overflow)
-        return a->overflow < b->overflow; /* best effort: closest to fitting, as auto ranks */
-    return a->step_us < b->step_us;
+    return op_sim_ranks_before(a->overflow, a->step_us, b->overflow, b->step_us);
 }
 
 /* Run one registered placer on p with default options. */

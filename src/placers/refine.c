@@ -110,10 +110,7 @@ static int better(const op_problem *p, const op_sim_result *r, double step, doub
 {
     if (r->cut_off)
         return 0;
-    double o = op_sim_overflow_bytes(p, r);
-    if (over > 0)
-        return o < over || (o == over && r->step_time_us < step);
-    return o == 0 && r->step_time_us < step;
+    return op_sim_ranks_before(op_sim_overflow_bytes(p, r), r->step_time_us, over, step);
 }
 
 typedef struct search {
