@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "coarsen/celeritas_fusion.h"
+#include "placers/celeritas_place.h"
 #include "opplace/coarsen.h"
 #include "opplace/estimate.h"
 #include "opplace/io.h"
@@ -514,9 +515,11 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
 {
     op_placement a, o, guarded;
     op_error err = {0};
-    /* Algorithm 2 as in the paper: the order-place's R, no contention, no guard */
-    const char *paper[] = {"guard",        "0",   "contention", "0",
-                           "fusion-range", "200", "balanced-fallback", "0", NULL};
+    /* Algorithm 2 as in the paper: the order-place's R, no contention, no guard,
+     * the simulator's own order */
+    const char *paper[] = {"guard",        "0",   "contention",        "0",
+                           "fusion-range", "200", "balanced-fallback", "0",
+                           "schedule-orders", "0", NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
                  err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
@@ -647,6 +650,106 @@ Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
         tk_unbind(&tp);
         op_options_free(o);
     }
+}
+
+/* The pool keeps, best first, exactly the cap best distinct placements
+ * offered (ranked as op_sim_ranks_before ranks them), whatever the order
+ * of the offers. */
+Test(pool, keeps_the_best_distinct_placements_in_rank_order)
+{
+    enum { N_OPS = 5, N_OFFERS = 60, CAP = 4 };
+    op_error err = {0};
+    uint64_t s = 7;
+    for (int round = 0; round < 20; round++) {
+        cel_pool pool;
+        cr_assert_eq(cel_pool_init(&pool, CAP, N_OPS, &err), OP_OK);
+        int dev[N_OFFERS][N_OPS];
+        double over[N_OFFERS], step[N_OFFERS];
+        for (int k = 0; k < N_OFFERS; k++) {
+            int id = (int)(tk_rand(&s) % 20); /* repeats: the same placement again */
+            for (int v = 0; v < N_OPS; v++)
+                dev[k][v] = (id >> v) & 1;
+            over[k] = (double)(id % 3 == 0 ? 0 : id % 5); /* a function of the placement */
+            step[k] = 100.0 + id * 7 % 23;
+            cel_pool_offer(&pool, dev[k], over[k], step[k], id % 2);
+        }
+        /* Brute force: the distinct placements ranked. */
+        int best[N_OFFERS], n_best = 0;
+        for (int k = 0; k < N_OFFERS; k++) {
+            int dup = 0;
+            for (int j = 0; j < n_best && !dup; j++)
+                dup = !memcmp(dev[best[j]], dev[k], sizeof dev[k]);
+            if (!dup)
+                best[n_best++] = k;
+        }
+        for (int a = 1; a < n_best; a++)
+            for (int b = a; b > 0 && op_sim_ranks_before(over[best[b]], step[best[b]],
+                                                         over[best[b - 1]], step[best[b - 1]]);
+                 b--) {
+                int t = best[b];
+                best[b] = best[b - 1];
+                best[b - 1] = t;
+            }
+        int want = n_best < CAP ? n_best : CAP;
+        cr_assert_eq(pool.len, want);
+        for (int k = 0; k < want; k++) {
+            cr_assert_eq(pool.overflow[k], over[best[k]], "round %d entry %d", round, k);
+            cr_assert_eq(pool.step_us[k], step[best[k]], "round %d entry %d", round, k);
+            cr_assert(!memcmp(cel_pool_entry(&pool, k), dev[best[k]], sizeof dev[0]));
+        }
+        cel_pool_destroy(&pool);
+    }
+}
+
+/* --schedule-orders (the default) only adds candidates, so it never
+ * returns a worse placement than the search without them; an ordered
+ * result runs each device's ops exactly as its order lists them. */
+Test(placers, schedule_orders_never_worse, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        op_graph *g = random_training_dag(200, 0.08, seed, (int)(seed % 2));
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(2 + (int)(seed % 3), 20, 2e-4, total_memory(g) / 2));
+        op_placement with, without;
+        op_error err = {0};
+        const char *off[] = {"schedule-orders", "0", NULL};
+        cr_assert_eq(run_placer("celeritas", &tp.p, 1, &with, &err), OP_OK, "%s", err.msg);
+        cr_assert_eq(run_placer_opts("celeritas", &tp.p, 1, off, &without, &err), OP_OK, "%s",
+                     err.msg);
+        cr_assert(!without.has_order);
+        cr_assert(no_worse(&tp.p, &with, &without), "seed %llu: orders made it worse",
+                  (unsigned long long)seed);
+        cr_assert_eq(op_problem_check_placement(&tp.p, &with, &err), OP_OK, "%s", err.msg);
+        op_placement_destroy(&with);
+        op_placement_destroy(&without);
+        tk_unbind(&tp);
+    }
+}
+
+/* The case bench/RESULTS.md lost before --schedule-orders: Transformer-XL
+ * on 4 x v100-nvlink, where m-sct's own schedule beat celeritas's
+ * first-ready-first one. */
+Test(placers, at_least_as_good_as_baechi_on_transformer_xl_nvlink, .timeout = 120)
+{
+    op_options *o = op_options_new(NULL);
+    op_error err = {0};
+    op_graph *g = op_zoo_find("transformer_xl")->generate(o, &err);
+    cr_assert(g, "%s", err.msg);
+    tk_problem tp;
+    tk_bind(&tp, g, op_cluster_preset("v100-nvlink", 4, 0, &err));
+    op_placement cel;
+    cr_assert_eq(run_placer("celeritas", &tp.p, 1, &cel, &err), OP_OK, "%s", err.msg);
+    const char *baechi[] = {"m-topo", "m-etf", "m-sct"};
+    for (int b = 0; b < 3; b++) {
+        op_placement pl;
+        cr_assert_eq(run_placer(baechi[b], &tp.p, 1, &pl, &err), OP_OK, "%s", err.msg);
+        cr_assert(no_worse(&tp.p, &cel, &pl), "celeritas %.1f us loses to %s %.1f us",
+                  step_of(&tp.p, &cel, NULL), baechi[b], step_of(&tp.p, &pl, NULL));
+        op_placement_destroy(&pl);
+    }
+    op_placement_destroy(&cel);
+    tk_unbind(&tp);
+    op_options_free(o);
 }
 
 /* The overflow of celeritas --best-effort with the given --balanced-fallback. */

@@ -9,7 +9,9 @@
  *   - uniform exploration draws respect the masks and reach every choice;
  *   - the placer's result is never worse than its reference (expert) in
  *     step time, peak communication or peak memory, on a small RNN LM and a
- *     small WaveNet, 2 to 4 devices; explicit tolerances are respected.
+ *     small WaveNet, 2 to 4 devices; explicit tolerances are respected;
+ *   - with --schedule-orders (opplace/list_schedule.h) the result, order
+ *     included, is never worse than without on any of the three.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -293,4 +295,70 @@ Test(trinity_warm, placer_is_never_worse_than_expert_on_a_small_wavenet)
     const char *const kv[] = {"stacks", "1", "layers", "4", "batch", "2", "seq-len", "64", NULL};
     check_never_worse(zoo_graph("wavenet", kv), 2);
     check_never_worse(zoo_graph("wavenet", kv), 4);
+}
+
+/* ------------------------------------ schedule orders (opplace/list_schedule.h) */
+
+/* Runs trinity with FAST and --schedule-orders on (1) or off (0); pl keeps
+ * the whole result, its order included. */
+static void place_ordered(const op_problem *p, int orders, op_placement *pl)
+{
+    op_error err = {0};
+    op_options *o = op_options_new(&err);
+    for (int i = 0; FAST[i]; i += 2)
+        op_options_set(o, FAST[i], FAST[i + 1], &err);
+    op_options_set(o, "schedule-orders", orders ? "1" : "0", &err);
+    op_place_ctx ctx = {.p = p, .opts = o, .seed = 3, .best_effort = 1};
+    cr_assert_eq(op_place(op_placer_find("trinity"), &ctx, pl, &err), OP_OK, "%s", err.msg);
+    cr_assert_null(op_options_first_unused(o));
+    op_options_free(o);
+}
+
+static trinity_metrics judge_full(const op_problem *p, const op_placement *pl)
+{
+    op_sim_result r;
+    op_error err = {0};
+    cr_assert_eq(op_sim_result_init(&r, p, &err), OP_OK);
+    cr_assert_eq(op_simulate(p, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    trinity_reward_config rc = trinity_reward_defaults();
+    trinity_metrics m = trinity_measure(p, &r, &rc);
+    op_sim_result_destroy(&r);
+    return m;
+}
+
+static void check_orders_never_worse(op_graph *g, int nd)
+{
+    tk_problem tp;
+    tk_bind(&tp, g, tk_cluster(nd, 5.0, 1e-4, (int64_t)1 << 40));
+    const op_problem *p = &tp.p;
+    op_placement off, on;
+    place_ordered(p, 0, &off);
+    place_ordered(p, 1, &on);
+    cr_assert_not(off.has_order, "--schedule-orders 0 gives the paper's result, no order");
+    trinity_metrics a = judge_full(p, &off), b = judge_full(p, &on);
+    cr_assert_leq(b.step_us, a.step_us, "%s x %d: ordered step %.3f > %.3f", g->name, nd,
+                  b.step_us, a.step_us);
+    cr_assert_leq(b.peak_comm, a.peak_comm, "%s x %d: ordered comm %lld > %lld", g->name, nd,
+                  (long long)b.peak_comm, (long long)a.peak_comm);
+    cr_assert_leq(b.peak_mem, a.peak_mem, "%s x %d: ordered memory %lld > %lld", g->name, nd,
+                  (long long)b.peak_mem, (long long)a.peak_mem);
+    cr_log_info("%s x %d: %.3f us without orders, %.3f us with%s", g->name, nd, a.step_us,
+                b.step_us, on.has_order ? "" : " (no order kept)");
+    if (!on.has_order) /* nothing beat first-ready-first: the same result */
+        cr_assert_arr_eq(on.device_of, off.device_of, sizeof(int) * (size_t)p->n);
+    else
+        cr_assert_lt(b.step_us, a.step_us, "an order is kept only when strictly faster");
+    op_placement_destroy(&off);
+    op_placement_destroy(&on);
+    tk_unbind(&tp);
+}
+
+Test(trinity_warm, schedule_orders_are_never_worse_than_without)
+{
+    const char *const rnn[] = {"layers", "2", "hidden", "256", "batch", "16", "seq-len", "4",
+                               NULL};
+    const char *const wave[] = {"stacks", "1", "layers", "4", "batch", "2", "seq-len", "64",
+                                NULL};
+    check_orders_never_worse(zoo_graph("rnnlm", rnn), 2);
+    check_orders_never_worse(zoo_graph("wavenet", wave), 4);
 }

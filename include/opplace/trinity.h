@@ -23,6 +23,11 @@
  *                       noise in the first iterations, best placement kept;
  *                       --slots rollout batches per iteration shared by MPI
  *                       ranks (gradients all-reduced, opplace/parallel.h)
+ *   src/placers/trinity.c  the placer; beyond the paper it gives the result
+ *                       a per-device execution order when a priority list
+ *                       schedule (opplace/list_schedule.h) makes it faster
+ *                       at no higher peak communication or memory
+ *                       (--schedule-orders 0: off)
  *
  * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
  * max_devices outputs (8); devices >= nd are masked, so one weights file

@@ -99,4 +99,19 @@ op_status cel_mem_view_init(cel_mem_view *v, const op_graph *fine, const op_coar
                             const op_problem *coarse, const int64_t *edge_bytes, op_error *err);
 void cel_mem_view_destroy(cel_mem_view *v);
 
+/* The cap best placements offered (celeritas_pool.c), best first. */
+typedef struct cel_pool {
+    int cap, len, n;  /* capacity, entries held, ops per placement */
+    int *device_of;   /* (cap + 1) x n: the entries, then a spare row */
+    double *overflow, *step_us;
+    int *n_fallback;
+} cel_pool;
+
+op_status cel_pool_init(cel_pool *pool, int cap, int n, op_error *err);
+void cel_pool_destroy(cel_pool *pool);
+/* Keep device_of (n ops) when it ranks among the cap best offered so far. */
+void cel_pool_offer(cel_pool *pool, const int *device_of, double overflow, double step_us,
+                    int n_fallback);
+const int *cel_pool_entry(const cel_pool *pool, int k);
+
 #endif

@@ -34,6 +34,16 @@
  * (trinity_reward.c), so it is never worse than the reference on step
  * time, peak communication or peak memory.  With --weights the reference
  * is used too (zero-shot then returns at least the reference).
+ * Also beyond the paper (opplace/list_schedule.h): --schedule-orders 1
+ * (default; 0 = off, the result has no order as in the paper) gives the
+ * result a per-device execution order after the search: the result and
+ * the reference are list-scheduled with each priority (bottom level with
+ * transfers, tlevel + blevel, bottom level of compute), without and with
+ * a per-device memory cap of 100/95/90 % of the unordered peak, and an ordered
+ * placement replaces the result only when the simulator finds it strictly
+ * faster with peak communication and peak memory no higher than the
+ * unordered result's (so never worse on any of the three; communication
+ * does not depend on the order, memory may).
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
@@ -42,9 +52,11 @@
  * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
  * runtime, peak communication and peak memory as the paper's Table 4.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/list_schedule.h"
 #include "opplace/parallel.h"
 #include "opplace/trinity.h"
 #include "placers/placer_util.h"
@@ -52,6 +64,7 @@
 typedef struct trinity_opts {
     const char *weights, *save, *heuristics;
     long finetune, iterations, samples, threads, epochs, groups, slots, units;
+    long schedule_orders;
     int comm_from_ref, mem_from_ref;
     double lr, entropy, p, q, prior, sched_prior, explore;
     trinity_reward_config reward;
@@ -79,6 +92,7 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         (st = op_options_int(o, "groups", pc.groups, 1, 4096, &s->groups, err)) ||
         (st = op_options_int(o, "slots", d.slots, 1, TRINITY_MAX_SLOTS, &s->slots, err)) ||
         (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
+        (st = op_options_int(o, "schedule-orders", 1, 0, 1, &s->schedule_orders, err)) ||
         (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
         (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
         (st = op_options_double(o, "prior", s->heuristics ? TRINITY_REF_PRIOR : pc.prior, 0,
@@ -148,6 +162,126 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
     return tc;
 }
 
+/* ------------------------------------------------ priority orders (beyond the paper) */
+
+static op_status measure_placement(const op_problem *p, op_sim *sim, op_sim_result *r,
+                                   const op_placement *pl, const trinity_reward_config *rc,
+                                   trinity_metrics *m, op_error *err)
+{
+    op_status st = op_sim_run(sim, pl, r, NULL, err);
+    if (!st)
+        *m = trinity_measure(p, r, rc);
+    return st;
+}
+
+/* The ordered candidate c replaces the current result cur: strictly faster,
+ * and no higher than the unordered result base on communication, memory
+ * and OOM (so the ordered result is never worse on any of them). */
+static int order_accepted(const trinity_metrics *c, const trinity_metrics *cur,
+                          const trinity_metrics *base)
+{
+    return c->step_us < cur->step_us && c->peak_comm <= base->peak_comm &&
+           c->peak_mem <= base->peak_mem && c->oom <= base->oom;
+}
+
+static op_status keep_order(op_placement *out, const op_placement *cand, op_error *err)
+{
+    memcpy(out->device_of, cand->device_of, (size_t)out->n_ops * sizeof(int));
+    if (op_placement_alloc_order(out, err))
+        return OP_ENOMEM;
+    memcpy(out->order_off, cand->order_off, ((size_t)out->n_dev + 1) * sizeof(int));
+    memcpy(out->order, cand->order, (size_t)out->n_ops * sizeof(int));
+    return OP_OK;
+}
+
+/* out holds the search's result (no order); *m receives its final metrics. */
+static op_status try_schedule_orders(const op_place_ctx *ctx, const trinity_reward_config *rc,
+                                     const trinity_reference *ref, op_placement *out,
+                                     trinity_metrics *m, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    op_sim *sim = op_sim_new(p, err);
+    if (!sim)
+        return err && err->code ? err->code : OP_ENOMEM;
+    op_sim_result r;
+    op_placement cand;
+    memset(&cand, 0, sizeof cand);
+    op_status st = op_sim_result_init(&r, p, err);
+    if (st) {
+        op_sim_free(sim);
+        return st;
+    }
+    st = op_placement_init(&cand, p->n, p->nd, err);
+    trinity_metrics base, cur;
+    if (!st)
+        st = measure_placement(p, sim, &r, out, rc, &base, err);
+    cur = base;
+    char how[96] = "";
+    const int *ref_dev = ref ? ref->device_of : NULL;
+    if (ref_dev && !memcmp(ref_dev, out->device_of, (size_t)p->n * sizeof(int)))
+        ref_dev = NULL; /* the result is the reference: nothing more to try */
+    const int *bases[2] = {NULL, ref_dev};
+    int *result_dev = op_malloc((size_t)p->n * sizeof(int) + 1, err);
+    if (!st && !result_dev)
+        st = OP_ENOMEM;
+    if (!st) {
+        memcpy(result_dev, out->device_of, (size_t)p->n * sizeof(int));
+        bases[0] = result_dev;
+    }
+    int64_t *cap = op_malloc(((size_t)p->nd + 1) * sizeof *cap, err);
+    if (!st && !cap)
+        st = OP_ENOMEM;
+    /* caps: none, then fractions of the unordered peak (the acceptance
+     * compares the peak over devices, so every device may reach it; the
+     * tighter caps make room for tensors received beyond the cap) */
+    static const double cap_share[] = {0, 1.0, 0.95, 0.9};
+    enum { N_CAPS = sizeof cap_share / sizeof cap_share[0] };
+    for (int v = 0; !st && v < 2 * N_CAPS; v++) {
+        int b = v / N_CAPS, capped = cap_share[v % N_CAPS] > 0;
+        if (!bases[b])
+            continue;
+        for (int d = 0; capped && d < p->nd; d++)
+            cap[d] = (int64_t)((double)base.peak_mem * cap_share[v % N_CAPS]);
+        for (int k = OP_PRIORITY_FIFO + 1; !st && k < OP_PRIORITY_COUNT; k++) {
+            trinity_metrics c;
+            memcpy(cand.device_of, bases[b], (size_t)p->n * sizeof(int));
+            if ((st = op_placement_order_by_priority(p, &cand, (op_priority)k,
+                                                     capped ? cap : NULL, err)) ||
+                (st = measure_placement(p, sim, &r, &cand, rc, &c, err)))
+                break;
+            if (!order_accepted(&c, &cur, &base))
+                continue;
+            st = keep_order(out, &cand, err);
+            cur = c;
+            if (capped)
+                snprintf(how, sizeof how, "%s, memory cap %.0f%% of %.2f GiB%s",
+                         op_priority_name((op_priority)k), 100 * cap_share[v % N_CAPS],
+                         (double)base.peak_mem / 1073741824.0, b ? ", on the reference" : "");
+            else
+                snprintf(how, sizeof how, "%s%s", op_priority_name((op_priority)k),
+                         b ? ", on the reference" : "");
+        }
+    }
+    free(cap);
+    if (!st) {
+        if (how[0])
+            op_progress(ctx,
+                        "trinity: schedule order %s: %.3f ms (first-ready-first %.3f ms), peak "
+                        "memory %.2f GiB",
+                        how, cur.step_us / 1000.0, base.step_us / 1000.0,
+                        (double)cur.peak_mem / 1073741824.0);
+        else
+            op_progress(ctx, "trinity: no schedule order beats first-ready-first (%.3f ms)",
+                        base.step_us / 1000.0);
+        *m = cur;
+    }
+    free(result_dev);
+    op_placement_destroy(&cand);
+    op_sim_result_destroy(&r);
+    op_sim_free(sim);
+    return st;
+}
+
 static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
                                  trinity_policy *pol, op_placement *out, op_error *err)
 {
@@ -170,20 +304,25 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         const trinity_reference *ref = trinity_trainer_reference(t, 0);
         trinity_reward_config rc = trinity_trainer_reward(t, 0);
         memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
-        if (ref)
+        op_placement_drop_order(out);
+        trinity_metrics fm = b.m; /* the result's, ordered or not */
+        if (s->schedule_orders)
+            st = try_schedule_orders(ctx, &rc, ref, out, &fm, err);
+        if (!st && ref)
             op_progress(ctx,
                         "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
                         "memory %.2f GiB; tolerances %.1f MiB, %.2f GiB",
                         ref->name, ref->m.step_us / 1000.0, (double)ref->m.peak_comm / 1048576.0,
                         (double)ref->m.peak_mem / 1073741824.0, rc.max_comm_bytes / 1048576.0,
                         rc.max_mem_bytes / 1073741824.0);
-        op_progress(ctx,
-                    "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
-                    "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
-                    b.m.step_us / 1000.0, (double)b.m.peak_comm / 1048576.0,
-                    (double)b.m.peak_mem / 1073741824.0, ts.iterations, ts.rollouts,
-                    ts.seconds, ts.setup_seconds);
-        if (b.m.oom && !ctx->best_effort)
+        if (!st)
+            op_progress(ctx,
+                        "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
+                        "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
+                        fm.step_us / 1000.0, (double)fm.peak_comm / 1048576.0,
+                        (double)fm.peak_mem / 1073741824.0, ts.iterations, ts.rollouts,
+                        ts.seconds, ts.setup_seconds);
+        if (!st && fm.oom && !ctx->best_effort)
             st = op_fail(err, OP_EINFEASIBLE,
                          "trinity: the best placement found runs out of memory "
                          "(train longer, or pass --best-effort)");
