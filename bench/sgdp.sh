@@ -3,23 +3,26 @@
 #   1. SGDP-one (a fresh policy trained on each graph for $SGDP_BUDGET s)
 #      against expert, m-etf and celeritas (whichever are registered), as the
 #      paper's Table 1 on RNNLM-2, GNMT-2, Transformer-XL-2, Inception-V3, WaveNet;
-#   2. generalisation: batch training on the other families for
-#      $TRAIN_BUDGET s, then zero-shot (1 round and $ROUNDS rounds of greedy +
-#      32 samples, --rounds) and fine-tuned ($FINETUNE iterations) placement
-#      of the held-out family ($HELD_OUT), against SGDP-one on it (the same
-#      run) and against an untrained policy (the ablation: what the trained
-#      weights add to copying the reference input);
+#   2. generalisation: for each seed in $SEEDS, batch training on the other
+#      families for $TRAIN_BUDGET s, then zero-shot (the default command,
+#      1 round, and the uniform exploration floor instead of calibrated
+#      proposals) and fine-tuned ($FINETUNE iterations) placement of the
+#      held-out family ($HELD_OUT), against SGDP-one on it (the same run,
+#      seed $SEED) and against an untrained policy of the same seed placed
+#      the same way (the control: what the trained weights add);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
 # SGDP runs with its defaults, i.e. with the reference/warm start that goes
 # beyond the paper (src/learn/sgdp_warm.c); the reference column names the
 # heuristic it started from.
-# Total time about 5 x SGDP_BUDGET + TRAIN_BUDGET + fine-tuning (< 20 min
+# Total time about 5 x SGDP_BUDGET + 3 x TRAIN_BUDGET + fine-tuning (< 25 min
 # with the defaults).  Baselines run with --best-effort so an OOM placement
 # still reports a step time (marked *).
 # PARTS (default "one gen mpi") picks the parts: "gen" alone also trains
-# SGDP-one on $HELD_OUT for the comparison.
+# SGDP-one on $HELD_OUT for the comparison (unless HELD_ONE gives its step
+# time in ms).  TRAIN_ITERS fixes batch training's length in iterations, so
+# its weights do not depend on the machine's load.
 # usage: bash bench/sgdp.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -28,7 +31,11 @@ TRAIN_BUDGET=${TRAIN_BUDGET:-180}
 FINETUNE=${FINETUNE:-20}
 HELD_OUT=${HELD_OUT:-transformer_xl}
 SEED=${SEED:-1}
-ROUNDS=${ROUNDS:-10}
+SEEDS=${SEEDS:-1 2 3}
+TRAIN_ITERS=${TRAIN_ITERS:-}   # set: batch training runs this many iterations (not TRAIN_BUDGET s)
+# what `place --algo sgdp --weights W` does by default (src/placers/sgdp.c)
+DEFAULT_ROUNDS=10
+DEFAULT_MOVES=2
 PARTS=${PARTS:-one gen mpi}
 has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 MODELS="rnnlm gnmt transformer_xl inception_v3 wavenet"
@@ -100,34 +107,50 @@ done
 # augment: a second size of the training families (the paper perturbs layers/sizes)
 "$BIN" zoo rnnlm --layers 3 --hidden 1024 -o "$TMP/rnnlm3.json"; TRAIN="$TRAIN $TMP/rnnlm3.json"
 "$BIN" zoo gnmt --layers 3 -o "$TMP/gnmt3.json"; TRAIN="$TRAIN $TMP/gnmt3.json"
-out=$("$BIN" train sgdp --graphs $TRAIN $CL --weights "$TMP/batch.bin" --budget-seconds "$TRAIN_BUDGET" --seed "$SEED" --quiet)
-echo "Batch training on$(for g in $TRAIN; do printf ' %s' "$(basename "$g" .json)"; done) for ${TRAIN_BUDGET} s:"
-echo
-echo '```'
-echo "$out"
-echo '```'
-echo
 g="$TMP/$HELD_OUT.json"
 if [ -z "${HELD_ONE:-}" ]; then sgdp_one "$g"; HELD_ONE=$ONE_BEST; HELD_WALL=$ONE_WALL; HELD_IT=$ONE_IT; fi
-# the ablation: an untrained policy (lr 0, no cloning: the initial weights,
-# whose reference skip copies the input) placed the same way
-"$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained.bin" --iterations 1 --samples 1 --lr 0 --warm-start 0 --seed "$SEED" --quiet > /dev/null
-row() { # label weights [options...]
-  local label=$1 w=$2 t0 t1 v; shift 2
-  t0=$(date +%s.%N)
-  v=$(place "$g" sgdp --weights "$w" "$@")
-  t1=$(date +%s.%N)
-  printf "| %s | %s | %s | %.1f |\n" "$label" "$v" "$(python3 -c "v='$v'.rstrip('*'); print(f'{100*(float(v)/$HELD_ONE-1):+.1f} %' if v!='fail' else '-')")" "$(python3 -c "print($t1 - $t0)")"
+# per seed s: batch training with --seed s, and an untrained policy of seed s
+# (lr 0, no cloning: the initial weights) as the control; every placement
+# of the held-out graph runs with --seed s
+declare -A V
+for s in $SEEDS; do
+  if [ -n "$TRAIN_ITERS" ]; then LIMIT="--iterations $TRAIN_ITERS"; LIMIT_TXT="$TRAIN_ITERS iterations"
+  else LIMIT="--budget-seconds $TRAIN_BUDGET"; LIMIT_TXT="${TRAIN_BUDGET} s"; fi
+  out=$("$BIN" train sgdp --graphs $TRAIN $CL --weights "$TMP/batch$s.bin" $LIMIT --seed "$s" --quiet)
+  echo "Batch training (seed $s) on$(for t in $TRAIN; do printf ' %s' "$(basename "$t" .json)"; done) for ${LIMIT_TXT}:"
+  echo
+  echo '```'
+  echo "$out"
+  echo '```'
+  echo
+  "$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained$s.bin" --iterations 1 --samples 1 --lr 0 --warm-start 0 --seed "$s" --quiet > /dev/null
+  pl() { "$BIN" place "$g" $CL --algo sgdp --json --quiet --best-effort --seed "$s" "$@" 2>/dev/null | step || echo "fail"; }
+  V[zs1,$s]=$(pl --weights "$TMP/batch$s.bin" --rounds 1)
+  V[zsR,$s]=$(pl --weights "$TMP/batch$s.bin")
+  V[ft,$s]=$(pl --weights "$TMP/batch$s.bin" --finetune "$FINETUNE")
+  V[un1,$s]=$(pl --weights "$TMP/untrained$s.bin" --rounds 1)
+  V[unR,$s]=$(pl --weights "$TMP/untrained$s.bin")
+  V[zsU,$s]=$(pl --weights "$TMP/batch$s.bin" --moves 0)
+  V[unU,$s]=$(pl --weights "$TMP/untrained$s.bin" --moves 0)
+done
+printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean | vs SGDP-one ($HELD_ONE) |"
+printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo "---:|---:|"
+row() { # key label
+  local vals="" v
+  printf "| %s |" "$2"
+  for s in $SEEDS; do v=${V[$1,$s]}; vals="$vals ${v%\*}"; printf " %s |" "$v"; done
+  python3 -c "import sys; v=[float(x) for x in '$vals'.split() if x!='fail']; m=sum(v)/len(v); print(f' {m:.2f} | {100*(m/$HELD_ONE-1):+.1f} % (worst {100*(max(v)/$HELD_ONE-1):+.1f} %) |')"
 }
-echo "| ${HELD_OUT} (held out) | step (ms) | vs SGDP-one (${HELD_ONE}) | wall s |"
-echo "|---|---:|---:|---:|"
-row "zero-shot, 1 round (greedy + 32 samples)" "$TMP/batch.bin"
-row "zero-shot, ${ROUNDS} rounds" "$TMP/batch.bin" --rounds "$ROUNDS"
-row "fine-tuned, ${FINETUNE} PPO iterations (then 1 round)" "$TMP/batch.bin" --finetune "$FINETUNE"
-row "untrained policy, 1 round (ablation)" "$TMP/untrained.bin"
-row "untrained policy, ${ROUNDS} rounds (ablation)" "$TMP/untrained.bin" --rounds "$ROUNDS"
-[ -n "${HELD_WALL:-}" ] && printf "| SGDP-one, %s s (%s iterations) | %s | | %s |\n" "$SGDP_BUDGET" "$HELD_IT" "$HELD_ONE" "$HELD_WALL"
-for a in $BASELINES; do printf "| %s | %s | | |\n" "$a" "$(place "$g" "$a")"; done
+row zsR "zero-shot, default (${DEFAULT_ROUNDS} rounds, calibrated ${DEFAULT_MOVES} moves)"
+row unR "untrained policy, same command (control)"
+row zs1 "zero-shot, 1 round"
+row un1 "untrained policy, 1 round (control)"
+row zsU "zero-shot, ${DEFAULT_ROUNDS} rounds, --moves 0 (uniform exploration floor)"
+row unU "untrained policy, ${DEFAULT_ROUNDS} rounds, --moves 0"
+row ft "fine-tuned, ${FINETUNE} PPO iterations (then ${DEFAULT_ROUNDS} rounds)"
+echo
+[ -n "${HELD_WALL:-}" ] && echo "SGDP-one on ${HELD_OUT}: ${HELD_ONE} ms in ${SGDP_BUDGET} s (${HELD_IT} iterations, seed ${SEED}, ${HELD_WALL} s wall)."
+printf "Baselines:"; for a in $BASELINES; do printf " %s %s ms;" "$a" "$(place "$g" "$a")"; done; echo
 echo
 fi
 

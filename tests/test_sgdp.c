@@ -8,7 +8,10 @@
  * the placer's zero-shot mode work end to end.  Beyond the paper: a fresh
  * policy copies any reference input (the reference skip) with exact
  * gradients; batch training on varied inputs is reproducible and keeps
- * constraints; zero-shot --rounds never returns worse than one round.
+ * constraints; zero-shot --rounds never returns worse than one round;
+ * the features ignore the units and scale of a graph, the placement
+ * features are what they say, and calibrated proposals move M decisions
+ * in the policy's order.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -200,6 +203,15 @@ Test(sgdp, save_and_load_give_identical_placements)
     op_error e2 = {0};
     cr_assert_eq(sgdp_policy_load(wrong, path, &e2), OP_EINPUT);
     cr_assert(strstr(e2.msg, "2 heads") && strstr(e2.msg, "4 heads"), "%s", e2.msg);
+    /* weights of an older layout (architecture version 3) are refused, by name */
+    nn_param *arch = nn_params_find(sgdp_policy_params(back), "sgdp.arch");
+    cr_assert_not_null(arch);
+    arch->value.data[0] = 3;
+    cr_assert_eq(nn_params_save(sgdp_policy_params(back), path, &err), OP_OK, "%s", err.msg);
+    op_error e4 = {0};
+    cr_assert_null(sgdp_policy_from_file(path, &e4));
+    cr_assert(e4.code == OP_EINPUT && strstr(e4.msg, "version 3") && strstr(e4.msg, "retrain"),
+              "%s", e4.msg);
     /* and a file that is not SGDP weights is rejected */
     FILE *f = fopen(path, "wb");
     fputs("not weights", f);
@@ -763,4 +775,165 @@ Test(sgdp, zero_shot_rounds_never_do_worse_than_one_round)
         free(out);
     }
     cr_assert_leq(t[1], t[0], "4 rounds %.3f us > 1 round %.3f us", t[1], t[0]);
+}
+
+/* The random DAG of `seed` with parameters on every third op, its compute
+ * times multiplied by tscale and its byte counts by bscale, bound to a
+ * 2-GPU cluster; the features of its rows (SGDP_N_FEATURES each) with a
+ * reference placement ref (per row) into feat. */
+static void scaled_features(uint64_t seed, double tscale, int64_t bscale, const int *ref,
+                            double *feat, int n)
+{
+    op_graph *g = tk_random_dag(n, 0.1, seed);
+    for (int op = 0; op < g->n_ops; op++) {
+        g->param_bytes[op] = op % 3 ? 0 : 1000 * (op + 1);
+        g->param_bytes[op] *= bscale;
+        g->output_bytes[op] *= bscale;
+    }
+    for (int e = 0; e < g->n_edges; e++)
+        g->edge_bytes[e] *= bscale;
+    for (int k = 0; k < g->time_off[g->n_ops]; k++)
+        g->time_val[k] *= tscale;
+    tk_problem tp;
+    tk_bind(&tp, g, tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, 8, 8, &err), OP_OK, "%s", err.msg);
+    sgdp_graph_set_reference(&sg, ref);
+    memcpy(feat, sg.feat, (size_t)n * SGDP_N_FEATURES * sizeof *feat);
+    sgdp_graph_destroy(&sg);
+    tk_unbind(&tp);
+}
+
+/* What the policy sees is normalised per graph: multiplying every compute
+ * time (or every byte count) of a graph by one constant changes none of its
+ * features, except the two that compare the graph with the cluster (26:
+ * transfer vs compute time; 31, for bytes: parameters vs device memory).
+ * So a family of large graphs looks like a family of small ones. */
+Test(sgdp, features_do_not_depend_on_the_units_or_scale_of_a_graph)
+{
+    enum { N = 50 };
+    static double base[N * SGDP_N_FEATURES], other[N * SGDP_N_FEATURES];
+    int ref[N];
+    for (int t = 0; t < N; t++)
+        ref[t] = (t / 6) % 2;
+    scaled_features(21, 1.0, 1, ref, base, N);
+    struct { double ts; int64_t bs; } cases[2] = {{1000.0, 1}, {1.0, 1000}};
+    for (int c = 0; c < 2; c++) {
+        scaled_features(21, cases[c].ts, cases[c].bs, ref, other, N);
+        for (int t = 0; t < N; t++)
+            for (int f = 0; f < SGDP_N_FEATURES; f++) {
+                if (f == SGDP_TYPE_BUCKETS + 10 || (c == 1 && f == SGDP_TYPE_BUCKETS + 15))
+                    continue;
+                double a = base[t * SGDP_N_FEATURES + f], b = other[t * SGDP_N_FEATURES + f];
+                cr_assert(fabs(a - b) <= 1e-9 * fmax(1.0, fabs(a)),
+                          "case %d row %d feature %d: %.12g vs %.12g", c, t, f, a, b);
+            }
+    }
+}
+
+/* The placement features: the share of an op's neighbours its reference
+ * puts elsewhere (brute force over the edges), its device's compute load
+ * relative to the mean (all on one of 2 devices: 2x the mean) and its
+ * unit's work relative to the mean unit's. */
+Test(sgdp, reference_features_give_cut_share_and_device_load)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.12, 6), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    const op_graph *g = tp.g;
+    op_error err = {0};
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, 8, 8, &err), OP_OK, "%s", err.msg);
+    int ref[40];
+    uint64_t s = 3;
+    for (int pass = 0; pass < 2; pass++) {
+        double load[2] = {0, 0};
+        for (int t = 0; t < sg.n; t++) {
+            ref[t] = pass == 0 ? 0 : (int)(tk_rand(&s) % 2);
+            load[ref[t]] += tp.p.work[g->topo[t]];
+        }
+        sgdp_graph_set_reference(&sg, ref);
+        for (int t = 0; t < sg.n; t++) {
+            int op = g->topo[t], cut = 0, deg = 0;
+            for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++, deg++)
+                cut += ref[g->topo_pos[g->pred[k]]] != ref[t];
+            for (int k = g->succ_off[op]; k < g->succ_off[op + 1]; k++, deg++)
+                cut += ref[g->topo_pos[g->succ[k]]] != ref[t];
+            const double *f = sg.feat + (size_t)t * SGDP_N_FEATURES + SGDP_N_FEATURES -
+                              SGDP_REF_FEATURES;
+            double want_load = fmin(3.0, 2.0 * load[ref[t]] / (load[0] + load[1])) - 1.0;
+            cr_assert_float_eq(f[SGDP_REF_SLOTS + 1], deg ? (double)cut / deg : 0.0, 1e-12,
+                               "row %d", t);
+            cr_assert_float_eq(f[SGDP_REF_SLOTS + 2], want_load, 1e-12, "row %d", t);
+            if (pass == 0)
+                cr_assert_float_eq(f[SGDP_REF_SLOTS + 2], 1.0, 1e-12);
+            /* one unit per op here: its work against the mean op's */
+            double want_work = log1p(tp.p.work[op] * sg.n / tp.p.total_work_us) - log(2.0);
+            cr_assert_float_eq(f[SGDP_REF_SLOTS + 3], want_work, 1e-9, "row %d", t);
+        }
+    }
+    sgdp_graph_destroy(&sg);
+    tk_unbind(&tp);
+}
+
+/* Calibrated proposals: one offset on the reference logits makes the
+ * expected number of decisions sampled off the reference M, keeps every
+ * row a distribution, keeps the proportions among a row's other devices
+ * and the policy's order of rows by probability of moving. */
+Test(sgdp, calibrated_proposals_move_m_decisions_in_the_policys_order)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 8), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 4, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+    int ref[40];
+    for (int t = 0; t < sg.n; t++)
+        ref[t] = (t / 5) % 3;
+    sgdp_graph_set_reference(&sg, ref);
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp, out;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
+    cr_assert_eq(nn_arena_tensor(&ar, logp.rows, logp.cols, &out, &err), OP_OK);
+    double odds[40];
+    for (int t = 0; t < sg.n; t++) {
+        double q = 0.0;
+        for (int d = 0; d < cfg.max_devices; d++)
+            if (d != ref[t] && sg.mask[(size_t)t * cfg.max_devices + d])
+                q += exp(NN_AT(&logp, t, d));
+        odds[t] = log(q) - NN_AT(&logp, t, ref[t]);
+    }
+    double targets[3] = {0.5, 3.0, 1000.0};
+    for (int i = 0; i < 3; i++) {
+        double delta = sgdp_calibrate_offset(&sg, &logp, targets[i]);
+        sgdp_apply_offset(&sg, &logp, delta, &out);
+        double moves = 0.0, pm[40];
+        for (int t = 0; t < sg.n; t++) {
+            double sum = 0.0;
+            for (int d = 0; d < cfg.max_devices; d++)
+                sum += exp(NN_AT(&out, t, d));
+            cr_assert_float_eq(sum, 1.0, 1e-9, "row %d", t);
+            pm[t] = 1.0 - exp(NN_AT(&out, t, ref[t]));
+            moves += pm[t];
+            for (int d = 1; d < cfg.max_devices; d++)
+                if (d != ref[t] && 0 != ref[t] && sg.mask[(size_t)t * cfg.max_devices + d])
+                    cr_assert_float_eq(NN_AT(&out, t, d) - NN_AT(&out, t, 0),
+                                       NN_AT(&logp, t, d) - NN_AT(&logp, t, 0), 1e-9);
+        }
+        double want = fmin(targets[i], 0.5 * sg.n); /* every row decides here */
+        cr_assert_float_eq(moves, want, 1e-6, "target %g: %.9g moves", targets[i], moves);
+        for (int a = 0; a < sg.n; a++)
+            for (int b = 0; b < sg.n; b++)
+                if (odds[a] > odds[b] + 1e-12)
+                    cr_assert_geq(pm[a], pm[b], "rows %d %d", a, b);
+    }
+    cr_assert(isinf(sgdp_calibrate_offset(&sg, &logp, 0.0)));
+    nn_arena_destroy(&ar);
+    sgdp_graph_destroy(&sg);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
 }

@@ -17,6 +17,9 @@
  *                    rollouts simulated in parallel (and over MPI ranks),
  *                    best placement kept; in batch training the reference
  *                    inputs are varied (relabelled devices, perturbations)
+ *                    and the policy acts through calibrated proposals (a
+ *                    fixed number of moves off its input per sample, the
+ *                    policy ranking which), as zero-shot placement does
  *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
  *                    policy sees as input and is first cloned to, and
  *                    decision units (fused ops split by the reference)
@@ -49,8 +52,13 @@
 
 #define SGDP_TYPE_BUCKETS 16
 /* the reference placement's device (one-hot over 8 slots, device d in slot
- * d mod 8) and a has-reference flag; all 0 without a reference */
-#define SGDP_REF_FEATURES 9
+ * d mod 8), a has-reference flag, and four numbers about the op's decision
+ * unit under the reference (sgdp_warm.c): the share of its members' edges
+ * cut, its device's relative compute load, its compute work relative to
+ * the mean unit's, and its members' queueing delay in the reference's
+ * simulation; all 0 without a reference */
+#define SGDP_REF_SLOTS 8
+#define SGDP_REF_FEATURES (SGDP_REF_SLOTS + 5)
 #define SGDP_N_FEATURES (SGDP_TYPE_BUCKETS + 18 + SGDP_REF_FEATURES)
 
 /* A problem prepared for the policy.  Rows are positions in the graph's
@@ -65,6 +73,11 @@ typedef struct sgdp_graph {
     unsigned char *decides; /* per row: 1 when leader[t] < 0 */
     int *ref_dev;          /* per row: the reference input's device, or -1 (no
                               reference); read by the policy's reference skip */
+    double *scratch;       /* 3n: sgdp_graph_set_reference's work space */
+    double *wait;          /* per row: in the reference's simulation, the op's
+                              start minus its inputs' latest finish, over the
+                              step time; 0 until the trainer fills it
+                              (sgdp_graph_set_timing) */
 } sgdp_graph;
 
 /* Fails with OP_EINPUT when the cluster has more than max_devices devices. */
@@ -80,6 +93,12 @@ void sgdp_graph_destroy(sgdp_graph *sg);
 /* What the placer and `opplace train` use unless told otherwise. */
 #define SGDP_DEFAULT_HEURISTICS "expert,metis,m-topo,single"
 #define SGDP_DEFAULT_UNITS 256
+/* decisions moved per sample by the calibrated acting policy (batch
+ * training and zero-shot; sgdp_train_config.proposal_moves) */
+#define SGDP_DEFAULT_MOVES 2.0
+/* evaluation rounds of `place --algo sgdp --weights W` (zero-shot and after
+ * fine-tuning): each greedy + --samples samples around the best so far */
+#define SGDP_DEFAULT_ROUNDS 10
 
 typedef struct sgdp_reference_info {
     char name[32];       /* the heuristic that won */
@@ -110,8 +129,16 @@ op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
                             unsigned char **um, op_error *err);
 
 /* Fill the reference features (the last SGDP_REF_FEATURES columns) and
- * sg->ref_dev from ref_row[t], the reference's device of row t. */
+ * sg->ref_dev from ref_row[t], the reference's device of row t (or -1).
+ * The cut share is the decision unit's (every member's edges), so call it
+ * again after sgdp_graph_set_units. */
 void sgdp_graph_set_reference(sgdp_graph *sg, const int *ref_row);
+
+/* sg->wait from a simulation trace of the reference (trace->start_us and
+ * finish_us per op) and its step time; takes effect at the next
+ * sgdp_graph_set_reference. */
+void sgdp_graph_set_timing(sgdp_graph *sg, const double *start_us, const double *finish_us,
+                           double step_us);
 
 /* Make each unit one decision: its first row decides, the others copy it,
  * and every member's mask becomes the intersection of the members' masks.
@@ -167,6 +194,17 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
 void sgdp_sample(const sgdp_graph *sg, const nn_tensor *logp, nn_rng *rng, int greedy,
                  int *row_dev, int *device_of);
 
+/* Calibrated proposals (beyond the paper; sgdp_train.c): the offset delta
+ * that, subtracted from every row's reference logit, makes the expected
+ * number of decision rows sampled off the reference `moves` (at most half
+ * the rows that can move; -INFINITY when none can or moves <= 0), and out =
+ * logp with that offset applied (rows without a reference, or delta =
+ * -INFINITY: logp itself).  Each row's non-reference devices keep their
+ * proportions, and the rows' order by probability of moving is logp's. */
+double sgdp_calibrate_offset(const sgdp_graph *sg, const nn_tensor *logp, double moves);
+void sgdp_apply_offset(const sgdp_graph *sg, const nn_tensor *logp, double delta,
+                       nn_tensor *out);
+
 /* ------------------------------------------------------------ training */
 
 typedef struct sgdp_train_config {
@@ -191,6 +229,15 @@ typedef struct sgdp_train_config {
                                rollout batches (and cloning steps) whose reference
                                input is the incumbent with its devices relabelled
                                (half of those also perturbed; sgdp_train.c); 0.5 */
+    double proposal_moves;  /* > 0 (with heuristics): calibrated proposals: sample
+                               from the policy with its reference logits lowered
+                               by one offset, chosen so that a sample moves this
+                               many decisions off the input on average (the
+                               policy's own ranking of moves, no uniform
+                               exploration), in batch training and in
+                               sgdp_trainer_evaluate; <= 0: the policy mixed
+                               with the exploration floor, as SGDP-one trains;
+                               2 */
 } sgdp_train_config;
 
 sgdp_train_config sgdp_train_defaults(void);

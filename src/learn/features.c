@@ -8,25 +8,32 @@
  * numbers, each normalised per graph so that graphs of any size and time
  * scale look alike to the network:
  *   0..15  op type: one-hot of an FNV-1a hash of the type name into 16 buckets
- *   16,17  compute time (fastest eligible, at speed 1): log-scaled to the
- *          graph's largest, and relative to the graph's mean
+ *   16,17  compute time (fastest eligible, at speed 1): log(1 + x/mean) /
+ *          log(1 + max/mean) with the graph's mean and largest (so the unit
+ *          and the graph's overall scale drop out), and log(1 + x/mean)
  *   18,19  output bytes, the same two ways
- *   20     parameter bytes, log-scaled to the graph's largest
+ *   20     parameter bytes, scaled as the first of those
  *   21,22  in- and out-degree, log-scaled
  *   23     topological position t/(n-1)
  *   24     top level (longest compute path ending at the op) / critical path
  *   25     criticality: (top level + bottom level - own time) / critical path
  *   26     cost of sending the op's output over the cluster's average link,
  *          relative to its compute time (log-scaled)
- *   27     bytes the op receives, log-scaled to the graph's largest
+ *   27     bytes the op receives, scaled as parameter bytes
  *   28     fraction of the cluster's devices the op may use
  *   29     nd / max_devices (how many devices there are)
  *   30     member of a colocation group
  *   31     parameter bytes relative to the mean device memory, times nd
  *   32,33  the op's layer (graph file's "layer") as a fraction of the layer
  *          count, and whether it has one: the structure a human expert uses
- *   34..42 the reference placement's device and a flag (0 here; filled by
- *          sgdp_graph_set_reference, sgdp_warm.c, beyond the paper)
+ *   34..46 the reference placement's device (one-hot), a flag, and the
+ *          op's decision unit's cut share, device load, work and queueing
+ *          delay under it (0 here; filled by sgdp_graph_set_reference,
+ *          sgdp_warm.c, beyond the paper)
+ * Features 16..33 and 42..46 are unchanged when every compute time, or
+ * every byte count, of the graph is multiplied by one constant, except 26
+ * (communication vs compute) and 31 (parameters vs device memory), which
+ * compare the graph with the cluster (tests/test_sgdp.c).
  * Neighbours for GraphSAGE's aggregation are the op's predecessors and
  * successors, at most knn of them, those joined by the largest edges first
  * (GraphSAGE samples a fixed-size neighbourhood; we keep the heaviest, so
@@ -47,9 +54,11 @@ static unsigned type_bucket(const char *type)
     return h % SGDP_TYPE_BUCKETS;
 }
 
-static double log_scaled(double x, double max)
+/* log(1 + x/mean) / log(1 + max/mean): in [0, 1], and the same whatever the
+ * unit of x (us or ms, bytes or MB) or the graph's overall scale. */
+static double log_scaled(double x, double mean, double max)
 {
-    return max > 0 ? log1p(x) / log1p(max) : 0.0;
+    return mean > 0 && max > 0 ? log1p(x / mean) / log1p(max / mean) : 0.0;
 }
 
 /* Longest compute path ending at each op (top) and starting at it (bottom). */
@@ -101,6 +110,7 @@ static op_status fill_features(sgdp_graph *sg, op_error *err)
     }
     compute_levels(p, top, bottom);
     double max_w = 0, sum_w = 0, max_out = 0, sum_out = 0, max_par = 0, max_in = 0, cp = 0;
+    double sum_par = 0, sum_in = 0;
     for (int e = 0; e < g->n_edges; e++)
         in_bytes[g->edge_dst[e]] += (double)g->edge_bytes[e];
     for (int op = 0; op < n; op++) {
@@ -109,10 +119,13 @@ static op_status fill_features(sgdp_graph *sg, op_error *err)
         max_out = fmax(max_out, (double)g->output_bytes[op]);
         sum_out += (double)g->output_bytes[op];
         max_par = fmax(max_par, (double)g->param_bytes[op]);
+        sum_par += (double)g->param_bytes[op];
         max_in = fmax(max_in, in_bytes[op]);
+        sum_in += in_bytes[op];
         cp = fmax(cp, top[op]);
     }
-    double mean_w = sum_w / n, mean_out = sum_out / n, lat, upb, mean_mem = 0;
+    double mean_w = sum_w / n, mean_out = sum_out / n, mean_par = sum_par / n,
+           mean_in = sum_in / n, lat, upb, mean_mem = 0;
     average_link(p->c, &lat, &upb);
     for (int d = 0; d < p->nd; d++)
         mean_mem += (double)p->c->dev[d].memory_bytes / p->nd;
@@ -127,18 +140,18 @@ static op_status fill_features(sgdp_graph *sg, op_error *err)
             eligible += op_eligible(p, op, d);
         f[type_bucket(g->op_type[op])] = 1.0;
         double *x = f + SGDP_TYPE_BUCKETS;
-        x[0] = log_scaled(w, max_w);
+        x[0] = log_scaled(w, mean_w, max_w);
         x[1] = mean_w > 0 ? log1p(w / mean_w) : 0;
-        x[2] = log_scaled(out, max_out);
+        x[2] = log_scaled(out, mean_out, max_out);
         x[3] = mean_out > 0 ? log1p(out / mean_out) : 0;
-        x[4] = log_scaled((double)g->param_bytes[op], max_par);
+        x[4] = log_scaled((double)g->param_bytes[op], mean_par, max_par);
         x[5] = log1p(indeg) / 3.0;
         x[6] = log1p(outdeg) / 3.0;
         x[7] = n > 1 ? (double)t / (n - 1) : 0.0;
         x[8] = cp > 0 ? top[op] / cp : 0;
         x[9] = cp > 0 ? (top[op] + bottom[op] - w) / cp : 0;
         x[10] = outdeg > 0 ? log1p((lat + upb * out) / (w + 1.0)) / 5.0 : 0;
-        x[11] = log_scaled(in_bytes[op], max_in);
+        x[11] = log_scaled(in_bytes[op], mean_in, max_in);
         x[12] = (double)eligible / p->nd;
         x[13] = (double)p->nd / sg->max_devices;
         x[14] = p->group_of[op] != OP_NONE;
@@ -244,11 +257,14 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
     sg->leader = op_calloc(n, sizeof *sg->leader, err);
     sg->decides = op_calloc(n, 1, err);
     sg->ref_dev = op_malloc(n * sizeof *sg->ref_dev, err);
+    sg->scratch = op_calloc(3 * n, sizeof *sg->scratch, err);
+    sg->wait = op_calloc(n, sizeof *sg->wait, err);
     op_status st = OP_ENOMEM;
     if (sg->ref_dev)
         for (size_t t = 0; t < n; t++)
             sg->ref_dev[t] = -1; /* no reference until sgdp_graph_set_reference */
-    if (sg->feat && sg->mask && sg->leader && sg->decides && sg->ref_dev &&
+    if (sg->feat && sg->mask && sg->leader && sg->decides && sg->ref_dev && sg->scratch &&
+        sg->wait &&
         !(st = fill_features(sg, err)) &&
         !(st = fill_neighbours(sg, knn, err)))
         fill_masks(sg);
@@ -266,5 +282,7 @@ void sgdp_graph_destroy(sgdp_graph *sg)
     free(sg->leader);
     free(sg->decides);
     free(sg->ref_dev);
+    free(sg->scratch);
+    free(sg->wait);
     memset(sg, 0, sizeof *sg);
 }

@@ -39,7 +39,8 @@
 #include <string.h>
 
 #define ARCH_LEN 10
-#define ARCH_VERSION 3 /* 2: reference features (sgdp_warm.c); 3: reference skip */
+#define ARCH_VERSION 4 /* 2: reference features (sgdp_warm.c); 3: reference skip;
+                          4: unit-free size features, cut share and device load */
 #define REF_GAIN_SCALE 4.0
 #define REF_GAIN_INIT 5.0
 

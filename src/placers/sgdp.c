@@ -3,9 +3,13 @@
  * placement policy (src/learn/, opplace/sgdp.h) used three ways:
  *
  *   --weights W.bin             zero-shot: the trained policy places the graph
- *                               in one forward pass; the greedy placement and
- *                               --samples sampled ones are simulated and the
- *                               best is returned (the paper's "zero-shot")
+ *                               without training on it: one forward pass per
+ *                               round, the greedy placement and --samples
+ *                               sampled ones simulated, the best kept and fed
+ *                               back as the next round's input (--rounds,
+ *                               --moves below); the paper's "zero-shot" is
+ *                               inference from the policy, the rounds and
+ *                               the best-of-samples are ours
  *   --weights W.bin --finetune N  N PPO iterations on this graph first
  *                               (the paper's "fine-tuned")
  *   (no weights)                SGDP-one: a fresh policy trained on this graph
@@ -32,13 +36,23 @@
  * the result is the policy's own (zero-shot).  --slots B: rollout batches
  * per iteration (shared by MPI ranks).
  *
- * --rounds R (default 1; beyond the paper): the final evaluation is R
+ * --rounds R (default 10 with --weights, 1 without; beyond the paper):
+ * the final evaluation is R
  * rounds of greedy + --samples samples, no weight update; the policy's
  * reference input is the best placement seen so far (the reference until a
  * sample beats it), so each round proposes around the incumbent (iterated
  * inference, like SGDP-one's follow-the-best input without its PPO steps).
  * Every placement returned is one the policy sampled: with --weights and no
  * warm start the reference itself is never returned.
+ *
+ * --moves M (beyond the paper; default 2 with --weights, 0 without): the
+ * evaluation rounds sample from the policy calibrated to move M decisions
+ * off its input per sample on average (src/learn/sgdp_train.c, "calibrated
+ * proposals": one offset on every reference logit, so which decisions move
+ * is the policy's choice); 0 samples the policy mixed with the uniform
+ * exploration floor, as SGDP-one's training does.  Batch training
+ * (`opplace train sgdp` on several graphs) learns on the same calibrated
+ * distribution.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +63,7 @@
 typedef struct sgdp_opts {
     const char *weights, *save, *heuristics;
     long finetune, iterations, samples, threads, epochs, units, warm, slots, rounds;
-    double lr, entropy;
+    double lr, entropy, moves;
 } sgdp_opts;
 
 static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
@@ -68,7 +82,10 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
         (st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
         (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)) ||
         (st = op_options_int(o, "slots", 1, 1, 64, &s->slots, err)) ||
-        (st = op_options_int(o, "rounds", 1, 1, 100000, &s->rounds, err)))
+        (st = op_options_int(o, "rounds", s->weights ? SGDP_DEFAULT_ROUNDS : 1, 1, 100000,
+                             &s->rounds, err)) ||
+        (st = op_options_double(o, "moves", s->weights ? SGDP_DEFAULT_MOVES : 0, 0, 1e6,
+                                &s->moves, err)))
         return st;
     s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
     if (!strcmp(s->heuristics, "none"))
@@ -103,6 +120,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     tc.unit_target = (int)s->units;
     tc.warm_start = s->heuristics && s->warm;
     tc.slots = (int)s->slots;
+    tc.proposal_moves = s->moves;
     int training = !s->weights || s->finetune > 0;
     if (s->weights) {
         tc.iterations = s->finetune;
