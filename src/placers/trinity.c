@@ -184,13 +184,18 @@ static int order_accepted(const trinity_metrics *c, const trinity_metrics *cur,
            c->peak_mem <= base->peak_mem && c->oom <= base->oom;
 }
 
+/* out becomes a copy of cand (devices and order), keeping out's name. */
 static op_status keep_order(op_placement *out, const op_placement *cand, op_error *err)
 {
-    memcpy(out->device_of, cand->device_of, (size_t)out->n_ops * sizeof(int));
-    if (op_placement_alloc_order(out, err))
+    op_placement kept;
+    if (op_placement_copy(&kept, cand, err))
         return OP_ENOMEM;
-    memcpy(out->order_off, cand->order_off, ((size_t)out->n_dev + 1) * sizeof(int));
-    memcpy(out->order, cand->order, (size_t)out->n_ops * sizeof(int));
+    if (out->algorithm && op_placement_set_algorithm(&kept, out->algorithm, err)) {
+        op_placement_destroy(&kept);
+        return OP_ENOMEM;
+    }
+    op_placement_destroy(out);
+    *out = kept;
     return OP_OK;
 }
 

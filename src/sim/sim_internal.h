@@ -41,6 +41,11 @@ struct op_sim {
     event_heap ev;
     struct sim_checkpoints *ckpt; /* snapshots of a recorded run, or NULL */
     double cutoff_us;             /* stop once no finish can come before it (0: off) */
+    /* list scheduling (sim_set_dispatch; list_schedule.c), NULL for rule 2 */
+    const double *prio;       /* per op: larger starts first among ready ops */
+    const int64_t *pick_cap;  /* per device: memory the dispatch tries to stay under */
+    int *held;                /* scratch of pick_under_cap */
+    int *started, n_started;  /* ops in the order they started (with prio only) */
 };
 
 typedef struct run {
@@ -62,6 +67,16 @@ op_status sim_reset(run *R);
 /* Ready ops waiting for their device: push them again (after a restore). */
 void sim_requeue_ready(run *R);
 op_status sim_finish_run(run *R);
+
+/* Dispatch like a list scheduler instead of rule 2's first-ready-first
+ * (runs without an order only; for deriving orders, never for judging):
+ * a free device starts its ready op of highest prio (ties: ready earlier,
+ * then smaller index); with cap, the highest-priority one whose output and
+ * scratch keep the device within cap[d], or, when none does, the one that
+ * adds least once finished (output and scratch less the inputs it is the
+ * last holder of).  s->started then lists the ops in the order they
+ * started.  sim_set_dispatch(s, NULL, NULL) restores rule 2. */
+void sim_set_dispatch(op_sim *s, const double *prio, const int64_t *cap);
 
 /* checkpoint.c: called by the event loop after each time step */
 op_status sim_maybe_checkpoint(run *R, double t);

@@ -54,6 +54,7 @@ op_sim *op_sim_new(const op_problem *p, op_error *err)
     ALLOC(mem, nd); ALLOC(peak, nd); ALLOC(last_logged, nd);
     ALLOC(dev_bytes, nd); ALLOC(dev_count, nd); ALLOC(touched, nd);
     ALLOC(ev.a, nd + nc + 1);
+    ALLOC(held, n); ALLOC(started, n);
 #undef ALLOC
     return s;
 fail:
@@ -73,6 +74,7 @@ void op_sim_free(op_sim *s)
     free(s->mem); free(s->peak); free(s->last_logged);
     free(s->dev_bytes); free(s->dev_count); free(s->touched);
     free(s->ev.a);
+    free(s->held); free(s->started);
     sim_checkpoints_free(s->ckpt);
     free(s);
 }
@@ -127,10 +129,13 @@ void op_sim_trace_destroy(op_sim_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-/* ---- ready queues: a binary heap per device ordered by (ready_at, op) ---- */
+/* ---- ready queues: a binary heap per device ordered by (ready_at, op),
+ * or (prio desc, ready_at, op) when a list scheduler set priorities ---- */
 
 static int rq_before(const op_sim *s, int a, int b)
 {
+    if (s->prio && s->prio[a] != s->prio[b])
+        return s->prio[a] > s->prio[b];
     if (s->ready_at[a] != s->ready_at[b])
         return s->ready_at[a] < s->ready_at[b];
     return a < b;
@@ -365,11 +370,72 @@ static void start_transfers(run *R, double t)
     }
 }
 
+static int64_t start_bytes(const op_sim *s, int op)
+{
+    return s->p->g->output_bytes[op] + s->p->g->temp_bytes[op];
+}
+
+/* What starting op would add to its device once it has finished: its
+ * output and scratch, less the inputs it is the last holder of. */
+static int64_t net_bytes(const run *R, int op)
+{
+    const op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    int d = R->dev[op];
+    int64_t net = start_bytes(s, op);
+    for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
+        int u = g->pred[k];
+        if (R->dev[u] == d) {
+            if (s->out_refs[u] == 1)
+                net -= g->output_bytes[u];
+        } else {
+            const transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+            if (x->refs == 1)
+                net -= x->bytes;
+        }
+    }
+    return net;
+}
+
+/* sim_set_dispatch's choice under a memory cap (d has a ready op). */
+static int pick_under_cap(run *R, int d)
+{
+    op_sim *s = R->s;
+    int n_held = 0, pick = -1;
+    while (s->rq_len[d] > 0) {
+        int op = rq_pop(s, d);
+        if (s->mem[d] + start_bytes(s, op) <= s->pick_cap[d]) {
+            pick = op;
+            break;
+        }
+        s->held[n_held++] = op;
+    }
+    if (pick < 0) {
+        int best = 0;
+        int64_t best_net = net_bytes(R, s->held[0]);
+        for (int i = 1; i < n_held; i++) {
+            int64_t net = net_bytes(R, s->held[i]);
+            if (net < best_net) {
+                best = i;
+                best_net = net;
+            }
+        }
+        pick = s->held[best];
+        s->held[best] = s->held[--n_held];
+    }
+    for (int i = 0; i < n_held; i++)
+        rq_push(s, d, s->held[i]);
+    return pick;
+}
+
 static int next_op_for(run *R, int d)
 {
     op_sim *s = R->s;
-    if (!R->pl->has_order)
-        return s->rq_len[d] ? rq_pop(s, d) : -1;
+    if (!R->pl->has_order) {
+        if (!s->rq_len[d])
+            return -1;
+        return s->pick_cap ? pick_under_cap(R, d) : rq_pop(s, d);
+    }
     int k = R->pl->order_off[d] + s->next_pos[d];
     if (k >= R->pl->order_off[d + 1])
         return -1;
@@ -383,7 +449,6 @@ static int next_op_for(run *R, int d)
 static void start_ops(run *R, double t)
 {
     op_sim *s = R->s;
-    const op_graph *g = s->p->g;
     for (int d = 0; d < s->nd; d++) {
         if (s->running[d] >= 0)
             continue;
@@ -394,8 +459,10 @@ static void start_ops(run *R, double t)
         s->running[d] = op;
         s->start[op] = t;
         s->out_refs[op] = 1;
-        s->mem[d] += g->output_bytes[op] + g->temp_bytes[op];
+        s->mem[d] += start_bytes(s, op);
         R->r->busy_us[d] += dur;
+        if (s->prio)
+            s->started[s->n_started++] = op;
         ev_push(&s->ev, (sim_event){t + dur, EV_OP_FINISH, op});
     }
 }
@@ -423,7 +490,7 @@ op_status sim_reset(run *R)
     memset(r->busy_us, 0, (size_t)p->nd * sizeof *r->busy_us);
     memset(r->chan_busy_us, 0, (size_t)s->n_chan * sizeof *r->chan_busy_us);
     memset(r->chan_bytes, 0, (size_t)s->n_chan * sizeof *r->chan_bytes);
-    s->n_xf = s->n_new = 0;
+    s->n_xf = s->n_new = s->n_started = 0;
     s->ev.n = 0;
     R->done = 0;
     for (int c = 0; c < s->n_chan; c++) {
@@ -574,6 +641,12 @@ double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r)
         if (r->peak_mem[d] > p->c->dev[d].memory_bytes)
             o += (double)(r->peak_mem[d] - p->c->dev[d].memory_bytes);
     return o;
+}
+
+void sim_set_dispatch(op_sim *s, const double *prio, const int64_t *cap)
+{
+    s->prio = prio;
+    s->pick_cap = prio ? cap : NULL;
 }
 
 void op_sim_set_cutoff(op_sim *s, double cutoff_us)
