@@ -199,3 +199,54 @@ Test(list_schedule, a_cap_that_never_binds_changes_nothing)
     free(dev), free(prio), free(s1), free(s2);
     tk_unbind(&tp);
 }
+
+/* op_sim_dispatch_by_priority judges a placement by its list schedule on
+ * a reused simulator: same step time as the derived order, and clearing
+ * it restores first-ready-first. */
+Test(list_schedule, a_reused_simulator_runs_the_list_schedule)
+{
+    op_error err = {0};
+    for (int t = 0; t < 8; t++) {
+        tk_problem tp;
+        int nd = 2 + t % 3;
+        tk_bind(&tp, tk_random_dag(60 + 11 * t, 0.04, 300 + (uint64_t)t),
+                tk_cluster(nd, 5.0, 1e-3, (int64_t)1 << 40));
+        const op_problem *p = &tp.p;
+        op_placement pl;
+        cr_assert_eq(op_placement_init(&pl, p->n, nd, &err), OP_OK);
+        random_placement(p, 17 + (uint64_t)t, pl.device_of);
+        op_sim_result r;
+        cr_assert_eq(op_sim_result_init(&r, p, &err), OP_OK);
+        op_sim *sim = op_sim_new(p, &err);
+        cr_assert(sim);
+        cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK);
+        double fifo = r.step_time_us;
+        double *prio = malloc(sizeof(double) * (size_t)p->n);
+        int64_t cap[4];
+        for (int d = 0; d < nd; d++)
+            cap[d] = r.peak_mem[d] / 2;
+        for (int k = OP_PRIORITY_BLEVEL; k < OP_PRIORITY_COUNT; k++) {
+            cr_assert_eq(op_placement_priorities(p, pl.device_of, (op_priority)k, prio, &err),
+                         OP_OK);
+            op_placement ordered;
+            cr_assert_eq(op_placement_copy(&ordered, &pl, &err), OP_OK);
+            cr_assert_eq(op_placement_order_by_priority(p, &ordered, (op_priority)k, cap, &err),
+                         OP_OK);
+            double want = simulate(p, &ordered, &r);
+            op_sim_dispatch_by_priority(sim, prio, cap);
+            cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+            cr_assert(fabs(r.step_time_us - want) <= 1e-9 * fmax(1.0, want),
+                      "dag %d, %s: dispatch %.6f, derived order %.6f", t,
+                      op_priority_name((op_priority)k), r.step_time_us, want);
+            op_sim_dispatch_by_priority(sim, NULL, NULL);
+            cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK);
+            cr_assert_eq(r.step_time_us, fifo, "dag %d: first-ready-first not restored", t);
+            op_placement_destroy(&ordered);
+        }
+        free(prio);
+        op_sim_free(sim);
+        op_sim_result_destroy(&r);
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
+}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "opplace/refine.h"
+#include "opplace/reorder.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 
@@ -168,6 +169,14 @@ Test(auto_placer, at_least_as_good_as_every_fast_placer)
             if (!oom)
                 cr_expect_leq(auto_step, s + 1e-9, "auto %.3f worse than %s %.3f", auto_step,
                               all[i]->name, s);
+            /* and than the placer with its best execution order (auto
+             * reorders every result within the first half of its budget,
+             * a few ms here) */
+            op_reorder_stats rs;
+            cr_assert_eq(op_placement_reorder(&tp.p, &pl, 0, &rs, &err), OP_OK);
+            if (rs.final_over == 0)
+                cr_expect_leq(auto_step, rs.final_us + 1e-9, "auto %.3f worse than %s+order %.3f",
+                              auto_step, all[i]->name, rs.final_us);
             op_placement_destroy(&pl);
         }
         op_placement_destroy(&best);

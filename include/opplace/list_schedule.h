@@ -50,6 +50,7 @@
 
 #include "opplace/placement.h"
 #include "opplace/problem.h"
+#include "opplace/simulate.h"
 
 typedef enum op_priority {
     OP_PRIORITY_FIFO = 0,
@@ -85,5 +86,14 @@ op_status op_order_list_schedule(const op_problem *p, const int *device_of, cons
  * above, may be NULL); OP_PRIORITY_FIFO drops any order. */
 op_status op_placement_order_by_priority(const op_problem *p, op_placement *pl, op_priority k,
                                          const int64_t *mem_cap, op_error *err);
+
+/* Make the reusable simulator s run list schedules: until called again
+ * with prio NULL, every op_sim_run of s dispatches by prio (and mem_cap,
+ * as above) instead of first-ready-first, and reports that schedule's
+ * step time and memory, without deriving the order.  For searches that
+ * judge each candidate placement by its list-scheduled step (no
+ * allocation per run).  Both arrays must outlive the runs; a placement
+ * run this way must have no `order` of its own. */
+void op_sim_dispatch_by_priority(op_sim *s, const double *prio, const int64_t *mem_cap);
 
 #endif

@@ -9,8 +9,15 @@
  * what the portfolio leaves, split with Pesto when B >= 60 s.  The portfolio
  * runs every fast placer unless the budget runs out first (only on graphs of
  * hundreds of thousands of ops): then the remaining placers are skipped.
- * --no-refine, --no-ilp switch stages off.  The placement's algorithm name
- * records the winner, e.g. "auto:celeritas+refine".
+ * Execution orders (opplace/reorder.h): each placer's result, while the
+ * first half of the budget lasts, is also tried with its best priority
+ * execution order, and so is the refined placement at the end; the result
+ * is the better of the refined placement and the best ordered one.
+ * Refinement starts from the best placement as placed, because it judges
+ * candidates by first-ready-first and cannot improve an ordered one.
+ * --no-refine, --no-ilp, --no-reorder switch stages off.  The placement's
+ * algorithm name records the winner, e.g. "auto:expert+order" or
+ * "auto:celeritas+refine+order".
  *
  * Under MPI (opplace/parallel.h) placer i of the portfolio runs on rank
  * i mod N, and refinement runs K independent streams (--refine-streams,
@@ -27,6 +34,7 @@
 
 #include "opplace/parallel.h"
 #include "opplace/refine.h"
+#include "opplace/reorder.h"
 #include "opplace/simulate.h"
 
 typedef struct candidate {
@@ -44,9 +52,73 @@ static int beats(double step, double over, const candidate *best)
     return op_sim_ranks_before(over, step, best->over, best->step);
 }
 
-/* Run one placer; keep its result if it beats the best so far. */
-static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim *sim,
-                            op_sim_result *r, candidate *best, op_error *err)
+/* Keep pl (consumed) in c if it ranks before what c holds.  Returns 1
+ * when kept. */
+static int offer(candidate *c, op_placement *pl, double step, double over, const char *name)
+{
+    if (!beats(step, over, c)) {
+        op_placement_destroy(pl);
+        return 0;
+    }
+    if (c->have)
+        op_placement_destroy(&c->pl);
+    c->pl = *pl;
+    c->step = step;
+    c->over = over;
+    c->have = 1;
+    snprintf(c->name, sizeof c->name, "%s", name);
+    return 1;
+}
+
+/* The two best placements so far: as the placers returned them (refinement
+ * starts from this one: it judges placements by first-ready-first), and
+ * with their best execution order (opplace/reorder.h).  Indexes order the
+ * candidates for the MPI election. */
+typedef struct finalists {
+    candidate plain, ordered;
+    double plain_index, ordered_index;
+} finalists;
+
+/* Offer a placer's result to both finalists; with reorder, the ordered one
+ * gets a copy with its best execution order. */
+static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const char *name,
+                              double index, int reorder, op_sim *sim, op_sim_result *r,
+                              finalists *f, op_error *err)
+{
+    op_status st = op_sim_run(sim, out, r, NULL, err);
+    double step = r->step_time_us, over = op_sim_overflow_bytes(ctx->p, r);
+    op_placement copy;
+    if (!st && reorder)
+        st = op_placement_copy(&copy, out, err);
+    if (st) {
+        op_placement_destroy(out);
+        return st;
+    }
+    op_progress(ctx, "auto: %-12s %12.1f us%s", name, step, over > 0 ? " (OOM)" : "");
+    if (offer(&f->plain, out, step, over, name))
+        f->plain_index = index;
+    if (!reorder)
+        return OP_OK;
+    op_reorder_stats rs;
+    if ((st = op_placement_reorder(ctx->p, &copy, 0, &rs, err))) {
+        op_placement_destroy(&copy);
+        return st;
+    }
+    int ordered = rs.priority != OP_PRIORITY_FIFO;
+    if (ordered)
+        op_progress(ctx, "auto: %-12s %12.1f us%s with the %s order", name, rs.final_us,
+                    rs.final_over > 0 ? " (OOM)" : "", op_priority_name(rs.priority));
+    char oname[96];
+    snprintf(oname, sizeof oname, "%s%s", name, ordered ? "+order" : "");
+    if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, oname))
+        f->ordered_index = index;
+    return OP_OK;
+}
+
+/* Run one placer and offer its result. */
+static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, double index,
+                            int reorder, op_sim *sim, op_sim_result *r, finalists *f,
+                            op_error *err)
 {
     op_place_ctx sub = *ctx;
     sub.best_effort = 1; /* the portfolio judges memory itself */
@@ -60,26 +132,8 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, op_sim
         op_progress(ctx, "auto: %s failed: %s", pl->name, perr.msg);
         return OP_OK;
     }
-    op_status st = op_sim_run(sim, &out, r, NULL, err);
-    if (st) {
-        op_placement_destroy(&out);
-        return st;
-    }
-    double over = op_sim_overflow_bytes(ctx->p, r);
-    op_progress(ctx, "auto: %-12s %12.1f us%s  (%.2f s)", pl->name, r->step_time_us,
-                over > 0 ? " (OOM)" : "", op_seconds_now() - t0);
-    if (beats(r->step_time_us, over, best)) {
-        if (best->have)
-            op_placement_destroy(&best->pl);
-        best->pl = out;
-        best->step = r->step_time_us;
-        best->over = over;
-        best->have = 1;
-        snprintf(best->name, sizeof best->name, "%s", pl->name);
-    } else {
-        op_placement_destroy(&out);
-    }
-    return OP_OK;
+    op_progress(ctx, "auto: %s placed in %.2f s", pl->name, op_seconds_now() - t0);
+    return offer_result(ctx, &out, pl->name, index, reorder, sim, r, f, err);
 }
 
 /* Make every rank hold the placement of rank `root`. */
@@ -139,37 +193,40 @@ static op_status elect(candidate *best, double index, op_error *err)
     return OP_OK;
 }
 
-static op_status run_portfolio(const op_place_ctx *ctx, double deadline, op_sim *sim,
-                               op_sim_result *r, candidate *best, op_error *err)
+/* Placers' results are reordered until reorder_until (0: never): on huge
+ * graphs 14 simulator runs per placer would spend the budget. */
+static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double reorder_until,
+                               op_sim *sim, op_sim_result *r, finalists *f, op_error *err)
 {
     int n, k = 0, P = op_par_size(), me = op_par_rank(), skipped = 0;
     const op_placer *const *all = op_placers(&n);
-    double best_index = INFINITY;
+    f->plain_index = f->ordered_index = INFINITY;
     for (int i = 0; i < n && !op_interrupted(); i++) {
         if (all[i]->slow || !strcmp(all[i]->name, "auto"))
             continue;
         if (k++ % P != me)
             continue;
-        if (best->have && op_seconds_now() > deadline) { /* huge graphs: keep the budget */
+        if (f->plain.have && op_seconds_now() > deadline) { /* huge graphs: keep the budget */
             skipped++;
             continue;
         }
-        double before = best->have ? best->step : INFINITY, over_before = best->over;
-        op_status st = try_placer(ctx, all[i], sim, r, best, err);
+        int reorder = op_seconds_now() < reorder_until;
+        op_status st = try_placer(ctx, all[i], i, reorder, sim, r, f, err);
         if (st)
             return st;
-        if (best->step != before || best->over != over_before)
-            best_index = i;
     }
     if (skipped)
         op_progress(ctx, "auto: budget spent, %d placer(s) skipped on this rank", skipped);
-    op_status st = elect(best, best_index, err);
+    op_status st = elect(&f->plain, f->plain_index, err);
+    if (!st)
+        st = elect(&f->ordered, f->ordered_index, err);
     if (st)
         return st;
-    return best->have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
+    return f->plain.have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
 }
 
-/* K refinement streams from the portfolio's winner, spread over ranks. */
+/* K refinement streams from the portfolio's winner as placed, spread over
+ * ranks. */
 static op_status run_refinement(const op_place_ctx *ctx, double seconds, long iters, int streams,
                                 candidate *best, op_error *err)
 {
@@ -216,8 +273,8 @@ static op_status run_refinement(const op_place_ctx *ctx, double seconds, long it
     return st;
 }
 
-static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, op_sim_result *r,
-                         candidate *best, op_error *err)
+static op_status run_ilp(const op_place_ctx *ctx, double seconds, int reorder, op_sim *sim,
+                         op_sim_result *r, finalists *f, op_error *err)
 {
     const op_placer *pesto = op_placer_find("pesto");
     /* the ILP helps on coarse graphs of tens of ops; on huge graphs its
@@ -233,15 +290,54 @@ static op_status run_ilp(const op_place_ctx *ctx, double seconds, op_sim *sim, o
     op_options_set(sub.opts, "time-limit", limit, err);
     /* the portfolio already ran: warm-start from its winner, no second auto */
     op_options_set(sub.opts, "auto-seconds", "0", err);
-    if (op_placer_find(best->name))
-        op_options_set(sub.opts, "warm-start", best->name, err);
-    char before[96];
-    snprintf(before, sizeof before, "%s", best->name);
-    op_status st = try_placer(&sub, pesto, sim, r, best, err);
+    if (op_placer_find(f->plain.name))
+        op_options_set(sub.opts, "warm-start", f->plain.name, err);
+    char before[96], name[96];
+    snprintf(before, sizeof before, "%s", f->plain.name);
+    snprintf(name, sizeof name, "pesto (warm start: %.60s)", before);
+    op_placement out;
+    op_error perr = {0};
+    op_status st = OP_OK;
+    if (op_place(pesto, &sub, &out, &perr) == OP_OK)
+        st = offer_result(ctx, &out, name, -1, reorder, sim, r, f, err);
+    else if (perr.code == OP_ENOMEM)
+        st = op_fail(err, OP_ENOMEM, "%s", perr.msg);
+    else
+        op_progress(ctx, "auto: pesto failed: %s", perr.msg);
     op_options_free(sub.opts);
-    if (!st && strcmp(before, best->name) != 0)
-        snprintf(best->name, sizeof best->name, "pesto (warm start: %.60s)", before);
     return st;
+}
+
+/* Give the refined placement its best execution order.  Every rank holds
+ * the same one and reorders it the same way (the reorder is
+ * deterministic), so no election is needed. */
+static op_status reorder_refined(const op_place_ctx *ctx, candidate *c, op_error *err)
+{
+    op_reorder_stats rs;
+    op_status st = op_placement_reorder(ctx->p, &c->pl, 0, &rs, err);
+    if (st || rs.priority == OP_PRIORITY_FIFO)
+        return st;
+    op_progress(ctx, "auto: %s with the %s order: %.1f -> %.1f us", c->name,
+                op_priority_name(rs.priority), rs.initial_us, rs.final_us);
+    c->step = rs.final_us;
+    c->over = rs.final_over;
+    strncat(c->name, "+order", sizeof c->name - strlen(c->name) - 1);
+    return OP_OK;
+}
+
+/* Copy the winner into out and name it. */
+static op_status emit(const op_problem *p, const candidate *best, op_placement *out,
+                      op_error *err)
+{
+    char name[128];
+    snprintf(name, sizeof name, "auto:%s", best->name);
+    memcpy(out->device_of, best->pl.device_of, (size_t)p->n * sizeof(int));
+    op_status st = OP_OK;
+    if (best->pl.has_order && !(st = op_placement_alloc_order(out, err))) {
+        memcpy(out->order_off, best->pl.order_off, ((size_t)p->nd + 1) * sizeof(int));
+        memcpy(out->order, best->pl.order, (size_t)p->n * sizeof(int));
+    }
+    return st ? st : op_placement_set_algorithm(out, name, err);
 }
 
 static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error *err)
@@ -250,7 +346,9 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     double t0 = op_seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
     int refine = !op_options_has(ctx->opts, "no-refine");
     int ilp = !op_options_has(ctx->opts, "no-ilp");
-    candidate best = {.n_ops = p->n, .n_dev = p->nd};
+    int reorder = !op_options_has(ctx->opts, "no-reorder");
+    finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
+                   .ordered = {.n_ops = p->n, .n_dev = p->nd}};
     long iters, streams;
     op_status ost;
     if ((ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)) ||
@@ -260,35 +358,32 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     op_sim *sim = op_sim_new(p, err);
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
     if (!st)
-        st = run_portfolio(ctx, t0 + budget, sim, &r, &best, err);
+        st = run_portfolio(ctx, t0 + budget, reorder ? t0 + 0.5 * budget : 0, sim, &r, &f, err);
     double left = budget - (op_seconds_now() - t0);
     if (!st && ilp && budget >= 60 && left > 0) {
-        st = run_ilp(ctx, left * 0.5, sim, &r, &best, err);
+        st = run_ilp(ctx, left * 0.5, reorder, sim, &r, &f, err);
         left = budget - (op_seconds_now() - t0);
     }
     if (!st && refine && (left > 0.05 || iters > 0))
-        st = run_refinement(ctx, left, iters, (int)streams, &best, err);
-    if (!st && best.over > 0 && !ctx->best_effort)
+        st = run_refinement(ctx, left, iters, (int)streams, &f.plain, err);
+    if (!st && reorder)
+        st = reorder_refined(ctx, &f.plain, err);
+    /* the refined placement against the best ordered placer's */
+    const candidate *best = &f.plain;
+    if (f.ordered.have && !beats(f.plain.step, f.plain.over, &f.ordered))
+        best = &f.ordered;
+    if (!st && best->over > 0 && !ctx->best_effort)
         st = op_fail(err, OP_EINFEASIBLE, "auto: no placement found that fits in memory "
                      "(use --best-effort to get the best one anyway)");
     if (!st) {
-        char name[128];
-        snprintf(name, sizeof name, "auto:%s", best.name);
-        op_progress(ctx, "auto: winner %s, %.1f us, %.3f x the lower bound", best.name, best.step,
-                    best.step / p->lower_bound_us);
-        memcpy(out->device_of, best.pl.device_of, (size_t)p->n * sizeof(int));
-        if (best.pl.has_order) {
-            st = op_placement_alloc_order(out, err);
-            if (!st) {
-                memcpy(out->order_off, best.pl.order_off, ((size_t)p->nd + 1) * sizeof(int));
-                memcpy(out->order, best.pl.order, (size_t)p->n * sizeof(int));
-            }
-        }
-        if (!st)
-            st = op_placement_set_algorithm(out, name, err);
+        op_progress(ctx, "auto: winner %s, %.1f us, %.3f x the lower bound", best->name,
+                    best->step, best->step / p->lower_bound_us);
+        st = emit(p, best, out, err);
     }
-    if (best.have)
-        op_placement_destroy(&best.pl);
+    if (f.plain.have)
+        op_placement_destroy(&f.plain.pl);
+    if (f.ordered.have)
+        op_placement_destroy(&f.ordered.pl);
     if (sim) {
         op_sim_result_destroy(&r);
         op_sim_free(sim);

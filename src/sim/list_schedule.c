@@ -80,6 +80,11 @@ op_status op_placement_priorities(const op_problem *p, const int *device_of, op_
 
 /* ------------------------------------------------------- the list schedule */
 
+void op_sim_dispatch_by_priority(op_sim *s, const double *prio, const int64_t *mem_cap)
+{
+    sim_set_dispatch(s, prio, prio ? mem_cap : NULL);
+}
+
 op_status op_order_list_schedule(const op_problem *p, const int *device_of, const double *prio,
                                  const int64_t *mem_cap, int *seq, double *makespan_us,
                                  op_error *err)

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench/reorder.sh - what a priority execution order (opplace/reorder.h,
+# `opplace place --reorder`) adds to each placer's placement (prints
+# Markdown).  For every model and placer on 2 and 4 GPUs of PRESET: the
+# placer's step time as it comes (its own schedule, mostly the simulator's
+# first-ready-first), with `--reorder fit` (fastest order that fits) and
+# with `--reorder peak` (no higher peak memory); then per placer the
+# geometric mean of the ratios.  With AUTO_BUDGET=B > 0 also auto with
+# and without its reorder stage (--no-reorder), B seconds each; ALGOS=""
+# skips the placers' tables.
+# usage: [PRESET=v100-nvlink] [AUTO_BUDGET=0] bash bench/reorder.sh [path/to/opplace] [models...]
+set -euo pipefail
+BIN=${1:-./build/opplace}
+shift || true
+MODELS=${*:-"rnnlm nmt gnmt transformer transformer_xl inception_v3 nasnet pnasnet amoebanet wavenet tensor_holography"}
+PRESET=${PRESET:-v100-nvlink}
+AUTO_BUDGET=${AUTO_BUDGET:-0}
+ALGOS=${ALGOS-"single expert metis m-topo m-etf m-sct heft celeritas"}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+for m in $MODELS; do "$BIN" zoo "$m" -o "$TMP/$m.json"; done
+
+# one placement: "step_ms peak_gib oom"
+run() {
+  "$BIN" place "$TMP/$1.json" --preset "$PRESET" --gpus "$2" --best-effort --json "${@:3}" \
+    2>/dev/null | python3 -c "
+import json, sys
+d = json.load(sys.stdin)
+print(f\"{d['step_time_us']/1000:.2f} {max(d['peak_memory_bytes'].values())/2**30:.2f} {int(d['oom'])}\")"
+}
+
+for g in 2 4; do
+  [ -n "$ALGOS" ] || break
+  echo "#### $g x $PRESET: step time (ms) as placed / --reorder fit / --reorder peak; * = out of memory"
+  echo
+  printf '| model |'; for a in $ALGOS; do printf ' %s |' "$a"; done; echo
+  printf '|---|'; for a in $ALGOS; do printf -- '---:|'; done; echo
+  : > "$TMP/ratios.$g"
+  for m in $MODELS; do
+    printf '| %s |' "$m"
+    for a in $ALGOS; do
+      read -r s0 p0 o0 < <(run "$m" "$g" --algo "$a")
+      read -r s1 p1 o1 < <(run "$m" "$g" --algo "$a" --reorder fit)
+      read -r s2 p2 o2 < <(run "$m" "$g" --algo "$a" --reorder peak)
+      star() { [ "$1" = 1 ] && printf '*'; true; }
+      printf ' %s%s / %s%s / %s%s |' "$s0" "$(star "$o0")" "$s1" "$(star "$o1")" "$s2" "$(star "$o2")"
+      echo "$a $s0 $s1 $s2 $p0 $p1 $p2" >> "$TMP/ratios.$g"
+    done
+    echo
+  done
+  echo
+  echo "Geometric mean over the models, $g GPUs (peak memory: largest device's, GiB):"
+  echo
+  echo "| placer | fit / as placed | peak / as placed | peak memory fit / as placed | models faster with fit |"
+  echo "|---|---:|---:|---:|---:|"
+  python3 - "$TMP/ratios.$g" $ALGOS <<'PY'
+import math, sys
+rows = [l.split() for l in open(sys.argv[1])]
+for a in sys.argv[2:]:
+    r = [list(map(float, x[1:])) for x in rows if x[0] == a]
+    gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+    print(f"| {a} | {gm([x[1]/x[0] for x in r]):.3f} | {gm([x[2]/x[0] for x in r]):.3f} | "
+          f"{gm([x[4]/x[3] for x in r]):.3f} | {sum(x[1] < x[0] for x in r)} of {len(r)} |")
+PY
+  echo
+done
+
+if [ "$AUTO_BUDGET" != 0 ]; then
+  echo "#### auto, --budget-seconds $AUTO_BUDGET, with and without its reorder stage: step time (ms)"
+  echo
+  echo "| model | GPUs | auto --no-reorder | auto | winner |"
+  echo "|---|---:|---:|---:|---|"
+  for g in 2 4; do
+    for m in $MODELS; do
+      read -r s0 _ o0 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --no-reorder)
+      read -r s1 _ o1 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" -o "$TMP/auto.json")
+      w=$(python3 -c "import json; print(json.load(open('$TMP/auto.json'))['algorithm'])")
+      echo "| $m | $g | $s0$([ "$o0" = 1 ] && echo '*') | $s1$([ "$o1" = 1 ] && echo '*') | $w |"
+    done
+  done
+fi
