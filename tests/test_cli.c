@@ -12,17 +12,6 @@
 
 #define DATA OPPLACE_TEST_DATA
 
-static double step_of_json(const char *text)
-{
-    json_error_t je;
-    const char *brace = strchr(text, '{');
-    json_t *j = brace ? json_loads(brace, JSON_DISABLE_EOF_CHECK, &je) : NULL;
-    cr_assert(j, "not JSON: %s", text);
-    double v = json_number_value(json_object_get(j, "step_time_us"));
-    json_decref(j);
-    return v;
-}
-
 Test(cli, bare_run_prints_the_comparison_table)
 {
     char *out = NULL;
@@ -44,12 +33,12 @@ Test(cli, placement_written_by_place_simulates_to_the_same_step_time)
     snprintf(cmd, sizeof cmd, "%s place %s/g.json --cluster %s/c.json --algo round-robin "
              "-o %s/p.json --json", OPPLACE_BIN, dir, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-    double placed = step_of_json(out);
+    double placed = tk_json_number(out, "step_time_us");
     free(out);
     snprintf(cmd, sizeof cmd, "%s simulate %s/g.json --cluster %s/c.json --placement %s/p.json "
              "--json", OPPLACE_BIN, dir, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-    cr_expect_eq(step_of_json(out), placed);
+    cr_expect_eq(tk_json_number(out, "step_time_us"), placed);
     free(out);
     /* the file's own metrics agree too */
     json_error_t je;

@@ -145,11 +145,10 @@ Test(list_schedule, equal_priorities_reproduce_first_ready_first)
 Test(list_schedule, bottom_level_beats_first_ready_first_on_a_hand_built_graph)
 {
     op_error err = {0};
-    op_graph_builder *b = op_graph_builder_new("hand", &err);
-    int a = tk_op(b, "A", 10, 0), bb = tk_op(b, "B", 10, 0), c = tk_op(b, "C", 100, 0);
-    tk_edge(b, bb, c, 0);
+    int id[3];
     tk_problem tp;
-    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5.0, 1e-3, (int64_t)1 << 30));
+    tk_bind(&tp, tk_order_matters_graph(id), tk_cluster(2, 5.0, 1e-3, (int64_t)1 << 30));
+    int a = id[0], bb = id[1], c = id[2];
     const op_problem *p = &tp.p;
     op_placement pl;
     cr_assert_eq(op_placement_init(&pl, p->n, 2, &err), OP_OK);

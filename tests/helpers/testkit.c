@@ -1,6 +1,7 @@
 /* testkit.c - see testkit.h. */
 #include "testkit.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,4 +148,32 @@ const char *tk_tmpdir(void)
             abort();
     }
     return dir;
+}
+
+op_graph *tk_order_matters_graph(int ids[3])
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("order-matters", &err);
+    if (!b)
+        die("graph builder", &err);
+    ids[0] = tk_op(b, "A", 10, 0);
+    ids[1] = tk_op(b, "B", 10, 0);
+    ids[2] = tk_op(b, "C", 100, 0);
+    tk_edge(b, ids[1], ids[2], 0);
+    return tk_finish(b);
+}
+
+double tk_json_number(const char *text, const char *key)
+{
+    json_error_t je;
+    const char *brace = text ? strchr(text, '{') : NULL;
+    json_t *j = brace ? json_loads(brace, JSON_DISABLE_EOF_CHECK, &je) : NULL;
+    json_t *v = j ? json_object_get(j, key) : NULL;
+    if (!json_is_number(v)) {
+        fprintf(stderr, "testkit: no number '%s' in: %s\n", key, text ? text : "(null)");
+        abort();
+    }
+    double x = json_number_value(v);
+    json_decref(j);
+    return x;
 }

@@ -47,4 +47,14 @@ const char *tk_tmpdir(void);
 
 uint64_t tk_rand(uint64_t *state);
 
+/* The smallest graph where the execution order matters: A (10 us) and B
+ * (10 us) independent, C (100 us) after B by a 0-byte edge; ids[] receives
+ * A, B, C.  With A and B on one device and C on another (5 us latency),
+ * first-ready-first runs A first and takes 125 us, B first 115 us. */
+op_graph *tk_order_matters_graph(int ids[3]);
+
+/* The number under key in the first JSON object of text (e.g. the
+ * output of `opplace place --json`); aborts when there is none. */
+double tk_json_number(const char *text, const char *key);
+
 #endif
