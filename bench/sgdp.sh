@@ -3,13 +3,14 @@
 #   1. SGDP-one (a fresh policy trained on each graph for $SGDP_BUDGET s)
 #      against expert, m-etf and celeritas (whichever are registered), as the
 #      paper's Table 1 on RNNLM-2, GNMT-2, Transformer-XL-2, Inception-V3, WaveNet;
-#   2. generalisation: for each seed in $SEEDS, batch training on the other
-#      families for $TRAIN_BUDGET s, then zero-shot (the default command,
-#      1 round, and the uniform exploration floor instead of calibrated
-#      proposals) and fine-tuned ($FINETUNE iterations) placement of the
-#      held-out family ($HELD_OUT), against SGDP-one on it (the same run,
-#      seed $SEED) and against an untrained policy of the same seed placed
-#      the same way (the control: what the trained weights add);
+#   2. generalisation: for each seed in $SEEDS, SGDP-one on the held-out
+#      family ($HELD_OUT) with that seed, batch training on the other
+#      families (minus $EXCLUDE: validation runs) for $TRAIN_BUDGET s (or
+#      $TRAIN_ITERS iterations), then zero-shot placement of the held-out
+#      family: the default command (policy-guided search), the search
+#      without samples, the previous default (--search sample), fine-tuned
+#      ($FINETUNE iterations); each against an untrained policy of the same
+#      seed placed the same way (the control: what the trained weights add);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
@@ -19,10 +20,10 @@
 # Total time about 5 x SGDP_BUDGET + 3 x TRAIN_BUDGET + fine-tuning (< 25 min
 # with the defaults).  Baselines run with --best-effort so an OOM placement
 # still reports a step time (marked *).
-# PARTS (default "one gen mpi") picks the parts: "gen" alone also trains
-# SGDP-one on $HELD_OUT for the comparison (unless HELD_ONE gives its step
-# time in ms).  TRAIN_ITERS fixes batch training's length in iterations, so
-# its weights do not depend on the machine's load.
+# PARTS (default "one gen mpi") picks the parts: "gen" trains SGDP-one on
+# $HELD_OUT per seed for the comparison (unless HELD_ONE lists its step
+# times in ms, one per seed).  TRAIN_ITERS and ONE_ITERS fix the training
+# lengths in iterations, so the weights do not depend on the machine's load.
 # usage: bash bench/sgdp.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -33,9 +34,12 @@ HELD_OUT=${HELD_OUT:-transformer_xl}
 SEED=${SEED:-1}
 SEEDS=${SEEDS:-1 2 3}
 TRAIN_ITERS=${TRAIN_ITERS:-}   # set: batch training runs this many iterations (not TRAIN_BUDGET s)
+ONE_ITERS=${ONE_ITERS:-}       # set: SGDP-one in the gen part runs this many iterations (not SGDP_BUDGET s)
+EXCLUDE=${EXCLUDE:-}           # families also left out of batch training (validation runs)
+WEIGHTS_DIR=${WEIGHTS_DIR:-}   # reuse batch$s.bin from here (trained by the same command)
 # what `place --algo sgdp --weights W` does by default (src/placers/sgdp.c)
-DEFAULT_ROUNDS=10
-DEFAULT_MOVES=2
+DEFAULT_ROUNDS=20   # guided search (--search sample: 10)
+DEFAULT_TOP_K=64
 PARTS=${PARTS:-one gen mpi}
 has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 MODELS="rnnlm gnmt transformer_xl inception_v3 wavenet"
@@ -99,57 +103,93 @@ fi
 if has gen; then
 echo "### Generalisation: held-out family ${HELD_OUT}"
 echo
-TRAIN=""
-for m in $MODELS; do
-  [ "$m" = "$HELD_OUT" ] && continue
-  TRAIN="$TRAIN $TMP/$m.json"
+# training families: the zoo's five minus the held-out one and $EXCLUDE,
+# plus a second size of rnnlm and gnmt (the paper perturbs layers/sizes)
+# when their family is trained on
+TRAIN=""; TRAIN_NAMES=""
+for m in $MODELS rnnlm3 gnmt3; do
+  fam=$m; case $m in rnnlm3) fam=rnnlm;; gnmt3) fam=gnmt;; esac
+  [ "$fam" = "$HELD_OUT" ] && continue
+  case " $EXCLUDE " in *" $fam "*) continue;; esac
+  TRAIN="$TRAIN $TMP/$m.json"; TRAIN_NAMES="$TRAIN_NAMES $m"
 done
-# augment: a second size of the training families (the paper perturbs layers/sizes)
-"$BIN" zoo rnnlm --layers 3 --hidden 1024 -o "$TMP/rnnlm3.json"; TRAIN="$TRAIN $TMP/rnnlm3.json"
-"$BIN" zoo gnmt --layers 3 -o "$TMP/gnmt3.json"; TRAIN="$TRAIN $TMP/gnmt3.json"
+"$BIN" zoo rnnlm --layers 3 --hidden 1024 -o "$TMP/rnnlm3.json"
+"$BIN" zoo gnmt --layers 3 -o "$TMP/gnmt3.json"
 g="$TMP/$HELD_OUT.json"
-if [ -z "${HELD_ONE:-}" ]; then sgdp_one "$g"; HELD_ONE=$ONE_BEST; HELD_WALL=$ONE_WALL; HELD_IT=$ONE_IT; fi
-# per seed s: batch training with --seed s, and an untrained policy of seed s
-# (lr 0, no cloning: the initial weights) as the control; every placement
-# of the held-out graph runs with --seed s
+if [ -n "$TRAIN_ITERS" ]; then LIMIT="--iterations $TRAIN_ITERS"; LIMIT_TXT="$TRAIN_ITERS iterations"
+else LIMIT="--budget-seconds $TRAIN_BUDGET"; LIMIT_TXT="${TRAIN_BUDGET} s"; fi
+if [ -n "$ONE_ITERS" ]; then ONE_LIMIT="--iterations $ONE_ITERS"; else ONE_LIMIT="--budget-seconds $SGDP_BUDGET"; fi
+echo "Batch training on${TRAIN_NAMES} for ${LIMIT_TXT} per seed; SGDP-one on ${HELD_OUT}: ${ONE_LIMIT#--} per seed."
+echo
+# per seed s: SGDP-one on the held-out graph (unless HELD_ONE lists its step
+# times, ms, one per seed), batch training with --seed s (unless
+# $WEIGHTS_DIR/batch$s.bin exists, made by the same command), and an
+# untrained policy of seed s (lr 0, no cloning: the initial weights) as the
+# control; every placement of the held-out graph runs with --seed s
 declare -A V
+i=0
 for s in $SEEDS; do
-  if [ -n "$TRAIN_ITERS" ]; then LIMIT="--iterations $TRAIN_ITERS"; LIMIT_TXT="$TRAIN_ITERS iterations"
-  else LIMIT="--budget-seconds $TRAIN_BUDGET"; LIMIT_TXT="${TRAIN_BUDGET} s"; fi
-  out=$("$BIN" train sgdp --graphs $TRAIN $CL --weights "$TMP/batch$s.bin" $LIMIT --seed "$s" --quiet)
-  echo "Batch training (seed $s) on$(for t in $TRAIN; do printf ' %s' "$(basename "$t" .json)"; done) for ${LIMIT_TXT}:"
-  echo
-  echo '```'
-  echo "$out"
-  echo '```'
+  i=$((i + 1))
+  if [ -n "${HELD_ONE:-}" ]; then V[one,$s]=$(echo $HELD_ONE | awk -v i=$i '{print $i}')
+  else
+    out=$("$BIN" train sgdp --graphs "$g" $CL --weights "$TMP/one$s.bin" $ONE_LIMIT --seed "$s" --quiet)
+    V[one,$s]=$(echo "$out" | awk 'NR==2 {print $3}')
+  fi
+  if [ -n "$WEIGHTS_DIR" ] && [ -f "$WEIGHTS_DIR/batch$s.bin" ]; then
+    cp "$WEIGHTS_DIR/batch$s.bin" "$TMP/batch$s.bin"
+    echo "Batch training (seed $s): weights reused from $WEIGHTS_DIR/batch$s.bin."
+  else
+    out=$("$BIN" train sgdp --graphs $TRAIN $CL --weights "$TMP/batch$s.bin" $LIMIT --seed "$s" --quiet)
+    echo "Batch training (seed $s):"
+    echo
+    echo '```'
+    echo "$out"
+    echo '```'
+  fi
   echo
   "$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained$s.bin" --iterations 1 --samples 1 --lr 0 --warm-start 0 --seed "$s" --quiet > /dev/null
   pl() { "$BIN" place "$g" $CL --algo sgdp --json --quiet --best-effort --seed "$s" "$@" 2>/dev/null | step || echo "fail"; }
-  V[zs1,$s]=$(pl --weights "$TMP/batch$s.bin" --rounds 1)
-  V[zsR,$s]=$(pl --weights "$TMP/batch$s.bin")
+  t0=$(date +%s.%N)
+  V[zsG,$s]=$(pl --weights "$TMP/batch$s.bin")
+  t1=$(date +%s.%N)
+  V[wall,$s]=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
+  V[unG,$s]=$(pl --weights "$TMP/untrained$s.bin")
+  V[zsP,$s]=$(pl --weights "$TMP/batch$s.bin" --rounds 40 --kick-samples 8)
+  V[unP,$s]=$(pl --weights "$TMP/untrained$s.bin" --rounds 40 --kick-samples 8)
+  V[zsS,$s]=$(pl --weights "$TMP/batch$s.bin" --search sample)
+  V[unS,$s]=$(pl --weights "$TMP/untrained$s.bin" --search sample)
   V[ft,$s]=$(pl --weights "$TMP/batch$s.bin" --finetune "$FINETUNE")
-  V[un1,$s]=$(pl --weights "$TMP/untrained$s.bin" --rounds 1)
-  V[unR,$s]=$(pl --weights "$TMP/untrained$s.bin")
-  V[zsU,$s]=$(pl --weights "$TMP/batch$s.bin" --moves 0)
-  V[unU,$s]=$(pl --weights "$TMP/untrained$s.bin" --moves 0)
 done
-printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean | vs SGDP-one ($HELD_ONE) |"
-printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo "---:|---:|"
-row() { # key label
+printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean |"
+printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo "---:|"
+row() { # key label: values, then their mean
   local vals="" v
   printf "| %s |" "$2"
   for s in $SEEDS; do v=${V[$1,$s]}; vals="$vals ${v%\*}"; printf " %s |" "$v"; done
-  python3 -c "import sys; v=[float(x) for x in '$vals'.split() if x!='fail']; m=sum(v)/len(v); print(f' {m:.2f} | {100*(m/$HELD_ONE-1):+.1f} % (worst {100*(max(v)/$HELD_ONE-1):+.1f} %) |')"
+  python3 -c "v=[float(x) for x in '$vals'.split() if x!='fail']; print(f' {sum(v)/len(v):.2f} |')"
 }
-row zsR "zero-shot, default (${DEFAULT_ROUNDS} rounds, calibrated ${DEFAULT_MOVES} moves)"
-row unR "untrained policy, same command (control)"
-row zs1 "zero-shot, 1 round"
-row un1 "untrained policy, 1 round (control)"
-row zsU "zero-shot, ${DEFAULT_ROUNDS} rounds, --moves 0 (uniform exploration floor)"
-row unU "untrained policy, ${DEFAULT_ROUNDS} rounds, --moves 0"
-row ft "fine-tuned, ${FINETUNE} PPO iterations (then ${DEFAULT_ROUNDS} rounds)"
+rel() { # key label: per seed vs that seed's SGDP-one, then the mean's vs the mean
+  local vals="" ones="" v
+  printf "| %s vs SGDP-one |" "$2"
+  for s in $SEEDS; do
+    v=${V[$1,$s]}; v=${v%\*}; vals="$vals $v"; ones="$ones ${V[one,$s]}"
+    python3 -c "print(f' {100*($v/${V[one,$s]}-1):+.1f} % |', end='')"
+  done
+  python3 -c "v=[float(x) for x in '$vals'.split()]; o=[float(x) for x in '$ones'.split()]; print(f' {100*(sum(v)/sum(o)-1):+.1f} % |')"
+}
+row one "SGDP-one (${ONE_LIMIT#--})"
+row zsG "zero-shot, default (guided search: ${DEFAULT_ROUNDS} rounds, top ${DEFAULT_TOP_K} moves)"
+row unG "untrained policy, same command (control)"
+row zsP "zero-shot, guided, --rounds 40 --kick-samples 8 (with kicks)"
+row unP "untrained policy, --rounds 40 --kick-samples 8 (control)"
+row zsS "zero-shot, --search sample (10 rounds of calibrated samples, the previous default)"
+row unS "untrained policy, --search sample (control)"
+row ft "fine-tuned, ${FINETUNE} PPO iterations (then the guided search)"
+rel zsG "zero-shot default"
+rel unG "untrained control"
+rel ft "fine-tuned"
+row wall "zero-shot wall time, s (whole command)"
 echo
-[ -n "${HELD_WALL:-}" ] && echo "SGDP-one on ${HELD_OUT}: ${HELD_ONE} ms in ${SGDP_BUDGET} s (${HELD_IT} iterations, seed ${SEED}, ${HELD_WALL} s wall)."
 printf "Baselines:"; for a in $BASELINES; do printf " %s %s ms;" "$a" "$(place "$g" "$a")"; done; echo
 echo
 fi

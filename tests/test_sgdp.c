@@ -8,7 +8,7 @@
  * the placer's zero-shot mode work end to end.  Beyond the paper: a fresh
  * policy copies any reference input (the reference skip) with exact
  * gradients; batch training on varied inputs is reproducible and keeps
- * constraints; zero-shot --rounds never returns worse than one round;
+ * constraints; zero-shot --rounds (--search sample) never returns worse than one round;
  * the features ignore the units and scale of a graph, the placement
  * features are what they say, and calibrated proposals move M decisions
  * in the policy's order.
@@ -768,7 +768,7 @@ Test(sgdp, zero_shot_rounds_never_do_worse_than_one_round)
     for (int i = 0; i < 2; i++) {
         snprintf(cmd, sizeof cmd,
                  "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s "
-                 "--samples 3 --rounds %d --seed 5 --json --quiet",
+                 "--search sample --samples 3 --rounds %d --seed 5 --json --quiet",
                  OPPLACE_BIN, g, w, rounds[i]);
         cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
         t[i] = json_step(out);

@@ -23,6 +23,9 @@
  *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
  *                    policy sees as input and is first cloned to, and
  *                    decision units (fused ops split by the reference)
+ *   sgdp_search.c    beyond the paper: the zero-shot policy-guided search, a
+ *                    steepest descent over the single moves the policy
+ *                    ranks highest, its incumbent fed back as the input
  *
  * HOW THE DEVICE COUNT ENTERS.  The output head always has max_devices
  * logits (8 by default).  A cluster with nd <= max_devices devices masks
@@ -96,8 +99,9 @@ void sgdp_graph_destroy(sgdp_graph *sg);
 /* decisions moved per sample by the calibrated acting policy (batch
  * training and zero-shot; sgdp_train_config.proposal_moves) */
 #define SGDP_DEFAULT_MOVES 2.0
-/* evaluation rounds of `place --algo sgdp --weights W` (zero-shot and after
- * fine-tuning): each greedy + --samples samples around the best so far */
+/* evaluation rounds of `place --algo sgdp --weights W --search sample`
+ * (zero-shot and after fine-tuning): each greedy + --samples samples around
+ * the best so far */
 #define SGDP_DEFAULT_ROUNDS 10
 
 typedef struct sgdp_reference_info {
@@ -254,6 +258,45 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err);
 /* Sample `samples` placements of problem i (plus the greedy one) without
  * updating the policy; the best joins the best-seen record. */
 op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *err);
+
+/* ------------------------------------- policy-guided search (sgdp_search.c)
+ * BEYOND THE PAPER (issue 7): a steepest descent from problem i's input
+ * placement (its reference, or the incumbent after training) whose moves
+ * are ranked by the policy: each round one forward pass, the top_k
+ * decisions by the policy's log-odds of moving off the input, each moved
+ * alone to the policy's most likely other device, plus `samples`
+ * calibrated samples, simulated in parallel; the best replaces the
+ * incumbent when better, the other improving single moves are added on top
+ * one by one when they still improve, and the incumbent is the next
+ * round's input.  Moves that did not improve are not tried again until a
+ * neighbouring unit moves; when none is left (a local optimum) it stops,
+ * or (kick_samples > 0) the best of kick_samples calibrated samples that
+ * moves something becomes the incumbent even if worse and the descent
+ * resumes.  Never worse than the input (it seeds the
+ * best-seen record), within the action mask, deterministic for a seed.
+ * Without a reference (heuristics none) it runs `rounds` of
+ * sgdp_trainer_evaluate instead. */
+#define SGDP_DEFAULT_SEARCH_ROUNDS 20
+#define SGDP_DEFAULT_TOP_K 64
+#define SGDP_DEFAULT_SEARCH_SAMPLES 0
+#define SGDP_DEFAULT_KICK_SAMPLES 0
+
+/* Defaults chosen on a validation family (gnmt held out of training, not
+ * the family reported as held out; bench/RESULTS.md). */
+typedef struct sgdp_search_config {
+    int rounds;  /* at most this many rounds (forward passes); 20 */
+    int top_k;   /* single moves per round; 64 */
+    int samples; /* calibrated samples per round besides; 0 */
+    int kick_samples; /* > 0: at a local optimum (no single move left to try),
+                         the best of this many calibrated samples that moves
+                         something becomes the incumbent even if worse (a kick, as in iterated local
+                         search; the best-seen record keeps the best); 0 (the
+                         default): stop there */
+} sgdp_search_config;
+
+sgdp_search_config sgdp_search_defaults(void);
+op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *sc,
+                              op_error *err);
 
 typedef struct sgdp_best {
     const op_placement *placement; /* NULL before any rollout */

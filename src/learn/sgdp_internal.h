@@ -5,11 +5,16 @@
  * Each half is a struct of layers (weights registered in the policy's
  * nn_params) plus a "pass" struct that keeps one forward pass's
  * activations and caches, all from the arena, for the backward pass.
+ *
+ * Also the trainer's state (sgdp_train.c), read by the policy-guided search
+ * (sgdp_search.c), and the few trainer helpers that search calls.
  */
 #ifndef OPPLACE_SGDP_INTERNAL_H
 #define OPPLACE_SGDP_INTERNAL_H
 
 #include "opplace/sgdp.h"
+#include "opplace/simulate.h"
+#include "rollout_common.h"
 
 #define SGDP_MAX_LAYERS 8
 
@@ -70,5 +75,72 @@ op_status sgdp_xl_forward(const sgdp_xl *x, nn_arena *ar, const nn_tensor *in,
 /* din += d loss / d in given dout = d loss / d out. */
 op_status sgdp_xl_backward(const sgdp_xl *x, nn_arena *ar, const sgdp_xl_pass *pass,
                            const nn_tensor *dout, nn_tensor *din, op_error *err);
+
+/* ------------------------------------------------- trainer internals
+ * The trainer's state (sgdp_train.c), shared with the policy-guided search
+ * (sgdp_search.c), which evaluates moves on the trainer's problems with
+ * its simulators and feeds its incumbent back as the policy's input. */
+#define SGDP_MAX_SLOTS 64
+
+typedef struct sgdp_task {
+    const op_problem *p;
+    sgdp_graph sg;
+    rl_sims sim; /* one simulator per worker thread */
+    ppo_baseline base;
+    op_placement best;
+    int have_best, best_oom;
+    double best_time;
+    /* reference placement (heuristics) and its per-row devices */
+    int have_ref;
+    sgdp_reference_info ref;
+    int *ref_row; /* n: the reference's device per row */
+    int cloned;   /* behaviour cloning reached its target */
+    int follow_best; /* the reference features track the best placement seen */
+    int input_oom;   /* the placement in ref_row: its simulated result */
+    double input_time;
+    op_sim_trace trace; /* of the placement in ref_row (its queueing delays) */
+    int have_trace, timing_stale;
+} sgdp_task;
+
+/* One rollout batch: K + 1 rollouts of one problem. */
+typedef struct sgdp_slot {
+    int task;
+    nn_rng base;
+    int *input;   /* n_max: the reference input (per row) this slot's passes see */
+    int varied;   /* input is a perturbed copy of the task's incumbent */
+    double delta; /* calibrated acting policy's offset (calibrated proposals) */
+    int *actions;
+    double *old_logp, *rewards, *adv, *step, *overflow;
+    double *moves; /* per rollout: decisions off the slot's input */
+    int *oom;
+    int best_k;
+} sgdp_slot;
+
+struct sgdp_trainer {
+    sgdp_policy *pol;
+    sgdp_train_config cfg;
+    rl_core c; /* threads, ranks, arena, Adam, RNG, gradient rows; share:
+                  slots x (cap + 2 + n_max): rewards, best step, oom, actions */
+    sgdp_task *tasks;
+    int n_tasks;
+    int cap, n_max; /* slot buffers hold cap rollouts of n_max rows */
+    sgdp_slot slots[SGDP_MAX_SLOTS];
+    sgdp_train_stats stats;
+    double last_print;
+};
+
+/* sgdp_train.c's helpers for sgdp_search.c: slot buffers for k rollouts;
+ * "a is better than b" (no OOM first, then the shorter step); the best-seen
+ * record of task tk from a placement given per row (which also becomes
+ * the policy's input when it beats the current one); every task's features
+ * back to its incumbent (re-simulating its queueing delays if it changed);
+ * the acting policy of slot s (calibrated proposals at evaluation). */
+op_status sgdp_tr_capacity(sgdp_trainer *t, int k, op_error *err);
+int sgdp_tr_better(int oom_a, double time_a, int oom_b, double time_b);
+op_status sgdp_tr_keep_best(sgdp_task *tk, int oom, double step, const int *row_dev,
+                            op_error *err);
+op_status sgdp_tr_refresh(sgdp_trainer *t, op_error *err);
+op_status sgdp_tr_acting(sgdp_trainer *t, sgdp_task *tk, sgdp_slot *s, const nn_tensor *raw,
+                         nn_tensor *eff, op_error *err);
 
 #endif

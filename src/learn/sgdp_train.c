@@ -74,56 +74,14 @@
 #include "opplace/parallel.h"
 #include "opplace/simulate.h"
 #include "rollout_common.h"
+#include "sgdp_internal.h"
 
-#define MAX_SLOTS 64
 #define CLONE_LR_SCALE 3.0 /* cloning is supervised: a larger step is safe */
 
-typedef struct task {
-    const op_problem *p;
-    sgdp_graph sg;
-    rl_sims sim; /* one simulator per worker thread */
-    ppo_baseline base;
-    op_placement best;
-    int have_best, best_oom;
-    double best_time;
-    /* reference placement (heuristics) and its per-row devices */
-    int have_ref;
-    sgdp_reference_info ref;
-    int *ref_row; /* n: the reference's device per row */
-    int cloned;   /* behaviour cloning reached its target */
-    int follow_best; /* the reference features track the best placement seen */
-    int input_oom;   /* the placement in ref_row: its simulated result */
-    double input_time;
-    op_sim_trace trace; /* of the placement in ref_row (its queueing delays) */
-    int have_trace, timing_stale;
-} task;
-
-/* One rollout batch: K + 1 rollouts of one problem. */
-typedef struct slot {
-    int task;
-    nn_rng base;
-    int *input;   /* n_max: the reference input (per row) this slot's passes see */
-    int varied;   /* input is a perturbed copy of the task's incumbent */
-    double delta; /* calibrated acting policy's offset (calibrated proposals) */
-    int *actions;
-    double *old_logp, *rewards, *adv, *step, *overflow;
-    double *moves; /* per rollout: decisions off the slot's input */
-    int *oom;
-    int best_k;
-} slot;
-
-struct sgdp_trainer {
-    sgdp_policy *pol;
-    sgdp_train_config cfg;
-    rl_core c; /* threads, ranks, arena, Adam, RNG, gradient rows; share:
-                  slots x (cap + 2 + n_max): rewards, best step, oom, actions */
-    task *tasks;
-    int n_tasks;
-    int cap, n_max; /* slot buffers hold cap rollouts of n_max rows */
-    slot slots[MAX_SLOTS];
-    sgdp_train_stats stats;
-    double last_print;
-};
+/* task, slot and struct sgdp_trainer: sgdp_internal.h (sgdp_search.c reads them) */
+#define MAX_SLOTS SGDP_MAX_SLOTS
+typedef sgdp_task task;
+typedef sgdp_slot slot;
 
 sgdp_train_config sgdp_train_defaults(void)
 {
@@ -1221,4 +1179,33 @@ const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
 sgdp_train_stats sgdp_trainer_stats(const sgdp_trainer *t)
 {
     return t->stats;
+}
+
+/* ------------------------------------------ for sgdp_search.c (internal) */
+
+op_status sgdp_tr_capacity(sgdp_trainer *t, int k, op_error *err)
+{
+    return ensure_capacity(t, k, err);
+}
+
+int sgdp_tr_better(int oom_a, double time_a, int oom_b, double time_b)
+{
+    return better(oom_a, time_a, oom_b, time_b);
+}
+
+op_status sgdp_tr_keep_best(sgdp_task *tk, int oom, double step, const int *row_dev,
+                            op_error *err)
+{
+    return keep_best(tk, oom, step, row_dev, err);
+}
+
+op_status sgdp_tr_refresh(sgdp_trainer *t, op_error *err)
+{
+    return refresh_references(t, err);
+}
+
+op_status sgdp_tr_acting(sgdp_trainer *t, sgdp_task *tk, sgdp_slot *s, const nn_tensor *raw,
+                         nn_tensor *eff, op_error *err)
+{
+    return acting_policy(t, tk, s, 0, 1, raw, eff, err);
 }
