@@ -1,29 +1,41 @@
 #!/usr/bin/env bash
-# bench/trinity.sh - Trinity (papers/trinity.txt) against expert, SGDP and
-# celeritas on the paper's models (Inception-V3, GNMT-2, NMT-2, NASNet,
-# PNASNet) on 2 and 4 x v100-nvlink, in the columns of the paper's Table 4:
-# simulated step time, peak communication (max over devices of bytes sent +
-# received, formats.md 5 rule 3), peak memory (max over devices), and
-# search time (wall seconds of the placer).  Prints Markdown.
-#   trinity:      a fresh policy trained on the graph for $TRINITY_BUDGET s
-#                 with the placer's defaults: reference placement expert,
-#                 priors centred on it, 256 decision units, tolerances =
-#                 the reference's peaks, result = fastest placement seen
-#                 within them (src/learn/trinity_warm.c; beyond the paper);
-#   trinity-none: the same budget with --heuristics none (no reference:
-#                 METIS-centred priors, 8 GiB tolerances as in the paper);
-#   sgdp:         SGDP-one, a fresh policy trained for $SGDP_BUDGET s.
+# bench/trinity.sh - Trinity (papers/trinity.txt) against expert, expert
+# with a priority execution order, and (FULL=1) SGDP and celeritas on the
+# paper's models (Inception-V3, GNMT-2, NMT-2, NASNet, PNASNet) on 2 and
+# 4 x v100-nvlink, in the columns of the paper's Table 4: simulated step
+# time, peak communication (max over devices of bytes sent + received,
+# formats.md 5 rule 3), peak memory (max over devices), and search time
+# (wall seconds of the placer).  Prints Markdown.
+#   expert:         the expert placer, first-ready-first (FIFO) execution;
+#   expert + order: `--algo expert --reorder peak` (opplace/reorder.h): expert's
+#                   placement with the fastest priority list-schedule order
+#                   that keeps its peak memory (the same list schedules
+#                   Trinity's final choice tries);
+#   trinity:        a fresh policy trained on the graph for $TRINITY_ITERATIONS
+#                   PPO iterations (fixed, so the numbers do not depend on the
+#                   load; TRINITY_ITERATIONS=0 uses $TRINITY_BUDGET seconds)
+#                   with the placer's defaults: reference expert, tolerances =
+#                   its peaks, rollouts judged by a list schedule
+#                   (--reward-order auto), final choice over the search's pool
+#                   and the reference with every order (src/placers/trinity.c);
+#   FULL=1 adds: celeritas; sgdp (SGDP-one, $SGDP_BUDGET s); trinity-none
+#                   (the same as trinity with --heuristics none).
 # "target" is the issue's: trinity's step time below expert's with its peak
-# communication and peak memory at most expert's (exact bytes).
-# Total: 10 configurations x (2 x TRINITY_BUDGET + SGDP_BUDGET + set-up),
-# about 20 min with the defaults (35 s each).  Every placer runs with
-# --best-effort so an OOM placement still reports numbers (marked *).
+# communication and peak memory at most expert's (exact bytes).  "learnt
+# beats expert + order": trinity's step below expert + order's with both
+# peaks at most expert's, AND trinity's placement (device_of) is not
+# expert's.  "placement" says whose device_of trinity returned.
+# Every placer runs with --best-effort so an OOM placement still reports
+# numbers (marked *).
 # usage: bash bench/trinity.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
+TRINITY_ITERATIONS=${TRINITY_ITERATIONS:-40}
 TRINITY_BUDGET=${TRINITY_BUDGET:-35}
 SGDP_BUDGET=${SGDP_BUDGET:-35}
 SEED=${SEED:-1}
+FULL=${FULL:-0}
+TRINITY_ARGS=${TRINITY_ARGS:-}  # extra trinity options, e.g. "--reward-order none"
 GPUS=${GPUS:-"2 4"}
 MODELS=${MODELS:-"inception_v3 gnmt nmt nasnet pnasnet"}
 TMP=$(mktemp -d)
@@ -36,18 +48,28 @@ zoo_args() {
   esac
 }
 
-# place GRAPH GPUS ALGO [opts]: prints "step_ms peak_comm_MiB peak_mem_GiB seconds
-# step_us:comm_bytes:mem_bytes" (the last field exact, for the comparisons)
+if [ "$TRINITY_ITERATIONS" -gt 0 ]; then
+  TRINITY_STOP=(--iterations "$TRINITY_ITERATIONS")
+  TRINITY_SAYS="${TRINITY_ITERATIONS} PPO iterations"
+else
+  TRINITY_STOP=(--budget-seconds "$TRINITY_BUDGET")
+  TRINITY_SAYS="${TRINITY_BUDGET} s of PPO"
+fi
+
+# place GRAPH GPUS ALGO TAG [opts]: prints "step_ms peak_comm_MiB peak_mem_GiB seconds
+# step_us:comm_bytes:mem_bytes" (the last field exact, for the comparisons);
+# keeps the placement in $TMP/TAG.json and the progress lines in $TMP/TAG.err
 place() {
-  local g=$1 n=$2 a=$3; shift 3
+  local g=$1 n=$2 a=$3 tag=$4; shift 4
   local t0 t1
   t0=$(date +%s.%N)
   if ! "$BIN" place "$g" --preset v100-nvlink --gpus "$n" --algo "$a" --seed "$SEED" \
-        --best-effort --quiet --json -o "$TMP/p.json" "$@" > "$TMP/m.json" 2>/dev/null; then
+        --best-effort --progress --json -o "$TMP/$tag.json" "$@" > "$TMP/m.json" \
+        2> "$TMP/$tag.err"; then
     echo "fail - - - -"; return
   fi
   t1=$(date +%s.%N)
-  python3 - "$g" "$TMP/p.json" "$TMP/m.json" "$t0" "$t1" <<'PY'
+  python3 - "$g" "$TMP/$tag.json" "$TMP/m.json" "$t0" "$t1" <<'PY'
 import json, sys
 g = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2])); m = json.load(open(sys.argv[3]))
 dev = p["device_of"]; out = {o["name"]: o.get("output_bytes", 0) for o in g["ops"]}
@@ -67,33 +89,57 @@ print(f"{m['step_time_us']/1000:.2f}{star} {comm/2**20:.1f} {mem/2**30:.2f} {flo
 PY
 }
 
-echo "### Trinity vs expert, SGDP and celeritas (Table 4 columns), v100-nvlink"
+echo "### Trinity vs expert and expert + order (Table 4 columns), v100-nvlink"
 echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
-echo "trinity: fresh policy, ${TRINITY_BUDGET} s of PPO, placer defaults (reference expert, tolerances = its peaks);"
-echo "trinity-none: the same with --heuristics none; sgdp: SGDP-one, ${SGDP_BUDGET} s; seed ${SEED}."
+echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
+echo "--reward-order auto, final choice over the pool${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
+[ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity with --heuristics none."
 echo
-echo "| model | ops | GPUs | expert | celeritas | sgdp | trinity | trinity-none | trinity vs expert (step, comm, mem) | target |"
-echo "|---|---:|---:|---|---|---|---|---|---|---|"
+hdr="| model | ops | GPUs | expert | expert + order |"
+sep="|---|---:|---:|---|---|"
+if [ "$FULL" = 1 ]; then
+  hdr="$hdr celeritas | sgdp | trinity-none |"
+  sep="$sep---|---|---|"
+fi
+echo "$hdr trinity | placement | vs expert (step, comm, mem) | target | vs expert + order (step, comm, mem) | learnt beats expert + order |"
+echo "$sep---|---|---|---|---|---|"
 for m in $MODELS; do
   g="$TMP/$m.json"
   "$BIN" zoo "$m" $(zoo_args "$m") -o "$g" >/dev/null
   ops=$("$BIN" info "$g" | awk '/^ops/ {print $4}')
   for n in $GPUS; do
-    e=$(place "$g" "$n" expert)
-    c=$(place "$g" "$n" celeritas)
-    s=$(place "$g" "$n" sgdp --budget-seconds "$SGDP_BUDGET")
-    t=$(place "$g" "$n" trinity --budget-seconds "$TRINITY_BUDGET")
-    tt=$(place "$g" "$n" trinity --budget-seconds "$TRINITY_BUDGET" --heuristics none)
-    cmp=$(python3 -c "
-e = '$e'.split(); t = '$t'.split()
-if 'fail' in (e[0], t[0]):
-    print('- | -'); raise SystemExit
-es, ec, em = map(float, e[4].split(':')); ts, tc, tm = map(float, t[4].split(':'))
+    e=$(place "$g" "$n" expert expert)
+    eo=$(place "$g" "$n" expert expert-order --reorder peak)
+    extra=""
+    if [ "$FULL" = 1 ]; then
+      c=$(place "$g" "$n" celeritas celeritas)
+      s=$(place "$g" "$n" sgdp sgdp --budget-seconds "$SGDP_BUDGET")
+      tt=$(place "$g" "$n" trinity trinity-none "${TRINITY_STOP[@]}" --heuristics none)
+    fi
+    t=$(place "$g" "$n" trinity trinity "${TRINITY_STOP[@]}" $TRINITY_ARGS)
+    cmp=$(python3 - "$e" "$eo" "$t" "$TMP/expert.json" "$TMP/trinity.json" <<'PY'
+import json, sys
+e, eo, t = (a.split() for a in sys.argv[1:4])
+if 'fail' in (e[0], eo[0], t[0]):
+    print('- | - | - | - | -'); raise SystemExit
+es, ec, em = map(float, e[4].split(':')); os_, oc, om = map(float, eo[4].split(':'))
+ts, tc, tm = map(float, t[4].split(':'))
+same = json.load(open(sys.argv[4]))["device_of"] == json.load(open(sys.argv[5]))["device_of"]
 w = lambda a, b: 'less' if a < b else 'more' if a > b else 'equal'
 met = 'yes' if ts < es and tc <= ec and tm <= em else 'no'
-print(f'{(ts / es - 1) * 100:+.2f}%, {w(tc, ec)}, {w(tm, em)} | {met}')")
+learnt = 'yes' if not same and ts < os_ and tc <= ec and tm <= em else 'no'
+print(f"{'expert' if same else 'learnt'} | {(ts / es - 1) * 100:+.2f}%, {w(tc, ec)}, {w(tm, em)} | {met}"
+      f" | {(ts / os_ - 1) * 100:+.2f}%, {w(tc, oc)}, {w(tm, om)} | {learnt}")
+PY
+)
     fmt() { echo "$1" | awk '{printf "%s / %s / %s / %s", $1, $2, $3, $4}'; }
-    echo "| $m | $ops | $n | $(fmt "$e") | $(fmt "$c") | $(fmt "$s") | $(fmt "$t") | $(fmt "$tt") | $cmp |"
+    if [ "$FULL" = 1 ]; then
+      extra=" $(fmt "$c") | $(fmt "$s") | $(fmt "$tt") |"
+    fi
+    echo "| $m | $ops | $n | $(fmt "$e") | $(fmt "$eo") |$extra $(fmt "$t") | $cmp |"
+    # Trinity's own account of its final choice (stderr of the placer)
+    grep -E '^trinity: (final choice|reference \+ order|rollouts judged)' "$TMP/trinity.err" \
+      | sed "s/^/    <!-- $m x $n: /; s/\$/ -->/" >&2 || true
   done
 done

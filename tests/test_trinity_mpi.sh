@@ -5,7 +5,8 @@
 # writes.  Both runs use single-threaded OpenBLAS: Trinity's results depend
 # on the BLAS thread count (bench/RESULTS.md, "## Trinity", "### MPI").
 # Both commands run with their defaults beyond the paper (reference expert,
-# decision units, uniform exploration, tolerances from the reference).
+# decision units, uniform exploration, tolerances from the reference,
+# rollouts judged by a list schedule, the placer's final choice over its pool).
 # Args: OPPLACE_BIN DATA_DIR
 set -euo pipefail
 bin=$1

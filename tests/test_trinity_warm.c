@@ -11,7 +11,8 @@
  *     step time, peak communication or peak memory, on a small RNN LM and a
  *     small WaveNet, 2 to 4 devices; explicit tolerances are respected;
  *   - with --schedule-orders (opplace/list_schedule.h) the result, order
- *     included, is never worse than without on any of the three.
+ *     included, is never slower than without and never above expert's
+ *     peaks (test_trinity_order.c covers the ordered reward).
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -231,8 +232,11 @@ static trinity_metrics judge(const op_problem *p, const int *device_of)
     return m;
 }
 
-/* Runs `algo` with the options kv (NULL-terminated name/value pairs). */
-static void run_placer(const op_problem *p, const char *algo, const char *const *kv, int *out)
+/* Runs `algo` with the options kv (NULL-terminated name/value pairs); out
+ * receives its devices; returns the metrics of the whole result, its
+ * per-device order included. */
+static trinity_metrics run_placer(const op_problem *p, const char *algo, const char *const *kv,
+                                  int *out)
 {
     op_error err = {0};
     op_options *o = op_options_new(&err);
@@ -245,8 +249,15 @@ static void run_placer(const op_problem *p, const char *algo, const char *const 
     cr_assert_eq(op_place(placer, &ctx, &pl, &err), OP_OK, "%s: %s", algo, err.msg);
     cr_assert_null(op_options_first_unused(o));
     memcpy(out, pl.device_of, sizeof(int) * (size_t)p->n);
+    op_sim_result r;
+    cr_assert_eq(op_sim_result_init(&r, p, &err), OP_OK);
+    cr_assert_eq(op_simulate(p, &pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    trinity_reward_config rc = trinity_reward_defaults();
+    trinity_metrics m = trinity_measure(p, &r, &rc);
+    op_sim_result_destroy(&r);
     op_placement_destroy(&pl);
     op_options_free(o);
+    return m;
 }
 
 static const char *const FAST[] = {"iterations", "4", "samples", "6", "groups", "8",
@@ -258,9 +269,9 @@ static void check_never_worse(op_graph *g, int nd)
     tk_bind(&tp, g, tk_cluster(nd, 5.0, 1e-4, (int64_t)1 << 40));
     const op_problem *p = &tp.p;
     int *ref = malloc(sizeof(int) * (size_t)p->n), *got = malloc(sizeof(int) * (size_t)p->n);
-    run_placer(p, "expert", NULL, ref);
-    run_placer(p, "trinity", FAST, got);
-    trinity_metrics e = judge(p, ref), t = judge(p, got);
+    trinity_metrics e = run_placer(p, "expert", NULL, ref);
+    trinity_metrics t = run_placer(p, "trinity", FAST, got);
+    cr_assert(judge(p, ref).step_us == e.step_us, "expert has no order");
     cr_assert_leq(t.step_us, e.step_us, "%s x %d: step %.1f > expert's %.1f", g->name, nd,
                   t.step_us, e.step_us);
     cr_assert_leq(t.peak_comm, e.peak_comm, "%s x %d: comm %lld > expert's %lld", g->name, nd,
@@ -273,8 +284,7 @@ static void check_never_worse(op_graph *g, int nd)
     snprintf(mem, sizeof mem, "%lld", (long long)e.peak_mem);
     const char *const tol[] = {"iterations", "4", "samples", "6", "groups", "8", "units", "24",
                                "threads", "2", "max-comm", comm, "max-mem", mem, NULL};
-    run_placer(p, "trinity", tol, got);
-    t = judge(p, got);
+    t = run_placer(p, "trinity", tol, got);
     cr_assert_leq(t.step_us, e.step_us);
     cr_assert_leq((double)t.peak_comm, atof(comm), "comm tolerance broken");
     cr_assert_leq((double)t.peak_mem, atof(mem), "memory tolerance broken");
@@ -299,8 +309,10 @@ Test(trinity_warm, placer_is_never_worse_than_expert_on_a_small_wavenet)
 
 /* ------------------------------------ schedule orders (opplace/list_schedule.h) */
 
-/* Runs trinity with FAST and --schedule-orders on (1) or off (0); pl keeps
- * the whole result, its order included. */
+/* Runs trinity with FAST and --schedule-orders on (1) or off (0), the
+ * search judged first-ready-first in both (--reward-order none), so that
+ * both see the same placements; pl keeps the whole result, its order
+ * included. */
 static void place_ordered(const op_problem *p, int orders, op_placement *pl)
 {
     op_error err = {0};
@@ -308,6 +320,7 @@ static void place_ordered(const op_problem *p, int orders, op_placement *pl)
     for (int i = 0; FAST[i]; i += 2)
         op_options_set(o, FAST[i], FAST[i + 1], &err);
     op_options_set(o, "schedule-orders", orders ? "1" : "0", &err);
+    op_options_set(o, "reward-order", "none", &err);
     op_place_ctx ctx = {.p = p, .opts = o, .seed = 3, .best_effort = 1};
     cr_assert_eq(op_place(op_placer_find("trinity"), &ctx, pl, &err), OP_OK, "%s", err.msg);
     cr_assert_null(op_options_first_unused(o));
@@ -336,12 +349,17 @@ static void check_orders_never_worse(op_graph *g, int nd)
     place_ordered(p, 1, &on);
     cr_assert_not(off.has_order, "--schedule-orders 0 gives the paper's result, no order");
     trinity_metrics a = judge_full(p, &off), b = judge_full(p, &on);
+    int *ref = malloc(sizeof(int) * (size_t)p->n);
+    trinity_metrics e = run_placer(p, "expert", NULL, ref);
+    free(ref);
     cr_assert_leq(b.step_us, a.step_us, "%s x %d: ordered step %.3f > %.3f", g->name, nd,
                   b.step_us, a.step_us);
-    cr_assert_leq(b.peak_comm, a.peak_comm, "%s x %d: ordered comm %lld > %lld", g->name, nd,
-                  (long long)b.peak_comm, (long long)a.peak_comm);
-    cr_assert_leq(b.peak_mem, a.peak_mem, "%s x %d: ordered memory %lld > %lld", g->name, nd,
-                  (long long)b.peak_mem, (long long)a.peak_mem);
+    /* the final choice may take another placement of the pool, or an order
+     * that holds more memory, within the tolerances: expert's peaks */
+    cr_assert_leq(b.peak_comm, e.peak_comm, "%s x %d: ordered comm %lld > expert's %lld",
+                  g->name, nd, (long long)b.peak_comm, (long long)e.peak_comm);
+    cr_assert_leq(b.peak_mem, e.peak_mem, "%s x %d: ordered memory %lld > expert's %lld",
+                  g->name, nd, (long long)b.peak_mem, (long long)e.peak_mem);
     cr_log_info("%s x %d: %.3f us without orders, %.3f us with%s", g->name, nd, a.step_us,
                 b.step_us, on.has_order ? "" : " (no order kept)");
     if (!on.has_order) /* nothing beat first-ready-first: the same result */

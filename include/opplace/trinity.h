@@ -18,16 +18,19 @@
  *   trinity_warm.c      beyond the paper: a reference placement (a fast
  *                       heuristic, expert by default) that the priors centre
  *                       on, decision units, and tolerances taken from it
- *   trinity_train.c     PPO (eqs. 12-15): rollouts simulated in parallel,
- *                       clipped ratio, EMA baseline, Adam, clipping, logit
- *                       noise in the first iterations, best placement kept;
+ *   trinity_train.c     PPO (eqs. 12-15): rollouts simulated in parallel
+ *                       (beyond the paper: judged by a list schedule of
+ *                       their placement, reward_order), clipped ratio, EMA
+ *                       baseline, Adam, clipping, logit noise in the first
+ *                       iterations, best placement and a pool kept;
  *                       --slots rollout batches per iteration shared by MPI
  *                       ranks (gradients all-reduced, opplace/parallel.h)
- *   src/placers/trinity.c  the placer; beyond the paper it gives the result
- *                       a per-device execution order when a priority list
- *                       schedule (opplace/list_schedule.h) makes it faster
- *                       at no higher peak communication or memory
- *                       (--schedule-orders 0: off)
+ *   trinity_final.c     beyond the paper: the placer's final choice tries
+ *                       priority list-schedule orders (opplace/
+ *                       list_schedule.h) on the pool and the reference and
+ *                       keeps the fastest within the tolerances
+ *   src/placers/trinity.c  the placer (--schedule-orders 0: no final
+ *                       choice, no orders)
  *
  * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
  * max_devices outputs (8); devices >= nd are masked, so one weights file
@@ -275,7 +278,26 @@ typedef struct trinity_train_config {
     int unit_target;        /* > 0 (with heuristics): decide per unit, about this many */
     int comm_from_reference, mem_from_reference; /* tolerance C^ (M^) := the reference's
                               peak communication (memory) instead of reward.max_* */
+    int reward_order;       /* the schedule a rollout is judged by (beyond the paper):
+                              OP_PRIORITY_FIFO (0, the paper: the simulator's
+                              first-ready-first), an op_priority of opplace/
+                              list_schedule.h (a list schedule of the rollout's own
+                              placement with a per-device memory cap of 100, 95 or
+                              90 % of M^, whichever is best for the reference; step
+                              time and peak memory are that schedule's), or
+                              TRINITY_REWARD_ORDER_AUTO: the one of these four that is
+                              best for the reference under the constrained order
+                              (blevel without a reference) */
+    int pool;               /* distinct best placements kept for the placer's final
+                              choice (trinity_trainer_pool; >= 1) */
 } trinity_train_config;
+
+#define TRINITY_REWARD_ORDER_AUTO (-1)
+#define TRINITY_DEFAULT_POOL 4
+/* "none", "blevel", "cpath", "blevel-w", "auto" <-> the values above;
+ * trinity_reward_order_parse returns -2 for an unknown name. */
+int trinity_reward_order_parse(const char *name);
+const char *trinity_reward_order_name(int order);
 
 #define TRINITY_DEFAULT_HEURISTICS "expert"
 #define TRINITY_DEFAULT_UNITS 256
@@ -305,17 +327,38 @@ typedef struct trinity_best {
     trinity_metrics m;
 } trinity_best;
 trinity_best trinity_trainer_best(const trinity_trainer *t, int i);
+/* Problem i's pool: up to cfg.pool distinct placements, best first by the
+ * constrained order under the search's judge (reward_order); entry 0 is
+ * trinity_trainer_best.  The reference is in it while it ranks high
+ * enough.  Identical on every MPI rank (fed from the exchanged slot bests). */
+int trinity_trainer_pool_size(const trinity_trainer *t, int i);
+trinity_best trinity_trainer_pool(const trinity_trainer *t, int i, int rank);
+/* The schedule rollouts of problem i are judged by (auto resolved);
+ * *cap_share (may be NULL) receives the list schedule's memory cap as a
+ * share of M^ (100, 95 or 90 %: the best for the reference). */
+int trinity_trainer_reward_order(const trinity_trainer *t, int i, double *cap_share);
 /* Problem i's reference (NULL without heuristics or when none placed it):
  * its metrics and the placer that produced it. */
 typedef struct trinity_reference {
     char name[32];
-    trinity_metrics m;
+    trinity_metrics m;      /* first-ready-first (FIFO) */
+    trinity_metrics judged; /* under the search's judge (= m with reward_order none) */
     const int *device_of;
 } trinity_reference;
 const trinity_reference *trinity_trainer_reference(const trinity_trainer *t, int i);
 /* The reward configuration (tolerances included) problem i is trained and
  * judged with. */
 trinity_reward_config trinity_trainer_reward(const trinity_trainer *t, int i);
+
+/* The placer's final choice (trinity_final.c, beyond the paper): among
+ * problem 0's pool and reference, each first-ready-first or with a
+ * priority list-schedule order, the fastest variant within the tolerances
+ * of rc (no more out of memory than the best first-ready-first one).  out
+ * (n ops, nd devices) receives it, its `order` included when it has one;
+ * *m its metrics.  Progress lines go to ctx. */
+op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t,
+                               const trinity_reward_config *rc, op_placement *out,
+                               trinity_metrics *m, op_error *err);
 
 typedef struct trinity_train_stats {
     long iterations, rollouts;

@@ -10,13 +10,17 @@
  * (src/placers/trinity.c), a reference placement (--heuristics, default
  * expert; src/learn/trinity_warm.c, beyond the paper) centres the priors
  * and gives decision units, and its peaks are the tolerances unless
- * --max-comm / --max-mem are given; --heuristics none trains the paper's
- * way (with --prior 0 --sched-prior 0 also the paper's networks).
+ * --max-comm / --max-mem are given; rollouts are judged by the list
+ * schedule of --reward-order (auto: the priority best for the reference;
+ * none: first-ready-first); --heuristics none --reward-order none trains
+ * the paper's way (with --prior 0 --sched-prior 0 also the paper's
+ * networks).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/train_trinity.h"
+#include "opplace/list_schedule.h"
 #include "opplace/parallel.h"
 #include "opplace/trinity.h"
 
@@ -62,6 +66,11 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
         (st = op_options_double(o, "n2v-p", tc->n2v.p, 1e-6, 1e6, &tc->n2v.p, err)) ||
         (st = op_options_double(o, "n2v-q", tc->n2v.q, 1e-6, 1e6, &tc->n2v.q, err)))
         return st;
+    const char *ro = op_options_str(o, "reward-order", "auto");
+    if ((tc->reward_order = trinity_reward_order_parse(ro)) < TRINITY_REWARD_ORDER_AUTO)
+        return op_fail(err, OP_EUSAGE,
+                       "train trinity: --reward-order must be none, blevel, cpath, blevel-w or "
+                       "auto, not '%s'", ro);
     tc->samples = (int)samples;
     tc->threads = (int)threads;
     tc->ppo.epochs = (int)epochs;
@@ -90,6 +99,13 @@ static void print_results(const trinity_trainer *t, const op_problem *const *pro
                cli_time(b, sizeof b, problems[i]->lower_bound_us),
                (double)bst.m.peak_comm / 1048576.0, (double)bst.m.peak_mem / 1073741824.0,
                bst.m.oom ? "  OOM" : "");
+    }
+    for (int i = 0; i < n; i++) {
+        double share;
+        int judge = trinity_trainer_reward_order(t, i, &share);
+        if (judge != OP_PRIORITY_FIFO) /* the step and memory above are that schedule's */
+            printf("judged by    %s: the %s list schedule, memory cap %.0f%% of M^\n",
+                   graphs[i]->name, trinity_reward_order_name(judge), 100 * share);
     }
     for (int i = 0; i < n; i++) {
         const trinity_reference *ref = trinity_trainer_reference(t, i);

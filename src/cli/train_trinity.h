@@ -26,7 +26,9 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \
     "         without one); beyond the paper: --heuristics LIST (expert; 'none' =\n"             \
     "         the paper) reference placement, --units N (256) decision units,\n"                \
-    "         --explore E (1) uniformly drawn decisions per rollout;\n"                         \
+    "         --explore E (1) uniformly drawn decisions per rollout, --reward-order\n"          \
+    "         none|blevel|cpath|blevel-w|auto (auto) the list schedule rollouts are\n"          \
+    "         judged by (opplace/list_schedule.h; none = first-ready-first, the paper);\n"     \
     "         --alpha A --beta B --gamma C (0.5 0.3 0.2) --n2v-p P --n2v-q Q (1 1)\n"             \
     "         --init W.bin continues training; --slots B (1) rollout batches per\n"              \
     "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"

@@ -27,9 +27,17 @@
  * among the placements within both tolerances, not highest reward.  The
  * reward trades a slower step against a smaller excess, so its maximum can
  * lie outside the tolerances the user asked for; the order cannot.
+ *
+ * Also beyond the paper: trinity_reward_order_parse names the schedule a
+ * rollout's step time and memory come from (trinity_train.c): the
+ * simulator's first-ready-first ("none", the paper) or a priority list
+ * schedule of opplace/list_schedule.h ("blevel", "cpath", "blevel-w"), or
+ * "auto" (the best of these for the reference).
  */
 #include <math.h>
+#include <string.h>
 
+#include "opplace/list_schedule.h"
 #include "opplace/trinity.h"
 
 trinity_reward_config trinity_reward_defaults(void)
@@ -114,4 +122,29 @@ int trinity_metrics_better(const trinity_metrics *a, const trinity_metrics *b,
     if (a->peak_comm != b->peak_comm)
         return a->peak_comm < b->peak_comm;
     return a->peak_mem < b->peak_mem;
+}
+
+/* ------------------------------------------- the schedule a rollout is judged by */
+
+int trinity_reward_order_parse(const char *name)
+{
+    if (!strcmp(name, "none") || !strcmp(name, "fifo"))
+        return OP_PRIORITY_FIFO;
+    if (!strcmp(name, "auto"))
+        return TRINITY_REWARD_ORDER_AUTO;
+    for (int k = OP_PRIORITY_FIFO + 1; k < OP_PRIORITY_COUNT; k++)
+        if (!strcmp(name, op_priority_name((op_priority)k)))
+            return k;
+    return -2;
+}
+
+const char *trinity_reward_order_name(int order)
+{
+    if (order == TRINITY_REWARD_ORDER_AUTO)
+        return "auto";
+    if (order == OP_PRIORITY_FIFO)
+        return "none";
+    const char *s = order > 0 && order < OP_PRIORITY_COUNT ? op_priority_name((op_priority)order)
+                                                           : NULL;
+    return s ? s : "?";
 }

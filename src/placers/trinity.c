@@ -21,7 +21,9 @@
  * peaks, or 8 GiB each with --heuristics none),
  * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
  * (Node2vec return and in-out parameters), --save-weights FILE, --slots B
- * (1; rollout batches per iteration, shared by MPI ranks under mpirun).
+ * (1; rollout batches per iteration, shared by MPI ranks under mpirun),
+ * --pool K (4; placements the final choice considers besides the
+ * reference), --reward-order (below).
  * Beyond the paper (src/learn/trinity_warm.c): --heuristics LIST (default
  * expert; "none" gives the paper's start) picks a reference placement that
  * seeds the best-seen record and centres the priors (then --prior 2 and
@@ -34,16 +36,27 @@
  * (trinity_reward.c), so it is never worse than the reference on step
  * time, peak communication or peak memory.  With --weights the reference
  * is used too (zero-shot then returns at least the reference).
- * Also beyond the paper (opplace/list_schedule.h): --schedule-orders 1
- * (default; 0 = off, the result has no order as in the paper) gives the
- * result a per-device execution order after the search: the result and
- * the reference are list-scheduled with each priority (bottom level with
- * transfers, tlevel + blevel, bottom level of compute), without and with
- * a per-device memory cap of 100/95/90 % of the unordered peak, and an ordered
- * placement replaces the result only when the simulator finds it strictly
- * faster with peak communication and peak memory no higher than the
- * unordered result's (so never worse on any of the three; communication
- * does not depend on the order, memory may).
+ * Also beyond the paper (opplace/list_schedule.h), per-device execution
+ * orders by priority list scheduling (bottom level with transfers, tlevel
+ * + blevel, bottom level of compute), in two places:
+ *   --reward-order auto|none|blevel|cpath|blevel-w (auto; none with
+ *       --schedule-orders 0): the search judges each rollout by the list
+ *       schedule of its own placement under a memory cap of 100/95/90 % of
+ *       M^ (trinity_train.c), so PPO sees the step a placement reaches
+ *       with an order, not only first-ready-first; auto takes the priority
+ *       and cap best for the reference (first-ready-first included);
+ *   --schedule-orders 1 (default; 0 = off, the result has no order as in
+ *       the paper): the final choice (src/learn/trinity_final.c) takes the
+ *       search's --pool K (4) best distinct placements and the reference,
+ *       each first-ready-first and list-scheduled with every priority
+ *       without and with memory caps, and returns the fastest variant that
+ *       is within the tolerances (by default the reference's peaks) and no
+ *       more out of memory than the best first-ready-first candidate.  So
+ *       the result is never worse than the reference on step, peak
+ *       communication or peak memory, and never slower than the
+ *       reference's placement with any of these orders (communication
+ *       does not depend on the order, memory may).  Progress lines report
+ *       each candidate, the choice, and "reference + order" beside it.
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
@@ -64,7 +77,8 @@
 typedef struct trinity_opts {
     const char *weights, *save, *heuristics;
     long finetune, iterations, samples, threads, epochs, groups, slots, units;
-    long schedule_orders;
+    long schedule_orders, pool;
+    int reward_order;
     int comm_from_ref, mem_from_ref;
     double lr, entropy, p, q, prior, sched_prior, explore;
     trinity_reward_config reward;
@@ -114,6 +128,19 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         return st;
     if (s->finetune && !s->weights)
         return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
+    if ((st = op_options_int(o, "pool", TRINITY_DEFAULT_POOL, 1, 1000, &s->pool, err)))
+        return st;
+    /* judged by an order only when the result may have one */
+    const char *ro = op_options_str(o, "reward-order", s->schedule_orders ? "auto" : "none");
+    s->reward_order = trinity_reward_order_parse(ro);
+    if (s->reward_order < TRINITY_REWARD_ORDER_AUTO)
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --reward-order must be none, blevel, cpath, blevel-w or auto, "
+                       "not '%s'", ro);
+    if (!s->schedule_orders && s->reward_order != OP_PRIORITY_FIFO)
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --reward-order %s needs --schedule-orders 1 (the result of a "
+                       "search judged by an order must keep one)", ro);
     return OP_OK;
 }
 
@@ -151,6 +178,8 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
     tc.unit_target = (int)s->units;
     tc.comm_from_reference = s->comm_from_ref;
     tc.mem_from_reference = s->mem_from_ref;
+    tc.reward_order = s->reward_order;
+    tc.pool = (int)s->pool;
     if (s->weights) {
         tc.iterations = s->finetune;
         tc.budget_seconds = ctx->budget_seconds;
@@ -163,129 +192,6 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
 }
 
 /* ------------------------------------------------ priority orders (beyond the paper) */
-
-static op_status measure_placement(const op_problem *p, op_sim *sim, op_sim_result *r,
-                                   const op_placement *pl, const trinity_reward_config *rc,
-                                   trinity_metrics *m, op_error *err)
-{
-    op_status st = op_sim_run(sim, pl, r, NULL, err);
-    if (!st)
-        *m = trinity_measure(p, r, rc);
-    return st;
-}
-
-/* The ordered candidate c replaces the current result cur: strictly faster,
- * and no higher than the unordered result base on communication, memory
- * and OOM (so the ordered result is never worse on any of them). */
-static int order_accepted(const trinity_metrics *c, const trinity_metrics *cur,
-                          const trinity_metrics *base)
-{
-    return c->step_us < cur->step_us && c->peak_comm <= base->peak_comm &&
-           c->peak_mem <= base->peak_mem && c->oom <= base->oom;
-}
-
-/* out becomes a copy of cand (devices and order), keeping out's name. */
-static op_status keep_order(op_placement *out, const op_placement *cand, op_error *err)
-{
-    op_placement kept;
-    if (op_placement_copy(&kept, cand, err))
-        return OP_ENOMEM;
-    if (out->algorithm && op_placement_set_algorithm(&kept, out->algorithm, err)) {
-        op_placement_destroy(&kept);
-        return OP_ENOMEM;
-    }
-    op_placement_destroy(out);
-    *out = kept;
-    return OP_OK;
-}
-
-/* out holds the search's result (no order); *m receives its final metrics. */
-static op_status try_schedule_orders(const op_place_ctx *ctx, const trinity_reward_config *rc,
-                                     const trinity_reference *ref, op_placement *out,
-                                     trinity_metrics *m, op_error *err)
-{
-    const op_problem *p = ctx->p;
-    op_sim *sim = op_sim_new(p, err);
-    if (!sim)
-        return err && err->code ? err->code : OP_ENOMEM;
-    op_sim_result r;
-    op_placement cand;
-    memset(&cand, 0, sizeof cand);
-    op_status st = op_sim_result_init(&r, p, err);
-    if (st) {
-        op_sim_free(sim);
-        return st;
-    }
-    st = op_placement_init(&cand, p->n, p->nd, err);
-    trinity_metrics base, cur;
-    if (!st)
-        st = measure_placement(p, sim, &r, out, rc, &base, err);
-    cur = base;
-    char how[96] = "";
-    const int *ref_dev = ref ? ref->device_of : NULL;
-    if (ref_dev && !memcmp(ref_dev, out->device_of, (size_t)p->n * sizeof(int)))
-        ref_dev = NULL; /* the result is the reference: nothing more to try */
-    const int *bases[2] = {NULL, ref_dev};
-    int *result_dev = op_malloc((size_t)p->n * sizeof(int) + 1, err);
-    if (!st && !result_dev)
-        st = OP_ENOMEM;
-    if (!st) {
-        memcpy(result_dev, out->device_of, (size_t)p->n * sizeof(int));
-        bases[0] = result_dev;
-    }
-    int64_t *cap = op_malloc(((size_t)p->nd + 1) * sizeof *cap, err);
-    if (!st && !cap)
-        st = OP_ENOMEM;
-    /* caps: none, then fractions of the unordered peak (the acceptance
-     * compares the peak over devices, so every device may reach it; the
-     * tighter caps make room for tensors received beyond the cap) */
-    static const double cap_share[] = {0, 1.0, 0.95, 0.9};
-    enum { N_CAPS = sizeof cap_share / sizeof cap_share[0] };
-    for (int v = 0; !st && v < 2 * N_CAPS; v++) {
-        int b = v / N_CAPS, capped = cap_share[v % N_CAPS] > 0;
-        if (!bases[b])
-            continue;
-        for (int d = 0; capped && d < p->nd; d++)
-            cap[d] = (int64_t)((double)base.peak_mem * cap_share[v % N_CAPS]);
-        for (int k = OP_PRIORITY_FIFO + 1; !st && k < OP_PRIORITY_COUNT; k++) {
-            trinity_metrics c;
-            memcpy(cand.device_of, bases[b], (size_t)p->n * sizeof(int));
-            if ((st = op_placement_order_by_priority(p, &cand, (op_priority)k,
-                                                     capped ? cap : NULL, err)) ||
-                (st = measure_placement(p, sim, &r, &cand, rc, &c, err)))
-                break;
-            if (!order_accepted(&c, &cur, &base))
-                continue;
-            st = keep_order(out, &cand, err);
-            cur = c;
-            if (capped)
-                snprintf(how, sizeof how, "%s, memory cap %.0f%% of %.2f GiB%s",
-                         op_priority_name((op_priority)k), 100 * cap_share[v % N_CAPS],
-                         (double)base.peak_mem / 1073741824.0, b ? ", on the reference" : "");
-            else
-                snprintf(how, sizeof how, "%s%s", op_priority_name((op_priority)k),
-                         b ? ", on the reference" : "");
-        }
-    }
-    free(cap);
-    if (!st) {
-        if (how[0])
-            op_progress(ctx,
-                        "trinity: schedule order %s: %.3f ms (first-ready-first %.3f ms), peak "
-                        "memory %.2f GiB",
-                        how, cur.step_us / 1000.0, base.step_us / 1000.0,
-                        (double)cur.peak_mem / 1073741824.0);
-        else
-            op_progress(ctx, "trinity: no schedule order beats first-ready-first (%.3f ms)",
-                        base.step_us / 1000.0);
-        *m = cur;
-    }
-    free(result_dev);
-    op_placement_destroy(&cand);
-    op_sim_result_destroy(&r);
-    op_sim_free(sim);
-    return st;
-}
 
 static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
                                  trinity_policy *pol, op_placement *out, op_error *err)
@@ -312,7 +218,19 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         op_placement_drop_order(out);
         trinity_metrics fm = b.m; /* the result's, ordered or not */
         if (s->schedule_orders)
-            st = try_schedule_orders(ctx, &rc, ref, out, &fm, err);
+            st = trinity_final_choice(ctx, t, &rc, out, &fm, err);
+        double share;
+        int judge = trinity_trainer_reward_order(t, 0, &share);
+        if (!st && judge != OP_PRIORITY_FIFO)
+            op_progress(ctx,
+                        "trinity: rollouts judged by the %s list schedule, memory cap %.0f%% of "
+                        "%.2f GiB (--reward-order %s)",
+                        trinity_reward_order_name(judge), 100 * share,
+                        rc.max_mem_bytes / 1073741824.0,
+                        trinity_reward_order_name(s->reward_order));
+        else if (!st)
+            op_progress(ctx, "trinity: rollouts judged first-ready-first (--reward-order %s)",
+                        trinity_reward_order_name(s->reward_order));
         if (!st && ref)
             op_progress(ctx,
                         "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "

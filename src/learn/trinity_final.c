@@ -1,0 +1,270 @@
+/*
+ * trinity_final.c - the Trinity placer's final choice (BEYOND THE PAPER,
+ * which returns the placement with the best MDPE reward, without an
+ * execution order): which placement, and which per-device execution order
+ * (opplace/list_schedule.h), the placer returns after the search.
+ *
+ * Candidates: the trainer's pool (its best distinct placements under the
+ * search's judge, trinity_train.c) and the reference.  Each is simulated
+ * first-ready-first (FIFO) and list-scheduled with every priority (bottom
+ * level with transfers, tlevel + blevel, compute-only bottom level),
+ * without a memory cap and with caps of 100 / 95 / 90 % of the memory
+ * bound (M^ when the best FIFO candidate is within the tolerances) and
+ * 100 % of the candidate's own FIFO peak: up to 15 list schedules per
+ * candidate.  The simulator judges every variant, ordered ones by
+ * replaying their `order`.  The list scheduler's cap is a target, not a
+ * guarantee, hence several caps.
+ *
+ * base = the best FIFO candidate by the constrained order
+ * (trinity_metrics_better: what the search alone would return).  A
+ * variant is ADMISSIBLE when it is no more out of memory than base and,
+ * if base is within the tolerances, within them too (by default they are
+ * the reference's FIFO peaks), else no higher than base's peaks.  The
+ * result is the fastest admissible variant (base unless one is strictly
+ * faster).  So the result is never worse than the reference on step, peak
+ * communication or peak memory, and never slower than the reference's
+ * placement with any of these orders.  Peak communication does not depend
+ * on the order; memory may, and an ordered variant may hold more than its
+ * own FIFO run as long as it stays within the tolerance.
+ *
+ * Progress lines: every candidate (FIFO metrics, best admissible step),
+ * the choice, and "reference + order" (the reference's best admissible
+ * variant) beside it, so a run shows whether the learnt placement or the
+ * order made the gain.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/list_schedule.h"
+#include "opplace/trinity.h"
+
+/* The state of one final choice: the current best variant, base, the bound. */
+typedef struct final_choice {
+    const op_problem *p;
+    const trinity_reward_config *rc;
+    op_sim *sim;
+    op_sim_result r;
+    op_placement cand;
+    int64_t *cap;
+    trinity_metrics base, cur;
+    int within;        /* base is within the tolerances */
+    double mem_bound;  /* the cap's 100 % */
+    int cur_entry, cur_prio;
+    double cur_cap_share; /* 0: no cap; < 0: the own FIFO peak */
+} final_choice;
+
+static int admissible(const final_choice *f, const trinity_metrics *c)
+{
+    if (c->oom > f->base.oom)
+        return 0;
+    if (f->within)
+        return trinity_within_tolerances(c, f->rc);
+    return c->peak_comm <= f->base.peak_comm && c->peak_mem <= f->base.peak_mem;
+}
+
+static op_status measure_placement(final_choice *f, const op_placement *pl, trinity_metrics *m,
+                                   op_error *err)
+{
+    op_status st = op_sim_run(f->sim, pl, &f->r, NULL, err);
+    if (!st)
+        *m = trinity_measure(f->p, &f->r, f->rc);
+    return st;
+}
+
+/* out becomes a copy of cand (devices and order), keeping out's name. */
+static op_status keep_candidate(op_placement *out, const op_placement *cand, op_error *err)
+{
+    op_placement kept;
+    if (op_placement_copy(&kept, cand, err))
+        return OP_ENOMEM;
+    if (out->algorithm && op_placement_set_algorithm(&kept, out->algorithm, err)) {
+        op_placement_destroy(&kept);
+        return OP_ENOMEM;
+    }
+    op_placement_destroy(out);
+    *out = kept;
+    return OP_OK;
+}
+
+/* Every ordered variant of entry e (devices dev, FIFO metrics fifo);
+ * *best receives the entry's fastest admissible variant (its FIFO one
+ * when admissible, else step = +inf); out follows the overall fastest. */
+static op_status try_orders_of(final_choice *f, int e, const int *dev,
+                               const trinity_metrics *fifo, trinity_metrics *best,
+                               op_placement *out, op_error *err)
+{
+    const op_problem *p = f->p;
+    static const double shares[] = {0, 1.0, 0.95, 0.9, -1};
+    enum { N_CAPS = sizeof shares / sizeof shares[0] };
+    *best = *fifo;
+    if (!admissible(f, fifo))
+        best->step_us = 1.0 / 0.0;
+    for (int v = 0; v < N_CAPS; v++) {
+        double share = shares[v], bytes = share < 0 ? (double)fifo->peak_mem
+                                                    : share * f->mem_bound;
+        if (share < 0 && (double)fifo->peak_mem == f->mem_bound)
+            continue; /* the same cap as 100 % */
+        for (int d = 0; d < p->nd; d++)
+            f->cap[d] = (int64_t)fmin(bytes, 9e18);
+        for (int k = OP_PRIORITY_FIFO + 1; k < OP_PRIORITY_COUNT; k++) {
+            trinity_metrics c;
+            op_status st;
+            memcpy(f->cand.device_of, dev, (size_t)p->n * sizeof(int));
+            if ((st = op_placement_order_by_priority(p, &f->cand, (op_priority)k,
+                                                     share ? f->cap : NULL, err)) ||
+                (st = measure_placement(f, &f->cand, &c, err)))
+                return st;
+            if (!admissible(f, &c))
+                continue;
+            if (c.step_us < best->step_us)
+                *best = c;
+            if (!(c.step_us < f->cur.step_us))
+                continue;
+            if ((st = keep_candidate(out, &f->cand, err)))
+                return st;
+            f->cur = c;
+            f->cur_entry = e, f->cur_prio = k, f->cur_cap_share = share;
+        }
+    }
+    return OP_OK;
+}
+
+static void describe_order(char *buf, size_t len, int prio, double share, double mem_bound)
+{
+    if (!prio)
+        snprintf(buf, len, "first-ready-first");
+    else if (share == 0)
+        snprintf(buf, len, "%s order", op_priority_name((op_priority)prio));
+    else if (share < 0)
+        snprintf(buf, len, "%s order, memory cap its own peak", op_priority_name((op_priority)prio));
+    else
+        snprintf(buf, len, "%s order, memory cap %.0f%% of %.2f GiB",
+                 op_priority_name((op_priority)prio), 100 * share, mem_bound / 1073741824.0);
+}
+
+/* The candidates: the n_pool pool entries, then the reference when it is
+ * not one of them.  out receives the result (ordered or not), *m its
+ * metrics; the progress lines give the reference's best variant
+ * ("expert + order") next to the result. */
+static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const int *const *entries,
+                              int n_entries, int ref_entry, op_placement *out,
+                              trinity_metrics *m, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    trinity_metrics *fifo = op_calloc((size_t)n_entries, sizeof *fifo, err);
+    if (!fifo)
+        return OP_ENOMEM;
+    op_status st = OP_OK;
+    int b = 0;
+    for (int e = 0; !st && e < n_entries; e++) {
+        memcpy(f->cand.device_of, entries[e], (size_t)p->n * sizeof(int));
+        op_placement_drop_order(&f->cand);
+        st = measure_placement(f, &f->cand, &fifo[e], err);
+        if (!st && e > 0 && trinity_metrics_better(&fifo[e], &fifo[b], f->rc))
+            b = e;
+    }
+    if (!st) {
+        f->base = f->cur = fifo[b];
+        f->cur_entry = b, f->cur_prio = 0, f->cur_cap_share = 0;
+        f->within = trinity_within_tolerances(&f->base, f->rc);
+        f->mem_bound = f->within ? fmin(f->rc->max_mem_bytes, 9e18) : (double)f->base.peak_mem;
+        memcpy(out->device_of, entries[b], (size_t)p->n * sizeof(int));
+        op_placement_drop_order(out);
+    }
+    trinity_metrics ref_best = {.step_us = 1.0 / 0.0};
+    for (int e = 0; !st && e < n_entries; e++) {
+        trinity_metrics best;
+        if (admissible(f, &fifo[e]) && fifo[e].step_us < f->cur.step_us) { /* not base */
+            memcpy(out->device_of, entries[e], (size_t)p->n * sizeof(int));
+            op_placement_drop_order(out);
+            f->cur = fifo[e];
+            f->cur_entry = e, f->cur_prio = 0, f->cur_cap_share = 0;
+        }
+        st = try_orders_of(f, e, entries[e], &fifo[e], &best, out, err);
+        if (e == ref_entry)
+            ref_best = best;
+        if (!st)
+            op_progress(ctx,
+                        "trinity: candidate %d%s: first-ready-first %.3f ms, %.1f MiB, %.2f GiB%s; "
+                        "best admissible %.3f ms",
+                        e, e == ref_entry ? " (the reference)" : "", fifo[e].step_us / 1000.0,
+                        (double)fifo[e].peak_comm / 1048576.0,
+                        (double)fifo[e].peak_mem / 1073741824.0, fifo[e].oom ? ", OOM" : "",
+                        best.step_us / 1000.0);
+    }
+    if (!st) {
+        char how[96];
+        describe_order(how, sizeof how, f->cur_prio, f->cur_cap_share, f->mem_bound);
+        int learnt = f->cur_entry != ref_entry;
+        op_progress(ctx,
+                    "trinity: final choice among %d placements (the search's pool and the "
+                    "reference): %s placement (first-ready-first %.3f ms) with %s: %.3f ms, "
+                    "peak communication %.1f MiB, peak memory %.2f GiB",
+                    n_entries,
+                    learnt ? "a learnt" : "the reference's", fifo[f->cur_entry].step_us / 1000.0,
+                    how, f->cur.step_us / 1000.0, (double)f->cur.peak_comm / 1048576.0,
+                    (double)f->cur.peak_mem / 1073741824.0);
+        if (ref_entry >= 0 && isinf(ref_best.step_us))
+            op_progress(ctx,
+                        "trinity: reference + order: none admissible (first-ready-first %.3f "
+                        "ms%s); learnt placement better",
+                        fifo[ref_entry].step_us / 1000.0, fifo[ref_entry].oom ? ", OOM" : "");
+        else if (ref_entry >= 0)
+            op_progress(ctx,
+                        "trinity: reference + order: %.3f ms (first-ready-first %.3f ms); "
+                        "learnt placement %s",
+                        ref_best.step_us / 1000.0, fifo[ref_entry].step_us / 1000.0,
+                        !learnt ? "not better"
+                        : f->cur.step_us < ref_best.step_us ? "better"
+                                                            : "equal");
+        *m = f->cur;
+    }
+    free(fifo);
+    return st;
+}
+
+op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t,
+                               const trinity_reward_config *rc, op_placement *out,
+                               trinity_metrics *m, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    const trinity_reference *ref = trinity_trainer_reference(t, 0);
+    int n_pool = trinity_trainer_pool_size(t, 0), n = 0, ref_entry = -1;
+    const int **entries = op_calloc((size_t)n_pool + 2, sizeof *entries, err);
+    final_choice f = {.p = p, .rc = rc};
+    if (!entries)
+        return OP_ENOMEM;
+    for (int i = 0; i < n_pool; i++) {
+        entries[n] = trinity_trainer_pool(t, 0, i).device_of;
+        if (ref && ref_entry < 0 &&
+            !memcmp(entries[n], ref->device_of, (size_t)p->n * sizeof(int)))
+            ref_entry = n;
+        n++;
+    }
+    if (ref && ref_entry < 0)
+        ref_entry = n, entries[n++] = ref->device_of;
+    if (!n) {
+        trinity_best b = trinity_trainer_best(t, 0);
+        entries[n++] = b.device_of;
+    }
+    op_status st = OP_OK;
+    if (!(f.sim = op_sim_new(p, err)))
+        st = err && err->code ? err->code : OP_ENOMEM;
+    else if (!(st = op_sim_result_init(&f.r, p, err))) {
+        if (!(st = op_placement_init(&f.cand, p->n, p->nd, err))) {
+            if (!(f.cap = op_malloc(((size_t)p->nd + 1) * sizeof *f.cap, err)))
+                st = OP_ENOMEM;
+            else
+                st = choose_final(&f, ctx, entries, n, ref_entry, out, m, err);
+            free(f.cap);
+            op_placement_destroy(&f.cand);
+        }
+        op_sim_result_destroy(&f.r);
+    }
+    op_sim_free(f.sim);
+    free(entries);
+    return st;
+}
+
