@@ -27,31 +27,17 @@
 #include "opplace/zoo.h"
 #include "testkit.h"
 
-static op_graph *zoo_graph(const char *model, const char *const *kv)
-{
-    op_error err = {0};
-    op_options *o = op_options_new(&err);
-    for (int i = 0; kv[i]; i += 2)
-        cr_assert_eq(op_options_set(o, kv[i], kv[i + 1], &err), OP_OK, "%s", err.msg);
-    const op_zoo_model *m = op_zoo_find(model);
-    cr_assert_not_null(m);
-    op_graph *g = m->generate(o, &err);
-    cr_assert_not_null(g, "%s", err.msg);
-    op_options_free(o);
-    return g;
-}
-
 static op_graph *small_rnn(void)
 {
     const char *const kv[] = {"layers", "2", "hidden", "256", "batch", "16", "seq-len", "4",
                               NULL};
-    return zoo_graph("rnnlm", kv);
+    return tk_zoo_graph("rnnlm", kv);
 }
 
 static op_graph *small_wavenet(void)
 {
     const char *const kv[] = {"stacks", "1", "layers", "4", "batch", "2", "seq-len", "64", NULL};
-    return zoo_graph("wavenet", kv);
+    return tk_zoo_graph("wavenet", kv);
 }
 
 /* Metrics of pl (its order included) by a plain simulation. */

@@ -205,20 +205,6 @@ Test(trinity_warm, uniform_exploration_respects_masks_and_reaches_every_choice)
 
 /* ------------------------------------------------- never worse than expert */
 
-static op_graph *zoo_graph(const char *model, const char *const *kv)
-{
-    op_error err = {0};
-    op_options *o = op_options_new(&err);
-    for (int i = 0; kv[i]; i += 2)
-        cr_assert_eq(op_options_set(o, kv[i], kv[i + 1], &err), OP_OK, "%s", err.msg);
-    const op_zoo_model *m = op_zoo_find(model);
-    cr_assert_not_null(m);
-    op_graph *g = m->generate(o, &err);
-    cr_assert_not_null(g, "%s", err.msg);
-    op_options_free(o);
-    return g;
-}
-
 /* Step time, peak communication and peak memory of device_of. */
 static trinity_metrics judge(const op_problem *p, const int *device_of)
 {
@@ -296,15 +282,15 @@ Test(trinity_warm, placer_is_never_worse_than_expert_on_a_small_rnn)
 {
     const char *const kv[] = {"layers", "2", "hidden", "256", "batch", "16", "seq-len", "4",
                               NULL};
-    check_never_worse(zoo_graph("rnnlm", kv), 2);
-    check_never_worse(zoo_graph("rnnlm", kv), 3);
+    check_never_worse(tk_zoo_graph("rnnlm", kv), 2);
+    check_never_worse(tk_zoo_graph("rnnlm", kv), 3);
 }
 
 Test(trinity_warm, placer_is_never_worse_than_expert_on_a_small_wavenet)
 {
     const char *const kv[] = {"stacks", "1", "layers", "4", "batch", "2", "seq-len", "64", NULL};
-    check_never_worse(zoo_graph("wavenet", kv), 2);
-    check_never_worse(zoo_graph("wavenet", kv), 4);
+    check_never_worse(tk_zoo_graph("wavenet", kv), 2);
+    check_never_worse(tk_zoo_graph("wavenet", kv), 4);
 }
 
 /* ------------------------------------ schedule orders (opplace/list_schedule.h) */
@@ -377,6 +363,6 @@ Test(trinity_warm, schedule_orders_are_never_worse_than_without)
                                NULL};
     const char *const wave[] = {"stacks", "1", "layers", "4", "batch", "2", "seq-len", "64",
                                 NULL};
-    check_orders_never_worse(zoo_graph("rnnlm", rnn), 2);
-    check_orders_never_worse(zoo_graph("wavenet", wave), 4);
+    check_orders_never_worse(tk_zoo_graph("rnnlm", rnn), 2);
+    check_orders_never_worse(tk_zoo_graph("wavenet", wave), 4);
 }

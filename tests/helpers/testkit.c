@@ -1,6 +1,8 @@
 /* testkit.c - see testkit.h. */
 #include "testkit.h"
 
+#include "opplace/zoo.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,4 +178,25 @@ double tk_json_number(const char *text, const char *key)
     double x = json_number_value(v);
     json_decref(j);
     return x;
+}
+
+op_graph *tk_zoo_graph(const char *model, const char *const *kv)
+{
+    op_error err = {0};
+    op_options *o = op_options_new(&err);
+    if (!o)
+        die("options", &err);
+    for (int i = 0; kv[i]; i += 2)
+        if (op_options_set(o, kv[i], kv[i + 1], &err))
+            die("zoo option", &err);
+    const op_zoo_model *m = op_zoo_find(model);
+    if (!m) {
+        fprintf(stderr, "testkit: unknown zoo model %s\n", model);
+        abort();
+    }
+    op_graph *g = m->generate(o, &err);
+    op_options_free(o);
+    if (!g)
+        die(model, &err);
+    return g;
 }

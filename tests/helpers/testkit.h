@@ -53,6 +53,10 @@ uint64_t tk_rand(uint64_t *state);
  * first-ready-first runs A first and takes 125 us, B first 115 us. */
 op_graph *tk_order_matters_graph(int ids[3]);
 
+/* A zoo model's graph with options kv (key, value, ..., NULL); aborts on
+ * an unknown model or bad options. */
+op_graph *tk_zoo_graph(const char *model, const char *const *kv);
+
 /* The number under key in the first JSON object of text (e.g. the
  * output of `opplace place --json`); aborts when there is none. */
 double tk_json_number(const char *text, const char *key);
