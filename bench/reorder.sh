@@ -5,9 +5,10 @@
 # placer's step time as it comes (its own schedule, mostly the simulator's
 # first-ready-first), with `--reorder fit` (fastest order that fits) and
 # with `--reorder peak` (no higher peak memory); then per placer the
-# geometric mean of the ratios.  With AUTO_BUDGET=B > 0 also auto with
-# and without its reorder stage (--no-reorder), B seconds each; ALGOS=""
-# skips the placers' tables.
+# geometric mean of the ratios.  With AUTO_BUDGET=B > 0 also auto without
+# its reorder stage (--no-reorder), refining first-ready-first
+# (--refine-by fifo) and as it is (refinement judged by the order), B
+# seconds each; ALGOS="" skips the placers' tables.
 # usage: [PRESET=v100-nvlink] [AUTO_BUDGET=0] bash bench/reorder.sh [path/to/opplace] [models...]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -67,16 +68,32 @@ PY
 done
 
 if [ "$AUTO_BUDGET" != 0 ]; then
-  echo "#### auto, --budget-seconds $AUTO_BUDGET, with and without its reorder stage: step time (ms)"
+  echo "#### auto, --budget-seconds $AUTO_BUDGET: without its order stage, refining first-ready-first, and refining judged by the order (default): step time (ms)"
   echo
-  echo "| model | GPUs | auto --no-reorder | auto | winner |"
-  echo "|---|---:|---:|---:|---|"
+  echo "| model | GPUs | auto --no-reorder | auto --refine-by fifo | auto | auto / fifo | winner |"
+  echo "|---|---:|---:|---:|---:|---:|---|"
+  : > "$TMP/auto.ratios"
   for g in 2 4; do
     for m in $MODELS; do
       read -r s0 _ o0 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --no-reorder)
-      read -r s1 _ o1 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" -o "$TMP/auto.json")
+      read -r s1 _ o1 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --refine-by fifo)
+      read -r s2 _ o2 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" -o "$TMP/auto.json")
       w=$(python3 -c "import json; print(json.load(open('$TMP/auto.json'))['algorithm'])")
-      echo "| $m | $g | $s0$([ "$o0" = 1 ] && echo '*') | $s1$([ "$o1" = 1 ] && echo '*') | $w |"
+      q=$(python3 -c "print(f'{$s2/$s1:.3f}')")
+      echo "$s0 $s1 $s2" >> "$TMP/auto.ratios"
+      star() { [ "$1" = 1 ] && printf '*'; true; }
+      echo "| $m | $g | $s0$(star "$o0") | $s1$(star "$o1") | $s2$(star "$o2") | $q | $w |"
     done
   done
+  echo
+  python3 - "$TMP/auto.ratios" <<'PY'
+import math, sys
+r = [list(map(float, l.split())) for l in open(sys.argv[1])]
+gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+q = [x[2] / x[1] for x in r]
+print(f"auto / auto --refine-by fifo: geometric mean {gm(q):.3f}; faster in "
+      f"{sum(v < 0.999 for v in q)}, within 0.1 % in {sum(abs(v - 1) <= 0.001 for v in q)}, "
+      f"slower in {sum(v > 1.001 for v in q)} of {len(q)}")
+print(f"auto / auto --no-reorder: geometric mean {gm([x[2] / x[0] for x in r]):.3f}")
+PY
 fi

@@ -1,9 +1,11 @@
 /*
- * test_refine.c - local refinement and the `auto` portfolio (issue 9).
+ * test_refine.c - local refinement (first-ready-first and judged by a
+ * priority order) and the `auto` portfolio (issue 9).
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opplace/refine.h"
@@ -140,6 +142,116 @@ Test(refine, colocation_groups_move_together)
     cr_expect_eq(pl.device_of[3], pl.device_of[9]);
     op_placement_destroy(&pl);
     tk_unbind(&tp);
+}
+
+static int64_t largest_peak(const op_problem *p, const op_placement *pl)
+{
+    op_sim_result r;
+    op_error err = {0};
+    op_sim_result_init(&r, p, &err);
+    cr_assert_eq(op_simulate(p, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    int64_t m = 0;
+    for (int d = 0; d < p->nd; d++)
+        m = r.peak_mem[d] > m ? r.peak_mem[d] : m;
+    op_sim_result_destroy(&r);
+    return m;
+}
+
+/* Refine pl judged by the order op_placement_reorder gives it (if any);
+ * returns 0 when no order beat first-ready-first. */
+static int refine_by_its_order(const op_problem *p, op_placement *pl, long iters, int keep_peak,
+                               op_refine_stats *st)
+{
+    op_error err = {0};
+    op_reorder_stats rs;
+    cr_assert_eq(op_placement_reorder(p, pl, keep_peak, &rs, &err), OP_OK, "%s", err.msg);
+    if (rs.priority == OP_PRIORITY_FIFO)
+        return 0;
+    int64_t cap[8];
+    op_reorder_caps(p, &rs, cap);
+    op_place_ctx ctx = {.p = p};
+    op_refine_opts o = {.max_iterations = iters, .seed = 7, .order = rs.priority,
+                        .order_cap = cap, .max_peak = keep_peak ? rs.initial_peak : 0};
+    cr_assert_eq(op_refine(&ctx, &o, pl, st, &err), OP_OK, "%s", err.msg);
+    return 1;
+}
+
+/* Judged by an order: never worse than the ordered start, the result is
+ * returned with the order it was judged by (it simulates to the reported
+ * step), valid, and the same for the same seed; with a peak limit the
+ * largest device peak never rises above the start's first-ready-first one. */
+Test(refine, judged_by_an_order_never_worse_and_returns_that_order)
+{
+    uint64_t seed = 5;
+    int ordered = 0, improved = 0;
+    for (int round = 0; round < 16; round++) {
+        int n = 30 + (int)(tk_rand(&seed) % 50), nd = 2 + (int)(tk_rand(&seed) % 3);
+        int keep_peak = round % 2;
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(n, 0.08, seed), tk_cluster(nd, 5, 0.002, (int64_t)1 << 40));
+        op_error err = {0};
+        op_placement a, b;
+        op_placement_init(&a, n, nd, &err);
+        for (int i = 0; i < n; i++)
+            a.device_of[i] = (int)(tk_rand(&seed) % (uint64_t)nd);
+        int64_t fifo_peak = largest_peak(&tp.p, &a);
+        cr_assert_eq(op_placement_copy(&b, &a, &err), OP_OK);
+        op_refine_stats sa, sb;
+        if (!refine_by_its_order(&tp.p, &a, 400, keep_peak, &sa)) {
+            op_placement_destroy(&a);
+            op_placement_destroy(&b);
+            tk_unbind(&tp);
+            continue;
+        }
+        ordered++;
+        cr_assert(refine_by_its_order(&tp.p, &b, 400, keep_peak, &sb));
+        double after = simulate_pl(&tp.p, &a, NULL);
+        cr_expect_eq(after, sa.final_us, "round %d: the simulator is the judge", round);
+        cr_expect_leq(sa.final_us, sa.initial_us, "round %d", round);
+        cr_expect(a.has_order, "round %d: an ordered start stays ordered", round);
+        cr_expect_eq(op_problem_check_placement(&tp.p, &a, &err), OP_OK, "%s", err.msg);
+        cr_expect_arr_eq(a.device_of, b.device_of, sizeof(int) * (size_t)n);
+        cr_expect_arr_eq(a.order, b.order, sizeof(int) * (size_t)n);
+        if (keep_peak)
+            cr_expect_leq(largest_peak(&tp.p, &a), fifo_peak, "round %d: peak rose", round);
+        improved += sa.final_us < sa.initial_us;
+        op_placement_destroy(&a);
+        op_placement_destroy(&b);
+        tk_unbind(&tp);
+    }
+    cr_expect_geq(ordered, 4, "too few random placements got an order (%d)", ordered);
+    cr_expect_geq(improved, 1, "refinement by the order never moved anything");
+}
+
+/* `place --reorder fit --refine`: refinement judged by the chosen order is
+ * never slower than the order alone, and its written placement simulates
+ * to the printed step. */
+Test(refine, cli_refines_judged_by_the_chosen_order)
+{
+    const char *dir = tk_tmpdir();
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s zoo rnnlm --layers 2 --seq-len 8 --hidden 256 -o %s/g.json",
+             OPPLACE_BIN, dir);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s place %s/g.json --preset v100-nvlink --gpus 2 --algo expert "
+             "--json --reorder fit 2>/dev/null", OPPLACE_BIN, dir);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    double ordered = tk_json_number(out, "step_time_us");
+    free(out);
+    snprintf(cmd, sizeof cmd, "%s place %s/g.json --preset v100-nvlink --gpus 2 --algo expert "
+             "--json --reorder fit --refine --refine-iters 300 -o %s/p.json", OPPLACE_BIN, dir,
+             dir);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    double refined = tk_json_number(out, "step_time_us");
+    cr_expect(strstr(out, "refine by the order") != NULL, "not judged by the order: %s", out);
+    free(out);
+    cr_expect_leq(refined, ordered);
+    snprintf(cmd, sizeof cmd, "%s simulate %s/g.json --preset v100-nvlink --gpus 2 --placement "
+             "%s/p.json --json", OPPLACE_BIN, dir, dir);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_expect_eq(tk_json_number(out, "step_time_us"), refined);
+    free(out);
 }
 
 Test(auto_placer, at_least_as_good_as_every_fast_placer)

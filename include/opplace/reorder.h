@@ -41,4 +41,8 @@ typedef struct op_reorder_stats {
 op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_peak,
                                op_reorder_stats *stats, op_error *err);
 
+/* The per-device memory caps (n_dev values) of the order stats chose, for
+ * judging other placements by the same list schedule (opplace/refine.h). */
+void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
+
 #endif

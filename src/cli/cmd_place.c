@@ -36,12 +36,13 @@ static const char PLACE_HELP[] =
     "  --dot FILE       write the graph colored by device as Graphviz DOT\n"
     "  --json           print only the metrics object on stdout\n"
     "  --best-effort    return a placement even when memory does not suffice\n"
-    "  --refine         polish the result by local search against the simulator\n"
+    "  --reorder fit    give each device the priority execution order (critical\n"
+    "                   path first) the simulator finds fastest, if it beats the\n"
+    "                   result's own schedule and still fits; 'peak' also keeps\n"
+    "                   peak memory no higher (auto does 'fit')\n"
+    "  --refine         polish the result by local search against the simulator,\n"
+    "                   judged by the --reorder order when one was chosen\n"
     "                   (--refine-iters N makes it deterministic for a --seed)\n"
-    "  --reorder fit    then give each device the priority execution order\n"
-    "                   (critical path first) the simulator finds fastest, if\n"
-    "                   it beats the result's own schedule and still fits;\n"
-    "                   'peak' also keeps peak memory no higher (auto does 'fit')\n"
     "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
     "2 usage, 3 infeasible (nothing fits).\n";
@@ -158,9 +159,42 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     return st;
 }
 
-/* --refine: polish the placer's answer by local search (opplace/refine.h). */
-static op_status maybe_refine(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
-                              op_error *err)
+static op_status append_to_name(op_placement *pl, const char *suffix, op_error *err)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s%s", pl->algorithm ? pl->algorithm : "?", suffix);
+    return op_placement_set_algorithm(pl, name, err);
+}
+
+/* --reorder fit|peak: the best priority execution order (opplace/reorder.h).
+ * rs->priority stays OP_PRIORITY_FIFO when none was chosen. */
+static op_status reorder_result(op_placement *pl, const op_problem *p, int keep_peak,
+                                op_reorder_stats *rs, op_error *err)
+{
+    op_status st = op_placement_reorder(p, pl, keep_peak, rs, err);
+    if (st)
+        return st;
+    if (rs->priority == OP_PRIORITY_FIFO) {
+        fprintf(stderr, "opplace place: reorder: no priority order beats the result's own "
+                        "schedule (%.1f us)\n", rs->initial_us);
+        return OP_OK;
+    }
+    char cap[64] = "capacity";
+    if (rs->cap_share > 0)
+        snprintf(cap, sizeof cap, "%.0f%% of the peak", 100 * rs->cap_share);
+    fprintf(stderr, "opplace place: reorder: %s order, memory cap %s: %.1f -> %.1f us, "
+                    "peak memory %.2f -> %.2f GiB\n",
+            op_priority_name(rs->priority), cap, rs->initial_us, rs->final_us,
+            (double)rs->initial_peak / 1073741824.0, (double)rs->final_peak / 1073741824.0);
+    return append_to_name(pl, "+order", err);
+}
+
+/* --refine: polish the result by local search (opplace/refine.h), judged
+ * by the order --reorder chose (its priority and memory caps; with 'peak'
+ * also within the placement's peak) or, without one, first-ready-first. */
+static op_status refine_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
+                               const op_reorder_stats *order, int keep_peak, int *improved,
+                               op_error *err)
 {
     double seconds;
     long iters;
@@ -168,53 +202,47 @@ static op_status maybe_refine(cli_args *a, const op_place_ctx *ctx, op_placement
     if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
         (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
         return st;
-    if (!op_options_has(a->opts, "refine"))
-        return OP_OK;
+    int64_t *cap = op_malloc(((size_t)ctx->p->nd + 1) * sizeof *cap, err);
+    if (!cap)
+        return OP_ENOMEM;
+    op_reorder_caps(ctx->p, order, cap);
     op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds, .max_iterations = iters,
-                         .seed = ctx->seed, .max_units = 2000};
+                         .seed = ctx->seed, .max_units = 2000, .order = order->priority,
+                         .order_cap = cap, .max_peak = keep_peak ? order->initial_peak : 0};
     op_refine_stats rs;
-    if ((st = op_refine(ctx, &ro, pl, &rs, err)))
-        return st;
-    fprintf(stderr, "opplace place: refine: %ld candidates, %ld kept, %.1f -> %.1f us in %.1f s\n",
-            rs.tried, rs.accepted, rs.initial_us, rs.final_us, rs.seconds);
-    if (rs.final_us < rs.initial_us) {
-        char name[160];
-        snprintf(name, sizeof name, "%s+refine", pl->algorithm ? pl->algorithm : "?");
-        return op_placement_set_algorithm(pl, name, err);
-    }
-    return OP_OK;
-}
-
-/* --reorder fit|peak: the result's best priority execution order
- * (opplace/reorder.h), after refinement so that it orders the final
- * placement. */
-static op_status maybe_reorder(cli_args *a, op_placement *pl, const op_problem *p, op_error *err)
-{
-    const char *how = op_options_str(a->opts, "reorder", NULL);
-    if (!how)
-        return OP_OK;
-    int keep_peak = !strcmp(how, "peak");
-    if (!keep_peak && strcmp(how, "fit"))
-        return op_fail(err, OP_EUSAGE, "--reorder: expected 'fit' or 'peak', got '%s'", how);
-    op_reorder_stats rs;
-    op_status st = op_placement_reorder(p, pl, keep_peak, &rs, err);
+    st = op_refine(ctx, &ro, pl, &rs, err);
+    free(cap);
     if (st)
         return st;
-    if (rs.priority == OP_PRIORITY_FIFO) {
-        fprintf(stderr, "opplace place: reorder: no priority order beats the result's own "
-                        "schedule (%.1f us)\n", rs.initial_us);
-        return OP_OK;
+    fprintf(stderr, "opplace place: refine%s%s: %ld candidates, %ld kept, %.1f -> %.1f us in "
+                    "%.1f s\n", ro.order ? " by the order " : "",
+            ro.order ? op_priority_name(ro.order) : "", rs.tried, rs.accepted, rs.initial_us,
+            rs.final_us, rs.seconds);
+    *improved = rs.final_us < rs.initial_us;
+    return *improved ? append_to_name(pl, "+refine", err) : OP_OK;
+}
+
+/* --reorder, then --refine judged by that order, then a second --reorder
+ * pass when refinement moved ops (another priority may now be faster). */
+static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
+                               op_error *err)
+{
+    const char *how = op_options_str(a->opts, "reorder", NULL);
+    int keep_peak = how && !strcmp(how, "peak"), improved = 0;
+    if (how && !keep_peak && strcmp(how, "fit"))
+        return op_fail(err, OP_EUSAGE, "--reorder: expected 'fit' or 'peak', got '%s'", how);
+    op_reorder_stats order = {.priority = OP_PRIORITY_FIFO};
+    op_status st = how ? reorder_result(pl, ctx->p, keep_peak, &order, err) : OP_OK;
+    if (!st && op_options_has(a->opts, "refine"))
+        st = refine_result(a, ctx, pl, &order, keep_peak, &improved, err);
+    if (!st && how && improved) {
+        op_reorder_stats again;
+        st = op_placement_reorder(ctx->p, pl, keep_peak, &again, err);
+        if (!st && again.priority != OP_PRIORITY_FIFO)
+            fprintf(stderr, "opplace place: reorder again: %s order: %.1f -> %.1f us\n",
+                    op_priority_name(again.priority), again.initial_us, again.final_us);
     }
-    char cap[64] = "capacity";
-    if (rs.cap_share > 0)
-        snprintf(cap, sizeof cap, "%.0f%% of the peak", 100 * rs.cap_share);
-    fprintf(stderr, "opplace place: reorder: %s order, memory cap %s: %.1f -> %.1f us, "
-                    "peak memory %.2f -> %.2f GiB\n",
-            op_priority_name(rs.priority), cap, rs.initial_us, rs.final_us,
-            (double)rs.initial_peak / 1073741824.0, (double)rs.final_peak / 1073741824.0);
-    char name[160];
-    snprintf(name, sizeof name, "%s+order", pl->algorithm ? pl->algorithm : "?");
-    return op_placement_set_algorithm(pl, name, err);
+    return st;
 }
 
 /* The strongest registered algorithm serves as the default. */
@@ -252,7 +280,7 @@ static op_status run_place(cli_args *a, op_error *err)
     double t0 = cli_now();
     if ((st = op_place(placer, &ctx, &pl, err)))
         goto done;
-    if ((st = maybe_refine(a, &ctx, &pl, err)) || (st = maybe_reorder(a, &pl, ctx.p, err)))
+    if ((st = finish_result(a, &ctx, &pl, err)))
         goto done_pl;
     double seconds = cli_now() - t0;
     /* unknown options are errors, but only after the placer had its look;

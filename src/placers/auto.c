@@ -11,10 +11,12 @@
  * hundreds of thousands of ops): then the remaining placers are skipped.
  * Execution orders (opplace/reorder.h): each placer's result, while the
  * first half of the budget lasts, is also tried with its best priority
- * execution order, and so is the refined placement at the end; the result
- * is the better of the refined placement and the best ordered one.
- * Refinement starts from the best placement as placed, because it judges
- * candidates by first-ready-first and cannot improve an ordered one.
+ * execution order.  Refinement then starts from the better of the best
+ * ordered placement, judging candidates by that order's list schedule
+ * (opplace/refine.h), and the best placement as placed, judged
+ * first-ready-first; the refined placement gets its best order again at
+ * the end, and the result is the better of it and the other finalist
+ * (`--refine-by fifo` always refines the plain one, the previous way).
  * --no-refine, --no-ilp, --no-reorder switch stages off.  The placement's
  * algorithm name records the winner, e.g. "auto:expert+order" or
  * "auto:celeritas+refine+order".
@@ -29,6 +31,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -41,7 +44,8 @@ typedef struct candidate {
     op_placement pl;
     double step, over;
     int have;
-    int n_ops, n_dev; /* for ranks that receive a placement */
+    int n_ops, n_dev;       /* for ranks that receive a placement */
+    op_reorder_stats order; /* how its order was chosen (priority FIFO: none) */
     char name[96];
 } candidate;
 
@@ -110,8 +114,10 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
                     rs.final_over > 0 ? " (OOM)" : "", op_priority_name(rs.priority));
     char oname[96];
     snprintf(oname, sizeof oname, "%s%s", name, ordered ? "+order" : "");
-    if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, oname))
+    if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, oname)) {
         f->ordered_index = index;
+        f->ordered.order = rs;
+    }
     return OP_OK;
 }
 
@@ -186,7 +192,8 @@ static op_status elect(candidate *best, double index, op_error *err)
         best->have = 1;
     }
     if ((st = share_placement(&best->pl, win, err)) ||
-        (st = op_par_bcast(best->name, sizeof best->name, win, err)))
+        (st = op_par_bcast(best->name, sizeof best->name, win, err)) ||
+        (st = op_par_bcast(&best->order, sizeof best->order, win, err)))
         return st;
     best->over = all[3 * win];
     best->step = all[3 * win + 1];
@@ -225,10 +232,11 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double 
     return f->plain.have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
 }
 
-/* K refinement streams from the portfolio's winner as placed, spread over
- * ranks. */
-static op_status run_refinement(const op_place_ctx *ctx, double seconds, long iters, int streams,
-                                candidate *best, op_error *err)
+/* K refinement streams from best, spread over ranks; `how` gives the
+ * judge (first-ready-first or an order) and the iteration limit, the
+ * streams get their seeds and a share of `seconds`. */
+static op_status run_refinement(const op_place_ctx *ctx, const op_refine_opts *how,
+                                double seconds, int streams, candidate *best, op_error *err)
 {
     int P = op_par_size(), me = op_par_rank();
     int mine = streams / P + (me < streams % P ? 1 : 0);
@@ -239,9 +247,9 @@ static op_status run_refinement(const op_place_ctx *ctx, double seconds, long it
         op_placement pl;
         if ((st = op_placement_copy(&pl, &start.pl, err)))
             break;
-        op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds / (mine ? mine : 1),
-                             .max_iterations = iters, .seed = ctx->seed + (uint64_t)s,
-                             .max_units = 2000};
+        op_refine_opts ro = *how;
+        ro.budget_seconds = how->max_iterations > 0 ? 0 : seconds / (mine ? mine : 1);
+        ro.seed = ctx->seed + (uint64_t)s;
         op_refine_stats rs;
         st = op_refine(ctx, &ro, &pl, &rs, err);
         op_progress(ctx, "auto: refine stream %d tried %ld, kept %ld: %.1f -> %.1f us", s,
@@ -321,8 +329,58 @@ static op_status reorder_refined(const op_place_ctx *ctx, candidate *c, op_error
                 op_priority_name(rs.priority), rs.initial_us, rs.final_us);
     c->step = rs.final_us;
     c->over = rs.final_over;
-    strncat(c->name, "+order", sizeof c->name - strlen(c->name) - 1);
+    if (!strstr(c->name, "+order"))
+        strncat(c->name, "+order", sizeof c->name - strlen(c->name) - 1);
     return OP_OK;
+}
+
+/* Refine c for `seconds` (or iters per stream), judged by its own order
+ * (priority and memory caps) when by_order, else first-ready-first; then
+ * give it its best order. */
+static op_status refine_one(const op_place_ctx *ctx, candidate *c, int by_order, double seconds,
+                            long iters, int streams, int reorder, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    int64_t *cap = op_malloc(((size_t)p->nd + 1) * sizeof *cap, err);
+    if (!cap)
+        return OP_ENOMEM;
+    op_reorder_caps(p, &c->order, cap);
+    op_refine_opts how = {.max_iterations = iters, .max_units = 2000,
+                          .order = by_order ? c->order.priority : OP_PRIORITY_FIFO,
+                          .order_cap = cap};
+    if (by_order)
+        op_progress(ctx, "auto: refining %s judged by its %s order", c->name,
+                    op_priority_name(how.order));
+    op_status st = run_refinement(ctx, &how, seconds, streams, c, err);
+    free(cap);
+    return !st && reorder ? reorder_refined(ctx, c, err) : st;
+}
+
+/* Judging by an order costs a whole simulator run per candidate where
+ * first-ready-first resumes from snapshots; an order that gains less than
+ * this share over its placement as placed is not worth it (bench/RESULTS.md:
+ * WaveNet x 2, where celeritas's order gains nothing). */
+static const double MIN_ORDER_GAIN = 0.01;
+
+/* Refinement by `mode`: "order" refines the ordered finalist judged by its
+ * order when that order gains at least MIN_ORDER_GAIN and it ranks first,
+ * else the plain one; "fifo" always the plain one; "both" splits the time
+ * between the two. */
+static op_status refine_best(const op_place_ctx *ctx, double seconds, long iters, int streams,
+                             int reorder, const char *mode, finalists *f, op_error *err)
+{
+    const op_reorder_stats *o = &f->ordered.order;
+    int can_order = reorder && f->ordered.have && o->priority != OP_PRIORITY_FIFO &&
+                    (o->final_over < o->initial_over ||
+                     o->final_us <= (1 - MIN_ORDER_GAIN) * o->initial_us);
+    int ordered_first = can_order && !beats(f->plain.step, f->plain.over, &f->ordered);
+    if (!strcmp(mode, "both") && can_order) {
+        op_status st = refine_one(ctx, &f->ordered, 1, seconds / 2, iters, streams, reorder, err);
+        return st ? st : refine_one(ctx, &f->plain, 0, seconds / 2, iters, streams, reorder, err);
+    }
+    int by_order = ordered_first && !strcmp(mode, "order");
+    return refine_one(ctx, by_order ? &f->ordered : &f->plain, by_order, seconds, iters, streams,
+                      reorder, err);
 }
 
 /* Copy the winner into out and name it. */
@@ -347,6 +405,11 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     int refine = !op_options_has(ctx->opts, "no-refine");
     int ilp = !op_options_has(ctx->opts, "no-ilp");
     int reorder = !op_options_has(ctx->opts, "no-reorder");
+    const char *refine_by = op_options_str(ctx->opts, "refine-by", "order");
+    if (strcmp(refine_by, "order") && strcmp(refine_by, "fifo") && strcmp(refine_by, "both"))
+        return op_fail(err, OP_EUSAGE,
+                       "auto: --refine-by: expected 'order', 'fifo' or 'both', got '%s'",
+                       refine_by);
     finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
                    .ordered = {.n_ops = p->n, .n_dev = p->nd}};
     long iters, streams;
@@ -365,10 +428,10 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
         left = budget - (op_seconds_now() - t0);
     }
     if (!st && refine && (left > 0.05 || iters > 0))
-        st = run_refinement(ctx, left, iters, (int)streams, &f.plain, err);
-    if (!st && reorder)
+        st = refine_best(ctx, left, iters, (int)streams, reorder, refine_by, &f, err);
+    else if (!st && reorder)
         st = reorder_refined(ctx, &f.plain, err);
-    /* the refined placement against the best ordered placer's */
+    /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;
     if (f.ordered.have && !beats(f.plain.step, f.plain.over, &f.ordered))
         best = &f.ordered;

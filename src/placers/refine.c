@@ -104,11 +104,22 @@ static uint64_t next_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-/* Is candidate r better than the incumbent (step, over)?  Fitting beats not
- * fitting; among non-fitting placements less overflow wins. */
-static int better(const op_problem *p, const op_sim_result *r, double step, double over)
+static int64_t largest_peak(const op_problem *p, const op_sim_result *r)
 {
-    if (r->cut_off)
+    int64_t m = 0;
+    for (int d = 0; d < p->nd; d++)
+        if (r->peak_mem[d] > m)
+            m = r->peak_mem[d];
+    return m;
+}
+
+/* Is candidate r better than the incumbent (step, over)?  Fitting beats not
+ * fitting; among non-fitting placements less overflow wins; a peak above
+ * max_peak (> 0) never does. */
+static int better(const op_problem *p, const op_sim_result *r, double step, double over,
+                  int64_t max_peak)
+{
+    if (r->cut_off || (max_peak > 0 && largest_peak(p, r) > max_peak))
         return 0;
     return op_sim_ranks_before(op_sim_overflow_bytes(p, r), r->step_time_us, over, step);
 }
@@ -122,8 +133,45 @@ typedef struct search {
     int *dev, *cand;
     int *queue, *seen, stamp; /* region growing: BFS queue and visit stamps per unit */
     double step, over;
+    double *prio; /* ordered judging: the candidate's priorities */
     uint64_t rng;
 } search;
+
+static int judged_by_order(const search *S)
+{
+    return S->o->order != OP_PRIORITY_FIFO;
+}
+
+/* Simulate a candidate as the search judges it: under first-ready-first
+ * incrementally from the incumbent's snapshots; under a priority order as
+ * a whole run of its own list schedule (the simulator dispatches by
+ * S->prio, set up in op_refine). */
+static op_status judge(search *S, const op_placement *cand, op_error *err)
+{
+    if (!judged_by_order(S))
+        return op_sim_run_changed(S->sim, cand, &S->r, err);
+    op_status e = op_placement_priorities(S->ctx->p, cand->device_of, S->o->order, S->prio, err);
+    return e ? e : op_sim_run(S->sim, cand, &S->r, NULL, err);
+}
+
+/* Make the incumbent (S->dev) the base of the next judgements: FIFO
+ * judging snapshots its run; an ordered judgement is already complete. */
+static op_status rebase(search *S, int checkpoints, op_error *err)
+{
+    const op_problem *p = S->ctx->p;
+    op_placement cur = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->dev};
+    op_sim_set_cutoff(S->sim, 0);
+    op_status e = OP_OK;
+    if (!judged_by_order(S))
+        e = op_sim_record(S->sim, &cur, checkpoints, &S->r, err);
+    else if (S->r.cut_off) /* only the start is judged without a cutoff */
+        e = judge(S, &cur, err);
+    if (!e) {
+        S->step = S->r.step_time_us;
+        S->over = op_sim_overflow_bytes(p, &S->r);
+    }
+    return e;
+}
 
 /* Units connected to unit k through edges that stay on device `from`,
  * breadth first, at most `limit` of them (k included); returns the count
@@ -196,7 +244,6 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
 {
     const op_problem *p = S->ctx->p;
     op_placement cand = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->cand};
-    op_placement cur = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->dev};
     double t0 = op_seconds_now(), last_report = t0;
     int checkpoints = p->n > 200000 ? 4 : 16;
     for (long it = 0;; it++) {
@@ -214,21 +261,95 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
             continue;
         st->tried++;
         op_sim_set_cutoff(S->sim, S->over > 0 ? 0 : S->step);
-        op_status e = op_sim_run_changed(S->sim, &cand, &S->r, err);
+        op_status e = judge(S, &cand, err);
         if (e)
             return e;
-        if (!better(p, &S->r, S->step, S->over))
+        if (!better(p, &S->r, S->step, S->over, S->o->max_peak))
             continue;
         memcpy(S->dev, S->cand, (size_t)p->n * sizeof(int));
         st->accepted++;
-        op_sim_set_cutoff(S->sim, 0);
-        if ((e = op_sim_record(S->sim, &cur, checkpoints, &S->r, err)))
+        if ((e = rebase(S, checkpoints, err)))
             return e;
-        S->step = S->r.step_time_us;
-        S->over = op_sim_overflow_bytes(p, &S->r);
     }
     op_sim_set_cutoff(S->sim, 0);
     return OP_OK;
+}
+
+/* The refined placement as returned: device_of S->dev with, when judged
+ * by an order, that list schedule's per-device order.  out is pl's copy. */
+static op_status build_result(search *S, const op_placement *pl, op_placement *out,
+                              op_error *err)
+{
+    const op_problem *p = S->ctx->p;
+    op_status e = op_placement_copy(out, pl, err);
+    if (e)
+        return e;
+    memcpy(out->device_of, S->dev, (size_t)p->n * sizeof(int));
+    op_placement_drop_order(out);
+    if (!judged_by_order(S))
+        return OP_OK;
+    int *seq = op_malloc(((size_t)p->n + 1) * sizeof *seq, err);
+    e = seq ? op_placement_priorities(p, S->dev, S->o->order, S->prio, err) : OP_ENOMEM;
+    if (!e)
+        e = op_order_list_schedule(p, S->dev, S->prio, S->o->order_cap, seq, NULL, err);
+    if (!e)
+        e = op_placement_set_order_from_sequence(out, seq, err);
+    free(seq);
+    if (e)
+        op_placement_destroy(out);
+    return e;
+}
+
+/* Replace pl by the refined placement when the simulator, running it as
+ * returned, ranks it strictly before pl as given (given_*) within max_peak. */
+static op_status keep_if_better(search *S, op_placement *pl, double given_step,
+                                double given_over, op_refine_stats *st, op_error *err)
+{
+    const op_problem *p = S->ctx->p;
+    st->final_us = given_step;
+    op_placement out;
+    op_status e = build_result(S, pl, &out, err);
+    if (e)
+        return e;
+    op_sim_dispatch_by_priority(S->sim, NULL, NULL);
+    op_sim_set_cutoff(S->sim, 0);
+    if ((e = op_sim_run(S->sim, &out, &S->r, NULL, err))) {
+        op_placement_destroy(&out);
+        return e;
+    }
+    if (better(p, &S->r, given_step, given_over, S->o->max_peak)) {
+        op_placement_destroy(pl);
+        *pl = out;
+        st->final_us = S->r.step_time_us;
+    } else {
+        op_placement_destroy(&out);
+    }
+    return OP_OK;
+}
+
+/* Allocate the search's buffers and judge the start (device_of of pl). */
+static op_status start_search(search *S, const op_placement *pl, op_error *err)
+{
+    const op_problem *p = S->ctx->p;
+    S->dev = op_malloc((size_t)p->n * sizeof(int), err);
+    S->cand = op_malloc((size_t)p->n * sizeof(int), err);
+    if (!S->dev || !S->cand)
+        return OP_ENOMEM;
+    memcpy(S->dev, pl->device_of, (size_t)p->n * sizeof(int));
+    op_status e = build_units(p, S->dev, S->o->max_units > 0 ? S->o->max_units : 2000, &S->u, err);
+    if (e)
+        return e;
+    S->queue = op_malloc(((size_t)S->u.n + 1) * sizeof(int), err);
+    S->seen = op_calloc((size_t)S->u.n + 1, sizeof(int), err);
+    if (!S->queue || !S->seen)
+        return OP_ENOMEM;
+    if (judged_by_order(S)) {
+        if (!(S->prio = op_malloc(((size_t)p->n + 1) * sizeof *S->prio, err)))
+            return OP_ENOMEM;
+        op_sim_dispatch_by_priority(S->sim, S->prio, S->o->order_cap);
+        S->r.cut_off = 1; /* make rebase judge the start */
+    }
+    return rebase(S, 16, err);
 }
 
 op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placement *pl,
@@ -240,39 +361,19 @@ op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placeme
     double t0 = op_seconds_now();
     op_status e = OP_ENOMEM;
     S.sim = op_sim_new(p, err);
-    S.dev = op_malloc((size_t)p->n * sizeof(int), err);
-    S.cand = op_malloc((size_t)p->n * sizeof(int), err);
-    if (!S.sim || !S.dev || !S.cand || op_sim_result_init(&S.r, p, err))
+    if (!S.sim || op_sim_result_init(&S.r, p, err))
         goto out;
     /* the incumbent as given, order included */
     if ((e = op_sim_run(S.sim, pl, &S.r, NULL, err)))
         goto out;
     double given_step = S.r.step_time_us, given_over = op_sim_overflow_bytes(p, &S.r);
-    memcpy(S.dev, pl->device_of, (size_t)p->n * sizeof(int));
-    op_placement fifo = {.n_ops = p->n, .n_dev = p->nd, .device_of = S.dev};
-    if ((e = build_units(p, S.dev, o->max_units > 0 ? o->max_units : 2000, &S.u, err)) ||
-        (e = op_sim_record(S.sim, &fifo, 16, &S.r, err)))
+    if ((e = start_search(&S, pl, err)))
         goto out;
-    S.queue = op_malloc(((size_t)S.u.n + 1) * sizeof(int), err);
-    S.seen = op_calloc((size_t)S.u.n + 1, sizeof(int), err);
-    if (!S.queue || !S.seen) {
-        e = OP_ENOMEM;
-        goto out;
-    }
-    S.step = S.r.step_time_us;
-    S.over = op_sim_overflow_bytes(p, &S.r);
     st.units = S.u.n;
     st.initial_us = given_step;
     if (p->nd > 1 && S.u.n > 0 && (e = search_loop(&S, &st, err)))
         goto out;
-    /* keep the given placement unless the refined FIFO one is strictly better */
-    int improved = S.over < given_over || (S.over == given_over && S.step < given_step);
-    if (improved) {
-        memcpy(pl->device_of, S.dev, (size_t)p->n * sizeof(int));
-        op_placement_drop_order(pl);
-    }
-    st.final_us = improved ? S.step : given_step;
-    e = OP_OK;
+    e = keep_if_better(&S, pl, given_step, given_over, &st, err);
 out:
     st.seconds = op_seconds_now() - t0;
     if (stats)
@@ -282,6 +383,7 @@ out:
     free(S.seen);
     free(S.dev);
     free(S.cand);
+    free(S.prio);
     op_sim_result_destroy(&S.r);
     op_sim_free(S.sim);
     return e;

@@ -60,6 +60,11 @@ static void fill_cap(const op_problem *p, double share, int64_t initial_peak, in
     }
 }
 
+void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap)
+{
+    fill_cap(p, stats->cap_share, stats->initial_peak, cap);
+}
+
 typedef struct choice {
     int k, c; /* indexes into PRIORITIES and CAP_SHARES; k < 0: none */
     judged j;
