@@ -155,8 +155,9 @@ static op_status judge(search *S, const op_placement *cand, op_error *err)
 }
 
 /* Make the incumbent (S->dev) the base of the next judgements: FIFO
- * judging snapshots its run; an ordered judgement is already complete. */
-static op_status rebase(search *S, int checkpoints, op_error *err)
+ * judging snapshots its run; an ordered one runs it only for the start
+ * (an accepted candidate's run was complete: it beat the cutoff). */
+static op_status rebase(search *S, int checkpoints, int is_start, op_error *err)
 {
     const op_problem *p = S->ctx->p;
     op_placement cur = {.n_ops = p->n, .n_dev = p->nd, .device_of = S->dev};
@@ -164,7 +165,7 @@ static op_status rebase(search *S, int checkpoints, op_error *err)
     op_status e = OP_OK;
     if (!judged_by_order(S))
         e = op_sim_record(S->sim, &cur, checkpoints, &S->r, err);
-    else if (S->r.cut_off) /* only the start is judged without a cutoff */
+    else if (is_start)
         e = judge(S, &cur, err);
     if (!e) {
         S->step = S->r.step_time_us;
@@ -268,7 +269,7 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
             continue;
         memcpy(S->dev, S->cand, (size_t)p->n * sizeof(int));
         st->accepted++;
-        if ((e = rebase(S, checkpoints, err)))
+        if ((e = rebase(S, checkpoints, 0, err)))
             return e;
     }
     op_sim_set_cutoff(S->sim, 0);
@@ -347,9 +348,8 @@ static op_status start_search(search *S, const op_placement *pl, op_error *err)
         if (!(S->prio = op_malloc(((size_t)p->n + 1) * sizeof *S->prio, err)))
             return OP_ENOMEM;
         op_sim_dispatch_by_priority(S->sim, S->prio, S->o->order_cap);
-        S->r.cut_off = 1; /* make rebase judge the start */
     }
-    return rebase(S, 16, err);
+    return rebase(S, 16, 1, err);
 }
 
 op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placement *pl,
