@@ -11,6 +11,11 @@
 #      without samples, the previous default (--search sample), fine-tuned
 #      ($FINETUNE iterations); each against an untrained policy of the same
 #      seed placed the same way (the control: what the trained weights add);
+#      Also (issue 7, src/learn/sgdp_rank.c) the trained weights after a
+#      supervised move-ranking stage of $RANK_STEPS steps (`train sgdp --init
+#      batch$s.bin --iterations 0 --budget-seconds 0 --rank-steps N`), and
+#      for each weights file the ranking probe at the input (`--rank-probe
+#      64`: improving moves among the policy's top 64, AUC of its score);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
@@ -37,6 +42,7 @@ TRAIN_ITERS=${TRAIN_ITERS:-}   # set: batch training runs this many iterations (
 ONE_ITERS=${ONE_ITERS:-}       # set: SGDP-one in the gen part runs this many iterations (not SGDP_BUDGET s)
 EXCLUDE=${EXCLUDE:-}           # families also left out of batch training (validation runs)
 WEIGHTS_DIR=${WEIGHTS_DIR:-}   # reuse batch$s.bin from here (trained by the same command)
+RANK_STEPS=${RANK_STEPS:-200} # ranking stage after batch training (0: skip its rows)
 # what `place --algo sgdp --weights W` does by default (src/placers/sgdp.c)
 DEFAULT_ROUNDS=20   # guided search (--search sample: 10)
 DEFAULT_TOP_K=64
@@ -159,6 +165,16 @@ for s in $SEEDS; do
   V[zsS,$s]=$(pl --weights "$TMP/batch$s.bin" --search sample)
   V[unS,$s]=$(pl --weights "$TMP/untrained$s.bin" --search sample)
   V[ft,$s]=$(pl --weights "$TMP/batch$s.bin" --finetune "$FINETUNE")
+  probe() { "$BIN" place "$g" $CL --algo sgdp --seed "$s" --weights "$1" --rank-probe 64 --progress 2>&1 |
+            sed -nE 's/.*: ([0-9]+) of the top 64 moves improve.*AUC ([0-9.]+)/\1 (\2)/p'; }
+  V[prZ,$s]=$(probe "$TMP/batch$s.bin")
+  V[prU,$s]=$(probe "$TMP/untrained$s.bin")
+  if [ "$RANK_STEPS" -gt 0 ]; then
+    "$BIN" train sgdp --graphs $TRAIN $CL --init "$TMP/batch$s.bin" --weights "$TMP/rank$s.bin" \
+      --iterations 0 --budget-seconds 0 --rank-steps "$RANK_STEPS" --seed "$s" --quiet > /dev/null
+    V[zsR,$s]=$(pl --weights "$TMP/rank$s.bin")
+    V[prR,$s]=$(probe "$TMP/rank$s.bin")
+  fi
 done
 printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean |"
 printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo "---:|"
@@ -185,10 +201,21 @@ row unP "untrained policy, --rounds 40 --kick-samples 8 (control)"
 row zsS "zero-shot, --search sample (10 rounds of calibrated samples, the previous default)"
 row unS "untrained policy, --search sample (control)"
 row ft "fine-tuned, ${FINETUNE} PPO iterations (then the guided search)"
+[ "$RANK_STEPS" -gt 0 ] && row zsR "zero-shot, PPO + ranking stage (${RANK_STEPS} steps), default search"
 rel zsG "zero-shot default"
 rel unG "untrained control"
 rel ft "fine-tuned"
+[ "$RANK_STEPS" -gt 0 ] && rel zsR "PPO + ranking stage"
 row wall "zero-shot wall time, s (whole command)"
+echo
+echo "Ranking probe at the input: improving moves among the policy's top 64 (AUC of its score over all units):"
+echo
+printf "| weights |"; for s in $SEEDS; do printf " seed %s |" "$s"; done; echo
+printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo
+txt() { printf "| %s |" "$2"; for s in $SEEDS; do printf " %s |" "${V[$1,$s]}"; done; echo; }
+txt prZ "trained (PPO)"
+[ "$RANK_STEPS" -gt 0 ] && txt prR "PPO + ranking stage"
+txt prU "untrained"
 echo
 printf "Baselines:"; for a in $BASELINES; do printf " %s %s ms;" "$a" "$(place "$g" "$a")"; done; echo
 echo

@@ -42,7 +42,10 @@ static const char TRAIN_HELP[] =
     "         'none' = plain PPO) reference placement, --units N (256) decision\n"
     "         units, --warm-start 0|1 (1 unless --init) clone the reference\n"
     "         first, --clone-steps N (150); --slots B (1) rollout batches per\n"
-    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"
+    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...);\n"
+    "         --rank-steps N (0) --rank-states S (4) --rank-lr X --rank-relabel P\n"
+    "         (0): supervised move ranking after PPO (src/learn/sgdp_rank.c;\n"
+    "         with --iterations 0 --budget-seconds 0 the ranking alone)\n"
     TRINITY_TRAIN_HELP
     "Default: --budget-seconds 60 when no --iterations is given.\n";
 
@@ -166,7 +169,8 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
     tc.budget_seconds = in->budget_seconds;
     tc.seed = in->seed;
     tc.progress = op_par_rank() == 0 ? &in->ctx : NULL;
-    if ((st = cli_check_unused(a, err)))
+    if ((st = sgdp_rank_options(a->opts, in->n > 1 ? SGDP_DEFAULT_RANK_STEPS : 0, &tc, err)) ||
+        (st = cli_check_unused(a, err)))
         return st;
     sgdp_policy *pol = init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
     if (!pol)

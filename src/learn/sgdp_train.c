@@ -56,7 +56,9 @@
  * decisions moved off the input per sample, the policy choosing which, as
  * zero-shot placement samples it; advantages net of the number of moves,
  * no entropy bonus.  The input's queueing delays (a simulation with a
- * trace, task_timing) are features of the policy (sgdp_warm.c).
+ * trace, task_timing) are features of the policy (sgdp_warm.c).  With
+ * rank_steps > 0, a supervised move-ranking stage follows PPO
+ * (sgdp_rank.c; rank_steps alone, without iterations or budget, skips PPO).
  *
  * Scaled from Table 4 for a 2-core machine: 32 rollouts per update (not
  * 800), one minibatch, 4 epochs (not 20), lr 3e-3 (Table 4 gives 0.5, which
@@ -90,7 +92,9 @@ sgdp_train_config sgdp_train_defaults(void)
                                .oom_penalty = 1.0, .progress = NULL, .heuristics = NULL,
                                .unit_target = 0, .warm_start = 0, .clone_steps = 150,
                                .clone_fraction = 0.3, .slots = 1, .input_variety = 0.5,
-                               .proposal_moves = SGDP_DEFAULT_MOVES};
+                               .proposal_moves = SGDP_DEFAULT_MOVES, .rank_steps = 0,
+                               .rank_states = 4, .rank_lr = 3e-3,
+                               .rank_relabel = 0.0};
 }
 
 static void task_destroy(task *tk)
@@ -101,13 +105,14 @@ static void task_destroy(task *tk)
     if (tk->have_best)
         op_placement_destroy(&tk->best);
     free(tk->ref_row);
+    free(tk->heur_row);
     sgdp_graph_destroy(&tk->sg);
 }
 
 /* The queueing delays of the placement in ref_row (a simulation with a
  * trace) into the task's features, effective at the next
  * sgdp_graph_set_reference. */
-static op_status task_timing(task *tk, op_error *err)
+static op_status timing_of(task *tk, const int *row_dev, op_error *err)
 {
     const op_problem *p = tk->p;
     op_status st;
@@ -118,12 +123,17 @@ static op_status task_timing(task *tk, op_error *err)
     }
     op_placement *pl = &tk->sim.pls[0];
     for (int r = 0; r < p->n; r++)
-        pl->device_of[p->g->topo[r]] = tk->ref_row[r];
+        pl->device_of[p->g->topo[r]] = row_dev[r];
     if ((st = op_sim_run(tk->sim.sims[0], pl, &tk->sim.res[0], &tk->trace, err)))
         return st;
     sgdp_graph_set_timing(&tk->sg, tk->trace.start_us, tk->trace.finish_us,
                           tk->sim.res[0].step_time_us);
     return OP_OK;
+}
+
+static op_status task_timing(task *tk, op_error *err)
+{
+    return timing_of(tk, tk->ref_row, err);
 }
 
 /* The reference placement, the units built from it, and (warm start) the
@@ -146,11 +156,16 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
     for (int r = 0; r < p->n; r++)
         tk->ref_row[r] = ref.device_of[p->g->topo[r]];
     tk->have_ref = 1;
+    if (!(tk->heur_row = op_malloc((size_t)p->n * sizeof *tk->heur_row, err))) {
+        st = OP_ENOMEM;
+        goto done;
+    }
     if (cfg->unit_target > 0 &&
         (!(st = sgdp_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
         st = sgdp_graph_set_units(&tk->sg, unit_of, n_units, err);
     if (!st)
         st = task_timing(tk, err);
+    memcpy(tk->heur_row, tk->ref_row, (size_t)p->n * sizeof *tk->heur_row);
     sgdp_graph_set_reference(&tk->sg, tk->ref_row); /* after the units: unit cut shares */
     tk->follow_best = 1;
     tk->input_time = tk->ref.step_time_us;
@@ -1106,7 +1121,8 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
 
 op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
 {
-    if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
+    int rank_only = t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0;
+    if (rank_only && t->cfg.rank_steps <= 0)
         return op_fail(err, OP_EUSAGE, "sgdp: give an iteration count or a time budget");
     double t0 = rl_now_seconds(), base_seconds = t->stats.seconds;
     long start_iter = t->stats.iterations;
@@ -1119,7 +1135,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         st = warm_start(t, t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0,
                         err);
     }
-    while (!st) {
+    while (!st && !rank_only) {
         long done = t->stats.iterations - start_iter;
         int stop;
         if ((st = rl_decide_stop(done, t->cfg.iterations, t0, t->cfg.budget_seconds, &stop,
@@ -1133,6 +1149,9 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     if (!st && t->stats.iterations > start_iter) {
         ppo_stats none = {0};
         report(t, &t->tasks[0], &none, t->stats.last_mean_reward, 1);
+    }
+    if (!st && t->cfg.rank_steps > 0 && !op_interrupted()) { /* sgdp_rank.c */
+        st = sgdp_rank_train(t, err); /* its time is not PPO's: reported by itself */
     }
     return st;
 }
@@ -1208,4 +1227,26 @@ op_status sgdp_tr_acting(sgdp_trainer *t, sgdp_task *tk, sgdp_slot *s, const nn_
                          nn_tensor *eff, op_error *err)
 {
     return acting_policy(t, tk, s, 0, 1, raw, eff, err);
+}
+
+op_status sgdp_tr_timing(sgdp_task *tk, const int *row_dev, double *step, int *oom,
+                         op_error *err)
+{
+    op_status st = timing_of(tk, row_dev, err);
+    if (!st) {
+        *step = tk->sim.res[0].step_time_us;
+        *oom = tk->sim.res[0].oom;
+    }
+    return st;
+}
+
+void sgdp_tr_perturb(const sgdp_task *tk, nn_rng *rng, int *input)
+{
+    perturb_input(&tk->sg, rng, input);
+    follow_leaders(&tk->sg, input);
+}
+
+int sgdp_tr_relabelling(const sgdp_task *tk, nn_rng *rng, int *perm)
+{
+    return tk->sg.nd <= 1024 && draw_relabelling(tk->p, rng, perm);
 }

@@ -50,6 +50,10 @@
  * never worse than the input placement (the best placement seen; the input
  * itself when nothing improves it).  The defaults were chosen on a validation family (gnmt
  * held out of training), not on the family RESULTS reports as held out.
+ * --rank-probe K (a diagnostic, default 0 = off; src/learn/sgdp_rank.c):
+ * before the search, every single move off the input is simulated and the
+ * number of improving moves among the policy's top K, and the AUC of its
+ * score for "improves", go to the progress lines (--progress).
  *
  * --search sample (the previous default; without --weights the only mode):
  * --rounds R (10 with --weights, 1 without) rounds of greedy + --samples
@@ -78,7 +82,7 @@ typedef struct sgdp_opts {
     const char *weights, *save, *heuristics;
     const char *search; /* "guided" or "sample" */
     long finetune, iterations, samples, threads, epochs, units, warm, slots, rounds;
-    long top_k, search_samples, kick_samples;
+    long top_k, search_samples, kick_samples, rank_probe;
     double lr, entropy, moves;
 } sgdp_opts;
 
@@ -104,7 +108,8 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
         (st = op_options_int(o, "search-samples", SGDP_DEFAULT_SEARCH_SAMPLES, 0, 4096,
                              &s->search_samples, err)) ||
         (st = op_options_int(o, "kick-samples", SGDP_DEFAULT_KICK_SAMPLES, 0, 4096,
-                             &s->kick_samples, err)))
+                             &s->kick_samples, err)) ||
+        (st = op_options_int(o, "rank-probe", 0, 0, 100000000, &s->rank_probe, err)))
         return st;
     s->search = op_options_str(o, "search", s->weights ? "guided" : "sample");
     if (strcmp(s->search, "guided") && strcmp(s->search, "sample"))
@@ -166,6 +171,16 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);
+    if (!st && s->rank_probe > 0 && sgdp_trainer_reference(t, 0)) {
+        sgdp_rank_probe pr;
+        st = sgdp_trainer_rank_probe(t, 0, (int)s->rank_probe, &pr, err);
+        if (!st)
+            op_progress(ctx,
+                        "sgdp: rank probe at the input: %d of the top %d moves improve "
+                        "(%d of %d units; chance %.1f), AUC %.3f",
+                        pr.top_improving, pr.top_k, pr.improving, pr.units,
+                        pr.units ? (double)pr.top_k * pr.improving / pr.units : 0.0, pr.auc);
+    }
     if (!strcmp(s->search, "guided")) {
         sgdp_search_config sc = {.rounds = (int)s->rounds, .top_k = (int)s->top_k,
                                  .samples = (int)s->search_samples,
