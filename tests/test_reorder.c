@@ -4,7 +4,8 @@
  *   - on random DAGs and placements, with roomy and tight memory, the
  *     result keeps device_of, simulates to the reported step, never ranks
  *     after the input, and with keep_peak never raises the largest peak;
- *     when nothing is kept the placement is untouched;
+ *     when nothing is kept the placement is untouched; the best screened
+ *     order is reported, kept or not;
  *   - on a hand-built graph it finds the bottom-level order (115 us against
  *     first-ready-first's 125 us, computed by hand);
  *   - an input whose own order is already optimal keeps it;
@@ -58,6 +59,14 @@ static void check_one(const op_problem *p, const op_placement *in, int keep_peak
     }
     if (keep_peak)
         cr_assert_leq(largest(p, &r), peak0, "dag %d: peak memory rose", dag);
+    /* the best screened order is the kept one when one is kept, and
+     * without a peak limit there always is one */
+    if (rs.priority != OP_PRIORITY_FIFO) {
+        cr_assert_eq(rs.screened, rs.priority, "dag %d", dag);
+        cr_assert_eq(rs.screened_cap_share, rs.cap_share, "dag %d", dag);
+    }
+    if (!keep_peak)
+        cr_assert_neq(rs.screened, OP_PRIORITY_FIFO, "dag %d", dag);
     op_placement_destroy(&pl);
     op_sim_result_destroy(&r);
 }

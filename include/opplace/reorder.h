@@ -35,6 +35,12 @@ typedef struct op_reorder_stats {
     op_priority priority;            /* OP_PRIORITY_FIFO: pl left as it came */
     double cap_share;                /* the cap's share of the initial peak; 0: capacity */
     int runs;                        /* simulator runs spent */
+    /* The best screened (priority, cap), kept or not (with keep_peak,
+     * among those within the peak; OP_PRIORITY_FIFO: none qualified) and
+     * its step as screened: what to judge other placements by when the
+     * placement's own order beats every priority (opplace/refine.h). */
+    op_priority screened;
+    double screened_cap_share, screened_us;
 } op_reorder_stats;
 
 /* Reorder pl in place as described above; stats may be NULL. */
@@ -44,5 +50,12 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
 /* The per-device memory caps (n_dev values) of the order stats chose, for
  * judging other placements by the same list schedule (opplace/refine.h). */
 void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
+
+/* stats with the best screened order in place of the kept one, in *out,
+ * for judging by it (a placement that carries its own order, e.g.
+ * celeritas's, which first-ready-first judging would drop); NULL when
+ * nothing was screened. */
+const op_reorder_stats *op_reorder_as_screened(const op_reorder_stats *stats,
+                                               op_reorder_stats *out);
 
 #endif

@@ -41,7 +41,9 @@ static const char PLACE_HELP[] =
     "                   result's own schedule and still fits; 'peak' also keeps\n"
     "                   peak memory no higher (auto does 'fit')\n"
     "  --refine         polish the result by local search against the simulator,\n"
-    "                   judged by the --reorder order when one was chosen\n"
+    "                   judged by the --reorder order when one was chosen (or,\n"
+    "                   for a placer that orders its result, the best priority\n"
+    "                   order), else by first-ready-first\n"
     "                   (--refine-iters N makes it deterministic for a --seed)\n"
     "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
@@ -189,12 +191,40 @@ static op_status reorder_result(op_placement *pl, const op_problem *p, int keep_
     return append_to_name(pl, "+order", err);
 }
 
+/* The list schedule --refine judges by: the order --reorder chose, or,
+ * for a placement with its own order (celeritas, m-sct), the best priority
+ * order screened for it (screening it first when --reorder was not
+ * given); NULL: first-ready-first. */
+static op_status refine_judge(const op_problem *p, const op_placement *pl, int reordered,
+                              op_reorder_stats *order, op_reorder_stats *screened,
+                              const op_reorder_stats **judge, op_error *err)
+{
+    *judge = NULL;
+    if (order->priority != OP_PRIORITY_FIFO) {
+        *judge = order;
+        return OP_OK;
+    }
+    if (!pl->has_order)
+        return OP_OK;
+    op_status st = OP_OK;
+    if (!reordered) {
+        op_placement scratch;
+        if ((st = op_placement_copy(&scratch, pl, err)))
+            return st;
+        st = op_placement_reorder(p, &scratch, 0, order, err);
+        op_placement_destroy(&scratch);
+    }
+    if (!st)
+        *judge = op_reorder_as_screened(order, screened);
+    return st;
+}
+
 /* --refine: polish the result by local search (opplace/refine.h), judged
- * by the order --reorder chose (its priority and memory caps; with 'peak'
- * also within the placement's peak) or, without one, first-ready-first. */
+ * as refine_judge says (with --reorder peak also within the placement's
+ * peak). */
 static op_status refine_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
-                               const op_reorder_stats *order, int keep_peak, int *improved,
-                               op_error *err)
+                               op_reorder_stats *order, int reordered, int keep_peak,
+                               int *improved, op_error *err)
 {
     double seconds;
     long iters;
@@ -202,13 +232,19 @@ static op_status refine_result(cli_args *a, const op_place_ctx *ctx, op_placemen
     if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
         (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
         return st;
+    op_reorder_stats screened;
+    const op_reorder_stats *judge;
+    if ((st = refine_judge(ctx->p, pl, reordered, order, &screened, &judge, err)))
+        return st;
     int64_t *cap = op_malloc(((size_t)ctx->p->nd + 1) * sizeof *cap, err);
     if (!cap)
         return OP_ENOMEM;
-    op_reorder_caps(ctx->p, order, cap);
+    if (judge)
+        op_reorder_caps(ctx->p, judge, cap);
     op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds, .max_iterations = iters,
-                         .seed = ctx->seed, .max_units = 2000, .order = order->priority,
-                         .order_cap = cap, .max_peak = keep_peak ? order->initial_peak : 0};
+                         .seed = ctx->seed, .max_units = 2000,
+                         .order = judge ? judge->priority : OP_PRIORITY_FIFO, .order_cap = cap,
+                         .max_peak = keep_peak ? order->initial_peak : 0};
     op_refine_stats rs;
     st = op_refine(ctx, &ro, pl, &rs, err);
     free(cap);
@@ -234,7 +270,7 @@ static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placemen
     op_reorder_stats order = {.priority = OP_PRIORITY_FIFO};
     op_status st = how ? reorder_result(pl, ctx->p, keep_peak, &order, err) : OP_OK;
     if (!st && op_options_has(a->opts, "refine"))
-        st = refine_result(a, ctx, pl, &order, keep_peak, &improved, err);
+        st = refine_result(a, ctx, pl, &order, how != NULL, keep_peak, &improved, err);
     if (!st && how && improved) {
         op_reorder_stats again;
         st = op_placement_reorder(ctx->p, pl, keep_peak, &again, err);

@@ -65,15 +65,28 @@ void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t
     fill_cap(p, stats->cap_share, stats->initial_peak, cap);
 }
 
+const op_reorder_stats *op_reorder_as_screened(const op_reorder_stats *stats,
+                                               op_reorder_stats *out)
+{
+    if (stats->screened == OP_PRIORITY_FIFO)
+        return NULL;
+    *out = *stats;
+    out->priority = stats->screened;
+    out->cap_share = stats->screened_cap_share;
+    return out;
+}
+
 typedef struct choice {
     int k, c; /* indexes into PRIORITIES and CAP_SHARES; k < 0: none */
     judged j;
 } choice;
 
-/* Screen every (priority, cap) on the dispatching simulator. */
+/* Screen every (priority, cap) on the dispatching simulator: best gets
+ * the best that improves on the initial placement, top the best of all. */
 static op_status screen(const op_problem *p, op_sim *sim, const op_placement *view,
                         double *const prio[N_PRIORITIES], int64_t *cap, const judged *initial,
-                        int keep_peak, op_sim_result *r, choice *best, int *runs, op_error *err)
+                        int keep_peak, op_sim_result *r, choice *best, choice *top, int *runs,
+                        op_error *err)
 {
     op_status st = OP_OK;
     for (int c = 0; c < N_CAPS && !st; c++) {
@@ -85,6 +98,10 @@ static op_status screen(const op_problem *p, op_sim *sim, const op_placement *vi
             ++*runs;
             if (!st && improves(&j, &best->j, initial, keep_peak))
                 *best = (choice){k, c, j};
+            int within = !keep_peak || j.peak <= initial->peak;
+            if (!st && within &&
+                (top->k < 0 || op_sim_ranks_before(j.over, j.step, top->j.over, top->j.step)))
+                *top = (choice){k, c, j};
         }
     }
     op_sim_dispatch_by_priority(sim, NULL, NULL);
@@ -144,10 +161,11 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
     if (!st)
         st = run_judged(p, sim, pl, &r, &initial, err);
     final = initial;
-    choice best = {-1, 0, initial};
+    choice best = {-1, 0, initial}, top = {-1, 0, initial};
     const op_placement view = {.n_ops = p->n, .n_dev = p->nd, .device_of = pl->device_of};
     if (!st)
-        st = screen(p, sim, &view, prio, cap, &initial, keep_peak, &r, &best, &runs, err);
+        st = screen(p, sim, &view, prio, cap, &initial, keep_peak, &r, &best, &top, &runs,
+                    err);
     if (!st && best.k >= 0)
         st = apply(p, sim, pl, &best, prio[best.k], cap, &initial, keep_peak, &r, &final, &runs,
                    &applied, err);
@@ -157,7 +175,10 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
             .initial_peak = initial.peak, .final_peak = final.peak,
             .initial_over = initial.over, .final_over = final.over,
             .priority = applied ? PRIORITIES[best.k] : OP_PRIORITY_FIFO,
-            .cap_share = applied ? CAP_SHARES[best.c] : 0, .runs = runs};
+            .cap_share = applied ? CAP_SHARES[best.c] : 0, .runs = runs,
+            .screened = top.k >= 0 ? PRIORITIES[top.k] : OP_PRIORITY_FIFO,
+            .screened_cap_share = top.k >= 0 ? CAP_SHARES[top.c] : 0,
+            .screened_us = top.j.step};
     for (int k = 0; k < N_PRIORITIES; k++)
         free(prio[k]);
     free(cap);
