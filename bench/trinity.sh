@@ -24,7 +24,9 @@
 # communication and peak memory at most expert's (exact bytes).  "learnt
 # beats expert + order": trinity's step below expert + order's with both
 # peaks at most expert's, AND trinity's placement (device_of) is not
-# expert's.  "placement" says whose device_of trinity returned.
+# expert's.  "placement" says whose device_of trinity returned: expert's, a
+# learnt one (the search's pool) or a layer-boundary move around expert's
+# (--boundary-moves, src/learn/trinity_boundary.c; its final choice says so).
 # Every placer runs with --best-effort so an OOM placement still reports
 # numbers (marked *).
 # usage: bash bench/trinity.sh [path/to/opplace]
@@ -93,7 +95,7 @@ echo "### Trinity vs expert and expert + order (Table 4 columns), v100-nvlink"
 echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
 echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
-echo "--reward-order auto, final choice over the pool${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
+echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
 [ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity with --heuristics none."
 echo
 hdr="| model | ops | GPUs | expert | expert + order |"
@@ -118,9 +120,10 @@ for m in $MODELS; do
       tt=$(place "$g" "$n" trinity trinity-none "${TRINITY_STOP[@]}" --heuristics none)
     fi
     t=$(place "$g" "$n" trinity trinity "${TRINITY_STOP[@]}" $TRINITY_ARGS)
-    cmp=$(python3 - "$e" "$eo" "$t" "$TMP/expert.json" "$TMP/trinity.json" <<'PY'
+    cmp=$(python3 - "$e" "$eo" "$t" "$TMP/expert.json" "$TMP/trinity.json" "$TMP/trinity.err" <<'PY'
 import json, sys
 e, eo, t = (a.split() for a in sys.argv[1:4])
+boundary = 'a boundary-move placement' in open(sys.argv[6]).read()
 if 'fail' in (e[0], eo[0], t[0]):
     print('- | - | - | - | -'); raise SystemExit
 es, ec, em = map(float, e[4].split(':')); os_, oc, om = map(float, eo[4].split(':'))
@@ -129,7 +132,7 @@ same = json.load(open(sys.argv[4]))["device_of"] == json.load(open(sys.argv[5]))
 w = lambda a, b: 'less' if a < b else 'more' if a > b else 'equal'
 met = 'yes' if ts < es and tc <= ec and tm <= em else 'no'
 learnt = 'yes' if not same and ts < os_ and tc <= ec and tm <= em else 'no'
-print(f"{'expert' if same else 'learnt'} | {(ts / es - 1) * 100:+.2f}%, {w(tc, ec)}, {w(tm, em)} | {met}"
+print(f"{'expert' if same else 'boundary move' if boundary else 'learnt'} | {(ts / es - 1) * 100:+.2f}%, {w(tc, ec)}, {w(tm, em)} | {met}"
       f" | {(ts / os_ - 1) * 100:+.2f}%, {w(tc, oc)}, {w(tm, om)} | {learnt}")
 PY
 )
@@ -139,7 +142,7 @@ PY
     fi
     echo "| $m | $ops | $n | $(fmt "$e") | $(fmt "$eo") |$extra $(fmt "$t") | $cmp |"
     # Trinity's own account of its final choice (stderr of the placer)
-    grep -E '^trinity: (final choice|reference \+ order|rollouts judged)' "$TMP/trinity.err" \
+    grep -E '^trinity: (final choice|reference \+ order|rollouts judged|boundary moves)' "$TMP/trinity.err" \
       | sed "s/^/    <!-- $m x $n: /; s/\$/ -->/" >&2 || true
   done
 done

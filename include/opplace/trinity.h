@@ -294,6 +294,7 @@ typedef struct trinity_train_config {
 
 #define TRINITY_REWARD_ORDER_AUTO (-1)
 #define TRINITY_DEFAULT_POOL 4
+#define TRINITY_DEFAULT_BOUNDARY_MOVES 4 /* chunks per layer scope; 0: off */
 /* "none", "blevel", "cpath", "blevel-w", "auto" <-> the values above;
  * trinity_reward_order_parse returns -2 for an unknown name. */
 int trinity_reward_order_parse(const char *name);
@@ -355,10 +356,66 @@ trinity_reward_config trinity_trainer_reward(const trinity_trainer *t, int i);
  * priority list-schedule order, the fastest variant within the tolerances
  * of rc (no more out of memory than the best first-ready-first one).  out
  * (n ops, nd devices) receives it, its `order` included when it has one;
- * *m its metrics.  Progress lines go to ctx. */
+ * *m its metrics.  extra (n_extra x n device_of rows, may be NULL) are
+ * further candidates (layer-boundary moves).  Progress lines go to ctx. */
 op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t,
-                               const trinity_reward_config *rc, op_placement *out,
-                               trinity_metrics *m, op_error *err);
+                               const trinity_reward_config *rc, const int *extra, int n_extra,
+                               op_placement *out, trinity_metrics *m, op_error *err);
+
+/* Layer-boundary moves around a reference placement (trinity_boundary.c,
+ * beyond the paper): every layer scope cut into `chunks` runs in
+ * topological order; a whole scope or a prefix / suffix of its chunks
+ * moves from one device to a neighbouring one; device swaps; pairs of two
+ * single moves among the `pair_top` fastest and least-communicating ones;
+ * then up to `rounds` - 1 more rounds around the best admissible one.
+ * Each candidate is judged first-ready-first and with every priority list
+ * schedule and memory cap, by the final choice's admissibility rule
+ * (within rc when the reference is, else no higher peaks than it, never
+ * more out of memory).  res->kept (keep x n, res->n_kept rows, best
+ * first) receives the admissible candidates ahead of the reference with
+ * its best order (res->ref_best): fewer out of memory, then faster (when
+ * the reference fits: strictly faster). */
+typedef struct trinity_boundary_config {
+    int chunks;   /* 4: chunks per layer scope */
+    int pair_top; /* 8 */
+    int keep;     /* 2 */
+    int rounds;   /* 8: descent rounds (each from the best admissible so far) */
+    int order_all; /* 0; 1: also order the candidates above the communication
+                      bound (for the report: faster_any, least_comm_faster;
+                      the search itself does not change) */
+    /* NULL, or called with every candidate judged (tests): its device_of,
+     * first-ready-first metrics and fastest admissible step (inf: none) */
+    void (*visit)(void *arg, const int *device_of, const trinity_metrics *fifo,
+                  double best_admissible_us);
+    void *visit_arg;
+} trinity_boundary_config;
+
+typedef struct trinity_boundary_result {
+    int blocks, singles, swaps, pairs; /* judged candidates by kind */
+    int rounds;                        /* descent rounds run */
+    int candidates, comm_ok, admissible;
+    int faster;                         /* admissible and ahead of ref_best (fewer out of
+                                           memory, then faster) */
+    trinity_metrics ref_fifo, ref_best; /* the reference, FIFO and with its best order */
+    trinity_metrics best;               /* the best admissible candidate (step inf: none) */
+    char best_what[16];                 /* "single", "swap", "pair" or "none" */
+    double fastest_comm_ok;             /* fastest candidate within the comm bound, any memory */
+    int faster_any;                     /* candidates faster than ref_best at any peaks
+                                           (above the comm bound: only with order_all) */
+    trinity_metrics least_comm_faster;  /* of those, the least communication (FIFO peaks,
+                                           its best step at any peaks) */
+    double seconds;
+    int n_kept;
+    int *kept;                          /* n_kept x n device_of rows */
+    trinity_metrics *kept_m;
+} trinity_boundary_result;
+
+trinity_boundary_config trinity_boundary_defaults(void);
+op_status trinity_boundary_search(const op_problem *p, const int *ref,
+                                  const trinity_reward_config *rc,
+                                  const trinity_boundary_config *cfg,
+                                  trinity_boundary_result *res, op_error *err);
+void trinity_boundary_result_destroy(trinity_boundary_result *res);
 
 typedef struct trinity_train_stats {
     long iterations, rollouts;

@@ -5,7 +5,9 @@
  * (opplace/list_schedule.h), the placer returns after the search.
  *
  * Candidates: the trainer's pool (its best distinct placements under the
- * search's judge, trinity_train.c) and the reference.  Each is simulated
+ * search's judge, trinity_train.c), the reference, and the caller's extra
+ * placements (the layer-boundary moves of trinity_boundary.c, labelled
+ * "a boundary move" in the progress lines).  Each is simulated
  * first-ready-first (FIFO) and list-scheduled with every priority (bottom
  * level with transfers, tlevel + blevel, compute-only bottom level),
  * without a memory cap and with caps of 100 / 95 / 90 % of the memory
@@ -149,7 +151,7 @@ static void describe_order(char *buf, size_t len, int prio, double share, double
  * metrics; the progress lines give the reference's best variant
  * ("expert + order") next to the result. */
 static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const int *const *entries,
-                              int n_entries, int ref_entry, op_placement *out,
+                              int n_entries, int ref_entry, int first_extra, op_placement *out,
                               trinity_metrics *m, op_error *err)
 {
     const op_problem *p = ctx->p;
@@ -189,7 +191,9 @@ static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const in
             op_progress(ctx,
                         "trinity: candidate %d%s: first-ready-first %.3f ms, %.1f MiB, %.2f GiB%s; "
                         "best admissible %.3f ms",
-                        e, e == ref_entry ? " (the reference)" : "", fifo[e].step_us / 1000.0,
+                        e, e == ref_entry ? " (the reference)"
+                           : e >= first_extra ? " (a boundary move)" : "",
+                        fifo[e].step_us / 1000.0,
                         (double)fifo[e].peak_comm / 1048576.0,
                         (double)fifo[e].peak_mem / 1073741824.0, fifo[e].oom ? ", OOM" : "",
                         best.step_us / 1000.0);
@@ -203,19 +207,25 @@ static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const in
                     "reference): %s placement (first-ready-first %.3f ms) with %s: %.3f ms, "
                     "peak communication %.1f MiB, peak memory %.2f GiB",
                     n_entries,
-                    learnt ? "a learnt" : "the reference's", fifo[f->cur_entry].step_us / 1000.0,
+                    !learnt ? "the reference's"
+                    : f->cur_entry >= first_extra ? "a boundary-move"
+                                                  : "a learnt",
+                    fifo[f->cur_entry].step_us / 1000.0,
                     how, f->cur.step_us / 1000.0, (double)f->cur.peak_comm / 1048576.0,
                     (double)f->cur.peak_mem / 1073741824.0);
+        const char *whose = f->cur_entry >= first_extra ? "boundary-move" : "learnt";
         if (ref_entry >= 0 && isinf(ref_best.step_us))
             op_progress(ctx,
                         "trinity: reference + order: none admissible (first-ready-first %.3f "
-                        "ms%s); learnt placement better",
-                        fifo[ref_entry].step_us / 1000.0, fifo[ref_entry].oom ? ", OOM" : "");
+                        "ms%s); %s placement better",
+                        fifo[ref_entry].step_us / 1000.0, fifo[ref_entry].oom ? ", OOM" : "",
+                        whose);
         else if (ref_entry >= 0)
             op_progress(ctx,
                         "trinity: reference + order: %.3f ms (first-ready-first %.3f ms); "
-                        "learnt placement %s",
+                        "%s placement %s",
                         ref_best.step_us / 1000.0, fifo[ref_entry].step_us / 1000.0,
+                        learnt ? whose : "learnt",
                         !learnt ? "not better"
                         : f->cur.step_us < ref_best.step_us ? "better"
                                                             : "equal");
@@ -226,13 +236,15 @@ static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const in
 }
 
 op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t,
-                               const trinity_reward_config *rc, op_placement *out,
-                               trinity_metrics *m, op_error *err)
+                               const trinity_reward_config *rc, const int *extra, int n_extra,
+                               op_placement *out, trinity_metrics *m, op_error *err)
 {
     const op_problem *p = ctx->p;
     const trinity_reference *ref = trinity_trainer_reference(t, 0);
     int n_pool = trinity_trainer_pool_size(t, 0), n = 0, ref_entry = -1;
-    const int **entries = op_calloc((size_t)n_pool + 2, sizeof *entries, err);
+    if (!extra || n_extra < 0)
+        n_extra = 0;
+    const int **entries = op_calloc((size_t)n_pool + (size_t)n_extra + 2, sizeof *entries, err);
     final_choice f = {.p = p, .rc = rc};
     if (!entries)
         return OP_ENOMEM;
@@ -245,6 +257,9 @@ op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t
     }
     if (ref && ref_entry < 0)
         ref_entry = n, entries[n++] = ref->device_of;
+    int first_extra = n;
+    for (int k = 0; k < n_extra; k++)
+        entries[n++] = extra + (size_t)k * (size_t)p->n;
     if (!n) {
         trinity_best b = trinity_trainer_best(t, 0);
         entries[n++] = b.device_of;
@@ -257,7 +272,7 @@ op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t
             if (!(f.cap = op_malloc(((size_t)p->nd + 1) * sizeof *f.cap, err)))
                 st = OP_ENOMEM;
             else
-                st = choose_final(&f, ctx, entries, n, ref_entry, out, m, err);
+                st = choose_final(&f, ctx, entries, n, ref_entry, first_extra, out, m, err);
             free(f.cap);
             op_placement_destroy(&f.cand);
         }

@@ -57,6 +57,18 @@
  *       reference's placement with any of these orders (communication
  *       does not depend on the order, memory may).  Progress lines report
  *       each candidate, the choice, and "reference + order" beside it.
+ * Also beyond the paper (src/learn/trinity_boundary.c): --boundary-moves C
+ * (4; 0 = off; needs the reference and --schedule-orders 1) enumerates
+ * layer-boundary moves around the reference after the search (each layer
+ * scope cut into C chunks; whole scopes and prefixes / suffixes of chunks
+ * move to a neighbouring device; device swaps; pairs among the
+ * --boundary-pairs 8 fastest and least-communicating singles; up to
+ * --boundary-rounds 8 rounds of descent from the best admissible one),
+ * judges each with every priority order, and gives the final choice the 2
+ * fastest admissible ones that beat the reference + order.  PPO's moves
+ * around the reference rarely shift a stage boundary (bench/RESULTS.md,
+ * Trinity).  --boundary-all 1 also orders the candidates above the
+ * communication bound, for the report only (bench/trinity_boundary.sh).
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
@@ -77,7 +89,8 @@
 typedef struct trinity_opts {
     const char *weights, *save, *heuristics;
     long finetune, iterations, samples, threads, epochs, groups, slots, units;
-    long schedule_orders, pool;
+    long schedule_orders, pool, boundary_moves, boundary_all, boundary_pairs,
+        boundary_rounds;
     int reward_order;
     int comm_from_ref, mem_from_ref;
     double lr, entropy, p, q, prior, sched_prior, explore;
@@ -128,8 +141,23 @@ static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
         return st;
     if (s->finetune && !s->weights)
         return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
-    if ((st = op_options_int(o, "pool", TRINITY_DEFAULT_POOL, 1, 1000, &s->pool, err)))
+    if ((st = op_options_int(o, "pool", TRINITY_DEFAULT_POOL, 1, 1000, &s->pool, err)) ||
+        (st = op_options_int(o, "boundary-moves", TRINITY_DEFAULT_BOUNDARY_MOVES, 0, 64,
+                             &s->boundary_moves, err)) ||
+        (st = op_options_int(o, "boundary-all", 0, 0, 1, &s->boundary_all, err)) ||
+        (st = op_options_int(o, "boundary-rounds", trinity_boundary_defaults().rounds, 1, 1000,
+                             &s->boundary_rounds, err)) ||
+        (st = op_options_int(o, "boundary-pairs", trinity_boundary_defaults().pair_top, 0, 1000,
+                             &s->boundary_pairs, err)))
         return st;
+    if (!s->schedule_orders || !s->heuristics) {
+        if (!op_options_has(o, "boundary-moves"))
+            s->boundary_moves = 0; /* the default needs both */
+    }
+    if (s->boundary_moves && (!s->schedule_orders || !s->heuristics))
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --boundary-moves needs a reference (--heuristics) and "
+                       "--schedule-orders 1 (its candidates join the final choice)");
     /* judged by an order only when the result may have one */
     const char *ro = op_options_str(o, "reward-order", s->schedule_orders ? "auto" : "none");
     s->reward_order = trinity_reward_order_parse(ro);
@@ -193,6 +221,49 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
 
 /* ------------------------------------------------ priority orders (beyond the paper) */
 
+/* Layer-boundary moves around the reference (trinity_boundary.c): the
+ * admissible candidates faster than the reference + order join the final
+ * choice.  res is left empty (n_kept 0) when there is no reference. */
+static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
+                                const trinity_trainer *t, const trinity_reward_config *rc,
+                                trinity_boundary_result *res, op_error *err)
+{
+    const trinity_reference *ref = trinity_trainer_reference(t, 0);
+    memset(res, 0, sizeof *res);
+    if (!s->boundary_moves || !ref)
+        return OP_OK;
+    trinity_boundary_config bc = trinity_boundary_defaults();
+    bc.chunks = (int)s->boundary_moves;
+    bc.order_all = (int)s->boundary_all;
+    bc.pair_top = (int)s->boundary_pairs;
+    bc.rounds = (int)s->boundary_rounds;
+    op_status st = trinity_boundary_search(ctx->p, ref->device_of, rc, &bc, res, err);
+    if (!st)
+        op_progress(ctx,
+                    "trinity: boundary moves (%d chunks per layer, %d rounds): %d blocks, %d candidates "
+                    "(%d single, %d swaps, %d pairs), %d within the communication bound, %d "
+                    "admissible, %d faster than the reference + order (%.3f ms); best "
+                    "admissible %s %.3f ms; fastest within the communication bound %.3f ms; "
+                    "%.1f s",
+                    bc.chunks, res->rounds, res->blocks, res->candidates, res->singles, res->swaps,
+                    res->pairs, res->comm_ok, res->admissible, res->faster,
+                    res->ref_best.step_us / 1000.0, res->best_what, res->best.step_us / 1000.0,
+                    res->fastest_comm_ok / 1000.0, res->seconds);
+    if (!st && s->boundary_all && res->faster_any)
+        op_progress(ctx,
+                    "trinity: boundary moves faster than the reference + order at any peaks: "
+                    "%d; the least communication among them %.1f MiB (%.2fx the bound), %.3f "
+                    "ms, peak memory %.2f GiB",
+                    res->faster_any, (double)res->least_comm_faster.peak_comm / 1048576.0,
+                    (double)res->least_comm_faster.peak_comm / rc->max_comm_bytes,
+                    res->least_comm_faster.step_us / 1000.0,
+                    (double)res->least_comm_faster.peak_mem / 1073741824.0);
+    else if (!st && s->boundary_all)
+        op_progress(ctx, "trinity: boundary moves faster than the reference + order at any "
+                         "peaks: 0");
+    return st;
+}
+
 static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
                                  trinity_policy *pol, op_placement *out, op_error *err)
 {
@@ -217,8 +288,12 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
         op_placement_drop_order(out);
         trinity_metrics fm = b.m; /* the result's, ordered or not */
+        trinity_boundary_result br = {0};
         if (s->schedule_orders)
-            st = trinity_final_choice(ctx, t, &rc, out, &fm, err);
+            st = boundary_moves(ctx, s, t, &rc, &br, err);
+        if (!st && s->schedule_orders)
+            st = trinity_final_choice(ctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
+        trinity_boundary_result_destroy(&br);
         double share;
         int judge = trinity_trainer_reward_order(t, 0, &share);
         if (!st && judge != OP_PRIORITY_FIFO)
