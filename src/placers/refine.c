@@ -104,22 +104,13 @@ static uint64_t next_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static int64_t largest_peak(const op_problem *p, const op_sim_result *r)
-{
-    int64_t m = 0;
-    for (int d = 0; d < p->nd; d++)
-        if (r->peak_mem[d] > m)
-            m = r->peak_mem[d];
-    return m;
-}
-
 /* Is candidate r better than the incumbent (step, over)?  Fitting beats not
  * fitting; among non-fitting placements less overflow wins; a peak above
  * max_peak (> 0) never does. */
 static int better(const op_problem *p, const op_sim_result *r, double step, double over,
                   int64_t max_peak)
 {
-    if (r->cut_off || (max_peak > 0 && largest_peak(p, r) > max_peak))
+    if (r->cut_off || (max_peak > 0 && op_sim_largest_peak(p, r) > max_peak))
         return 0;
     return op_sim_ranks_before(op_sim_overflow_bytes(p, r), r->step_time_us, over, step);
 }

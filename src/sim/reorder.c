@@ -27,21 +27,13 @@ typedef struct judged {
     int64_t peak;
 } judged;
 
-static int64_t largest_peak(const op_problem *p, const op_sim_result *r)
-{
-    int64_t m = 0;
-    for (int d = 0; d < p->nd; d++)
-        if (r->peak_mem[d] > m)
-            m = r->peak_mem[d];
-    return m;
-}
-
 static op_status run_judged(const op_problem *p, op_sim *sim, const op_placement *pl,
                             op_sim_result *r, judged *j, op_error *err)
 {
     op_status st = op_sim_run(sim, pl, r, NULL, err);
     if (!st)
-        *j = (judged){op_sim_overflow_bytes(p, r), r->step_time_us, largest_peak(p, r)};
+        *j = (judged){op_sim_overflow_bytes(p, r), r->step_time_us,
+                      op_sim_largest_peak(p, r)};
     return st;
 }
 

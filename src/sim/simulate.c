@@ -643,6 +643,15 @@ double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r)
     return o;
 }
 
+int64_t op_sim_largest_peak(const op_problem *p, const op_sim_result *r)
+{
+    int64_t m = 0;
+    for (int d = 0; d < p->nd; d++)
+        if (r->peak_mem[d] > m)
+            m = r->peak_mem[d];
+    return m;
+}
+
 void sim_set_dispatch(op_sim *s, const double *prio, const int64_t *cap)
 {
     s->prio = prio;
