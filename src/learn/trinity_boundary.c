@@ -52,7 +52,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "opplace/list_schedule.h"
 #include "opplace/trinity.h"
@@ -520,8 +519,7 @@ op_status trinity_boundary_search(const op_problem *p, const int *ref,
                                   const trinity_boundary_config *cfg,
                                   trinity_boundary_result *res, op_error *err)
 {
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = op_seconds_now();
     memset(res, 0, sizeof *res);
     int keep = cfg->keep > 0 ? cfg->keep : 1;
     res->kept = op_malloc((size_t)keep * (size_t)p->n * sizeof(int), err);
@@ -583,8 +581,7 @@ op_status trinity_boundary_search(const op_problem *p, const int *ref,
         st = search(&b, centre, cfg, res, err);
     }
     free(centre);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    res->seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    res->seconds = op_seconds_now() - t0;
     if (have_pl)
         op_placement_destroy(&b.pl);
     if (have_r)
