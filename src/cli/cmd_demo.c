@@ -42,7 +42,7 @@ static void print_row(const cli_problem *cp, const char *algo, const op_sim_resu
     for (int d = 0; d < cp->p.nd; d++)
         if (r->peak_mem[d] > peak)
             peak = r->peak_mem[d];
-    printf("| %-22s | %12s | %6.3f | %12s | %12s | %-3s | %8.3f |\n", algo,
+    printf("| %-32s | %12s | %6.3f | %12s | %12s | %-3s | %8.3f |\n", algo,
            cli_time(t, sizeof t, r->step_time_us), r->step_time_us / cp->p.lower_bound_us,
            cli_bytes(m, sizeof m, (double)peak), cli_bytes(c, sizeof c, (double)r->comm_bytes),
            r->oom ? "yes" : "no", seconds);
@@ -58,9 +58,9 @@ static op_status compare_all(cli_problem *cp, op_error *err)
         op_sim_result_destroy(&r);
         return OP_ENOMEM;
     }
-    printf("| %-22s | %12s | %6s | %12s | %12s | %-3s | %8s |\n", "algorithm", "step time",
+    printf("| %-32s | %12s | %6s | %12s | %12s | %-3s | %8s |\n", "algorithm", "step time",
            "/bound", "max peak mem", "traffic", "OOM", "place s");
-    printf("|------------------------|--------------|--------|--------------|--------------|-----|----------|\n");
+    printf("|----------------------------------|--------------|--------|--------------|--------------|-----|----------|\n");
     int n;
     const op_placer *const *all = op_placers(&n);
     for (int i = 0; i < n; i++) {
@@ -72,12 +72,12 @@ static op_status compare_all(cli_problem *cp, op_error *err)
         op_error perr = {0};
         double t0 = cli_now();
         if (op_place(all[i], &ctx, &pl, &perr)) {
-            printf("| %-22s | failed: %s\n", all[i]->name, perr.msg);
+            printf("| %-32s | failed: %s\n", all[i]->name, perr.msg);
             continue;
         }
         double seconds = cli_now() - t0;
         if (op_sim_run(sim, &pl, &r, NULL, &perr))
-            printf("| %-22s | simulation failed: %s\n", all[i]->name, perr.msg);
+            printf("| %-32s | simulation failed: %s\n", all[i]->name, perr.msg);
         else
             print_row(cp, pl.algorithm ? pl.algorithm : all[i]->name, &r, seconds);
         op_placement_destroy(&pl);
