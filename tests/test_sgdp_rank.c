@@ -47,15 +47,6 @@ static sgdp_train_config rank_train(int units, int steps, uint64_t seed)
     return tc;
 }
 
-static double simulated(const op_problem *p, const int *device_of)
-{
-    op_sim_result r;
-    op_sim_result_init(&r, p, NULL);
-    double t = tk_simulate(p, device_of, &r);
-    op_sim_result_destroy(&r);
-    return t;
-}
-
 Test(sgdp_rank, labels_equal_an_independent_simulation_of_the_moved_placement)
 {
     op_error err = {0};
@@ -79,7 +70,7 @@ Test(sgdp_rank, labels_equal_an_independent_simulation_of_the_moved_placement)
     cr_assert_eq(l.n, p->n, "every op may move: %d labels for %d ops", l.n, p->n);
     for (int r = 0; r < p->n; r++)
         dev[p->g->topo[r]] = row_dev[r];
-    double in = simulated(p, dev);
+    double in = tk_step(p, dev);
     cr_assert_float_eq(l.input_time, in, 1e-6);
     int improving = 0;
     for (int k = 0; k < l.n; k++) {
@@ -90,7 +81,7 @@ Test(sgdp_rank, labels_equal_an_independent_simulation_of_the_moved_placement)
             if (d == row_dev[r])
                 continue;
             dev[op] = d;
-            double s = simulated(p, dev);
+            double s = tk_step(p, dev);
             if (d == l.dev[k])
                 cr_assert_float_eq(s, l.step[k], 1e-6, "row %d device %d", r, d);
             best = fmin(best, s);

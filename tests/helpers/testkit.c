@@ -114,6 +114,17 @@ double tk_simulate(const op_problem *p, const int *device_of, op_sim_result *r)
     return r->step_time_us;
 }
 
+double tk_step(const op_problem *p, const int *device_of)
+{
+    op_sim_result r;
+    op_error err = {0};
+    if (op_sim_result_init(&r, p, &err))
+        die("simulate", &err);
+    double t = tk_simulate(p, device_of, &r);
+    op_sim_result_destroy(&r);
+    return t;
+}
+
 int tk_run(const char *cmd, char **out)
 {
     char full[4096];

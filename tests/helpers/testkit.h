@@ -37,6 +37,8 @@ void tk_unbind(tk_problem *tp);
 
 /* Simulate device_of (and optional per-device order) and return step time. */
 double tk_simulate(const op_problem *p, const int *device_of, op_sim_result *r);
+/* The same without a result to keep: just the step time. */
+double tk_step(const op_problem *p, const int *device_of);
 
 /* Run a shell command, return its exit status; output captured in *out
  * (malloc'ed, may be NULL). */
