@@ -147,12 +147,10 @@ Test(list_schedule, bottom_level_beats_first_ready_first_on_a_hand_built_graph)
     op_error err = {0};
     int id[3];
     tk_problem tp;
-    tk_bind(&tp, tk_order_matters_graph(id), tk_cluster(2, 5.0, 1e-3, (int64_t)1 << 30));
+    op_placement pl;
+    tk_order_matters_setup(&tp, &pl, id);
     int a = id[0], bb = id[1], c = id[2];
     const op_problem *p = &tp.p;
-    op_placement pl;
-    cr_assert_eq(op_placement_init(&pl, p->n, 2, &err), OP_OK);
-    pl.device_of[a] = 0, pl.device_of[bb] = 0, pl.device_of[c] = 1;
     op_sim_result r;
     cr_assert_eq(op_sim_result_init(&r, p, &err), OP_OK);
     cr_assert_float_eq(simulate(p, &pl, &r), 125.0, 1e-9);

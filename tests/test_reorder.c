@@ -107,12 +107,10 @@ Test(reorder, finds_the_critical_path_order_on_a_hand_built_graph)
     op_error err = {0};
     int id[3];
     tk_problem tp;
-    tk_bind(&tp, tk_order_matters_graph(id), tk_cluster(2, 5.0, 1e-3, (int64_t)1 << 30));
-    int a = id[0], bb = id[1], c = id[2];
-    const op_problem *p = &tp.p;
     op_placement pl;
-    cr_assert_eq(op_placement_init(&pl, p->n, 2, &err), OP_OK);
-    pl.device_of[a] = 0, pl.device_of[bb] = 0, pl.device_of[c] = 1;
+    tk_order_matters_setup(&tp, &pl, id);
+    int bb = id[1];
+    const op_problem *p = &tp.p;
     op_reorder_stats rs;
     cr_assert_eq(op_placement_reorder(p, &pl, 1, &rs, &err), OP_OK);
     cr_assert_float_eq(rs.initial_us, 125.0, 1e-9);

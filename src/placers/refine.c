@@ -299,6 +299,9 @@ static op_status keep_if_better(search *S, op_placement *pl, double given_step,
 {
     const op_problem *p = S->ctx->p;
     st->final_us = given_step;
+    /* nothing moved and nothing to derive: the result would be pl itself */
+    if (st->accepted == 0 && !judged_by_order(S) && !pl->has_order)
+        return OP_OK;
     op_placement out;
     op_status e = build_result(S, pl, &out, err);
     if (e)

@@ -163,7 +163,7 @@ const char *tk_tmpdir(void)
     return dir;
 }
 
-op_graph *tk_order_matters_graph(int ids[3])
+static op_graph *order_matters_graph(int ids[3])
 {
     op_error err = {0};
     op_graph_builder *b = op_graph_builder_new("order-matters", &err);
@@ -174,6 +174,17 @@ op_graph *tk_order_matters_graph(int ids[3])
     ids[2] = tk_op(b, "C", 100, 0);
     tk_edge(b, ids[1], ids[2], 0);
     return tk_finish(b);
+}
+
+void tk_order_matters_setup(tk_problem *tp, op_placement *pl, int ids[3])
+{
+    op_error err = {0};
+    tk_bind(tp, order_matters_graph(ids), tk_cluster(2, 5.0, 1e-3, (int64_t)1 << 30));
+    if (op_placement_init(pl, tp->p.n, 2, &err))
+        die("placement", &err);
+    pl->device_of[ids[0]] = 0;
+    pl->device_of[ids[1]] = 0;
+    pl->device_of[ids[2]] = 1;
 }
 
 double tk_json_number(const char *text, const char *key)

@@ -49,11 +49,12 @@ const char *tk_tmpdir(void);
 
 uint64_t tk_rand(uint64_t *state);
 
-/* The smallest graph where the execution order matters: A (10 us) and B
- * (10 us) independent, C (100 us) after B by a 0-byte edge; ids[] receives
- * A, B, C.  With A and B on one device and C on another (5 us latency),
- * first-ready-first runs A first and takes 125 us, B first 115 us. */
-op_graph *tk_order_matters_graph(int ids[3]);
+/* The smallest problem where the execution order matters: A (10 us) and B
+ * (10 us) independent, C (100 us) after B by a 0-byte edge (ids[] receives
+ * A, B, C), bound to 2 devices with 5 us latency; pl (initialised here)
+ * has A and B on d0 and C on d1.  First-ready-first runs A first and takes
+ * 125 us, B first 115 us. */
+void tk_order_matters_setup(tk_problem *tp, op_placement *pl, int ids[3]);
 
 /* A zoo model's graph with options kv (key, value, ..., NULL); aborts on
  * an unknown model or bad options. */
