@@ -25,6 +25,8 @@ typedef struct op_place_ctx {
     op_options *opts;      /* algorithm-specific options, may be NULL */
     uint64_t seed;         /* --seed */
     double budget_seconds; /* --budget-seconds; <= 0 means the placer's default */
+    double deadline;       /* absolute op_seconds_now() time by which the whole command must
+                              end (set once by the caller from the budget); <= 0: none */
     int best_effort;       /* --best-effort: return a placement even if it does not fit */
     int progress;          /* print progress lines on stderr */
 } op_place_ctx;
@@ -55,6 +57,11 @@ void op_set_interrupted(int on);
 
 /* Seconds on a monotonic clock, for budgets and timings. */
 double op_seconds_now(void);
+
+/* Seconds left before ctx->deadline (a large number when there is none, 0
+ * once it has passed or the run was interrupted).  Every long stage polls
+ * this, so one deadline and one interrupt flag bound the whole command. */
+double op_seconds_left(const op_place_ctx *ctx);
 
 /* printf-style progress line on stderr, only when ctx->progress is set. */
 void op_progress(const op_place_ctx *ctx, const char *fmt, ...)

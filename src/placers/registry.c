@@ -100,6 +100,16 @@ double op_seconds_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double op_seconds_left(const op_place_ctx *ctx)
+{
+    if (op_interrupted())
+        return 0;
+    if (!ctx || ctx->deadline <= 0)
+        return 1e30;
+    double left = ctx->deadline - op_seconds_now();
+    return left > 0 ? left : 0;
+}
+
 void op_progress(const op_place_ctx *ctx, const char *fmt, ...)
 {
     if (!ctx || !ctx->progress)
