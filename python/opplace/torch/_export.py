@@ -38,9 +38,10 @@ def numel(x):
     return sum(t.numel() for t in tensors_in(x))
 
 
-def forward_flops(n, mod, args, out):
+def forward_flops(n, mod, args, out, kwargs=None):
     """FLOPs of fx node n given its arguments and output (shapes only)."""
     y = numel(out)
+    kwargs = kwargs or {}
     if n.op == "call_module":
         if isinstance(mod, nn.modules.conv._ConvNd):
             k = math.prod(mod.kernel_size) * mod.in_channels // mod.groups
@@ -50,7 +51,8 @@ def forward_flops(n, mod, args, out):
         if isinstance(mod, nn.Bilinear):
             return 2 * y * mod.in1_features * mod.in2_features
         if isinstance(mod, nn.MultiheadAttention):
-            q, kv = args[0], args[1]
+            q = args[0] if args else kwargs.get("query")
+            kv = args[1] if len(args) > 1 else kwargs.get("key", q)
             e = mod.embed_dim
             lq, lk = q.numel() // e, kv.numel() // e
             batch = q.shape[0] if mod.batch_first else q.shape[1]
@@ -339,7 +341,9 @@ def _build(model, gm, names, step, pname, optimizer, profile, measured, kind, wa
         out_b = sum(nbytes(t) for t in tens)
         arg_vals = [rec.outputs.get(a.name) if isinstance(a, fx.Node) else a for a in n.args]
         in_b = sum(nbytes(t) for a in inputs for t in tensors_in(rec.outputs.get(a.name)))
-        flops = forward_flops(n, mod, arg_vals, out) if n.op not in ("placeholder", "get_attr") else 0
+        kw_vals = {k: rec.outputs.get(v.name) if isinstance(v, fx.Node) else v
+                  for k, v in n.kwargs.items()}
+        flops = forward_flops(n, mod, arg_vals, out, kw_vals) if n.op not in ("placeholder", "get_attr") else 0
         fwd_flops[n.name] = flops
         if n.op in ("placeholder", "get_attr"):
             t = 0.0

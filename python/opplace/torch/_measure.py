@@ -1,5 +1,77 @@
-"""opplace.torch.measure: measured vs simulated step time."""
+"""opplace.torch.measure: a placed module's measured training step next to
+opplace's simulated step for the same graph, cluster and placement."""
+import json
+import os
+import shutil
+import subprocess
+import time
+
+import torch
+
+from ._apply import apply
+from ._export import default_loss
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def measure(*a, **k):
-    raise NotImplementedError
+def opplace_binary(path=None):
+    """The opplace executable: `path`, $OPPLACE, build/opplace of this
+    source tree, or `opplace` on PATH."""
+    for cand in (path, os.environ.get("OPPLACE"),
+                 os.path.normpath(os.path.join(_HERE, "..", "..", "..", "build", "opplace")),
+                 shutil.which("opplace")):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    raise RuntimeError("opplace.torch: cannot find the opplace program; build it "
+                       "(cmake --build build) or set $OPPLACE")
+
+
+def simulate(graph_path, placement_path, cluster_path, opplace=None):
+    """opplace's metrics (formats.md section 3) for the placement."""
+    cmd = [opplace_binary(opplace), "simulate", graph_path, "--placement", placement_path,
+           "--cluster", cluster_path, "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("opplace.torch: %s failed: %s" % (" ".join(cmd), r.stderr.strip()))
+    return json.loads(r.stdout)
+
+
+def _sync(module):
+    devs = {p.device for p in module.parameters()}
+    for d in devs:
+        if d.type == "cuda":
+            torch.cuda.synchronize(d)
+
+
+def measure(model, example_inputs, graph_path, placement_path, device_map, cluster_path,
+            loss_fn=None, optimizer=None, steps=10, warmup=3, opplace=None):
+    """Apply the placement, run `warmup` then `steps` timed training steps
+    (forward, loss, backward, optimizer step) and return
+    {"measured_step_us", "simulated_step_us", "ratio", "steps", "step_us"
+    (every timed step), "metrics" (opplace simulate's)}.  optimizer: a
+    function of the parameters returning a torch.optim optimizer (default:
+    Adam, lr 1e-4).  Inputs are moved to the devices their ops are placed on."""
+    if isinstance(example_inputs, torch.Tensor):
+        example_inputs = (example_inputs,)
+    metrics = simulate(graph_path, placement_path, cluster_path, opplace)
+    placed = apply(model, graph_path, placement_path, device_map)
+    placed.train()
+    loss_fn = loss_fn or default_loss
+    opt = (optimizer or (lambda ps: torch.optim.Adam(ps, lr=1e-4)))(placed.parameters())
+    times = []
+    for i in range(warmup + steps):
+        _sync(placed)
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(placed(*example_inputs))
+        loss.backward()
+        opt.step()
+        _sync(placed)
+        if i >= warmup:
+            times.append((time.perf_counter() - t0) * 1e6)
+    times.sort()
+    med = times[len(times) // 2]
+    sim = float(metrics["step_time_us"])
+    return {"measured_step_us": med, "simulated_step_us": sim,
+            "ratio": med / sim if sim > 0 else float("inf"), "steps": steps,
+            "step_us": times, "metrics": metrics}

@@ -139,6 +139,14 @@ class ConcreteTracer(fx.Tracer):
     def getattr(self, attr, attr_val, parameter_proxy_cache):
         if self.evaluating:
             return attr_val
+        if isinstance(attr_val, torch.Tensor) and not isinstance(attr_val, nn.Parameter):
+            # buffers become get_attr nodes too (fx proxies only parameters),
+            # so that indexing one with a traced size works
+            for n, b in self.root.named_buffers():
+                if b is attr_val:
+                    if n not in parameter_proxy_cache:
+                        parameter_proxy_cache[n] = self.create_proxy("get_attr", n, (), {})
+                    return parameter_proxy_cache[n]
         return super().getattr(attr, attr_val, parameter_proxy_cache)
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
@@ -147,13 +155,15 @@ class ConcreteTracer(fx.Tracer):
         return node
 
     def _evaluate(self, proxy):
+        proxy.node  # an Attribute proxy (x.shape) creates its node on first use
         g = fx.Graph()
         env = {}
         g.graph_copy(self.graph, env)
         g.output(env[proxy.node])
-        gm = fx.GraphModule(self.root, g)
-        self.evaluating = True
+        was = self.evaluating
+        self.evaluating = True  # also while GraphModule copies attributes: real ones
         try:
+            gm = fx.GraphModule(self.root, g)
             with torch.no_grad():
                 return gm(*self.example)
         except Exception as e:
@@ -162,7 +172,7 @@ class ConcreteTracer(fx.Tracer):
                 "evaluating it on the example inputs failed: %s: %s"
                 % (proxy.node.name, _strip(self.stack[-1]) or "<model>", type(e).__name__, e))
         finally:
-            self.evaluating = False
+            self.evaluating = was
 
     def to_bool(self, obj):
         v = self._evaluate(obj)
@@ -187,6 +197,8 @@ def trace(model, example):
     """(GraphModule over the root wrapper, {fx node name: op name})."""
     root = root_for(model, len(example))
     tracer = ConcreteTracer(example)
+    orig_iter = fx.Proxy.__iter__
+    fx.Proxy.__iter__ = _Proxy.__iter__  # also for Attribute proxies (x.shape)
     try:
         graph = tracer.trace(root)
     except TraceFailure as e:
@@ -206,6 +218,8 @@ def trace(model, example):
             % (type(model).__name__, where, type(tracer.root.get_submodule(
                 tracer.stack[-1]) if tracer.stack[-1] else model).__name__,
                type(e).__name__, str(e).split("\n")[0])) from None
+    finally:
+        fx.Proxy.__iter__ = orig_iter
     gm = fx.GraphModule(root, graph)
     gm.graph.eliminate_dead_code()
     gm.recompile()
