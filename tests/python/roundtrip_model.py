@@ -4,7 +4,7 @@ import torch
 import torch.nn as nn
 
 
-class RoundTrip(nn.Module):
+class RoundTrip(nn.Module):  # noqa: D101
     def __init__(self, vocab=50, dim=16, hidden=16, steps=4):
         super().__init__()
         self.embed = nn.Embedding(vocab, dim)
