@@ -41,7 +41,8 @@ class RoundTripTest(unittest.TestCase):
         ops = self.ops
         # forward op names are the fx node names; the shared LSTM cell is
         # called at every step, every call in the module's group
-        for n in ("embed", "lstm", "conv", "bn", "norm", "head", "cell", "cell_3", "loss"):
+        for n in ("tokens", "image", "embed", "lstm", "conv", "bn", "norm", "head", "cell",
+                  "cell_3", "loss"):
             self.assertIn(n, ops)
         self.assertNotIn("cell_4", ops)
         self.assertEqual({ops["cell_%d" % i]["colocate"] for i in (1, 2, 3)}, {"param:cell"})
@@ -139,7 +140,62 @@ class RoundTripTest(unittest.TestCase):
         self.assertAlmostEqual(ops["0"]["time_us"]["gpu"], 5.0, places=2)
         edges = {(e["src"], e["dst"]): e["bytes"] for e in g["edges"]}
         self.assertEqual(edges[("0", "1")], 5 * 3 * 4)
-        self.assertEqual(edges[("input_0", "0")], 5 * 4 * 4)
+        inp = [o["name"] for o in g["ops"] if o["type"] == "Input"]
+        self.assertEqual(len(inp), 1)
+        self.assertEqual(edges[(inp[0], "0")], 5 * 4 * 4)
+
+    def test_two_kinds_of_estimates(self):
+        m = nn.Sequential(nn.Linear(64, 64), nn.ReLU())
+        g = ot.export(m, (torch.randn(8, 64),), os.path.join(self.dir, "k.json"),
+                      times="estimate:v100,cpu")
+        ops = {o["name"]: o for o in g["ops"]}
+        t = ops["0"]["time_us"]
+        self.assertEqual(set(t), {"gpu", "cpu"})
+        # roofline by hand: 2*8*64*64 FLOPs; bytes in + out + weights
+        flops = 2 * 8 * 64 * 64
+        nbytes = (8 * 64 + 8 * 64 + 64 * 64 + 64) * 4
+        self.assertAlmostEqual(t["gpu"], 5.0 + max(flops / 15.7e12, nbytes / 900e9) * 1e6, places=3)
+        self.assertAlmostEqual(t["cpu"], 2.0 + max(flops / 1.3248e12, nbytes / 76.8e9) * 1e6,
+                               places=3)
+        with self.assertRaises(ValueError):
+            ot.export(m, (torch.randn(8, 64),), os.path.join(self.dir, "k2.json"),
+                      times="estimate:v100,a100")
+
+    def test_order_is_followed_and_measure(self):
+        """A single-device placement with an order that runs the conv
+        branch first: apply issues the forward ops in that order."""
+        g = self.graph
+        order = [o["name"] for o in g["ops"]]
+        conv_first = ["image", "conv", "bn"]
+        fwd = [n for n in order if n in conv_first] + [n for n in order if n not in conv_first]
+        placement = {"format": "opplace-placement", "version": 1, "graph": g["name"],
+                     "device_of": {n: "gpu:0" for n in order}, "order": {"gpu:0": fwd}}
+        pl = os.path.join(self.dir, "ordered.json")
+        with open(pl, "w") as f:
+            json.dump(placement, f)
+        tt.opplace("simulate", self.graph_path, "--placement", pl, "--preset", "v100-nvlink",
+                   "--gpus", 1)
+        placed = ot.apply(self.model, self.graph_path, pl, {"gpu:0": "cpu"})
+        issued = [placed._opplace_names[n.name] for n in placed._opplace_nodes]
+        ops = [n for n in issued if n in self.ops]
+        self.assertEqual(ops[:3], ["image", "conv", "bn"])
+        self.assertLess(ops.index("conv"), ops.index("embed"))
+        ref = copy.deepcopy(self.model)
+        torch.testing.assert_close(train(placed, example()), train(ref, example()),
+                                   rtol=1e-5, atol=1e-6)
+        # measure(): the simulated step is opplace's, the measured one positive
+        r = ot.measure(self.model, example(), self.graph_path, pl, "cpu",
+                       self._cluster(), steps=2, warmup=1)
+        sim = json.loads(tt.opplace("simulate", self.graph_path, "--placement", pl,
+                                    "--cluster", self._cluster(), "--json").stdout)
+        self.assertEqual(r["simulated_step_us"], sim["step_time_us"])
+        self.assertGreater(r["measured_step_us"], 0)
+        self.assertEqual(len(r["step_us"]), 2)
+
+    def _cluster(self):
+        path = os.path.join(self.dir, "c.json")
+        tt.opplace("cluster", "--preset", "v100-nvlink", "--gpus", 1, "-o", path)
+        return path
 
     def test_trace_failure_is_clear(self):
         class Branchy(nn.Module):

@@ -116,13 +116,32 @@ def scope_of(path):
 
 # ----------------------------------------------------------------- export
 
+class _Profiles:
+    """One or more roofline profiles of different device kinds
+    ("estimate:v100,cpu"): the op's time_us gets one entry per kind."""
+
+    def __init__(self, names):
+        self.list = [_profiles.profile(n) for n in names]
+        kinds = [p.kind for p in self.list]
+        if len(set(kinds)) != len(kinds):
+            raise ValueError("opplace.torch: times='estimate:%s' names two profiles of one "
+                             "device kind; give at most one per kind (e.g. v100,cpu)"
+                             % ",".join(names))
+        self.name = "+".join(names)
+        self.kind = kinds[0] if len(kinds) == 1 else "+".join(kinds)
+
+    def time_us(self, flops, bytes_moved):
+        return {p.kind: p.time_us(flops, bytes_moved) for p in self.list}
+
+
 def _parse_times(times):
     if times == "measure":
         return None
-    if isinstance(times, str) and times.startswith("estimate:"):
-        return _profiles.profile(times.split(":", 1)[1])
-    raise ValueError("opplace.torch: times must be 'estimate:PROFILE' (e.g. 'estimate:v100') "
-                     "or 'measure', not %r" % (times,))
+    if isinstance(times, str) and times.startswith("estimate:") and times[9:]:
+        return _Profiles(times[9:].split(","))
+    raise ValueError("opplace.torch: times must be 'estimate:PROFILE' (e.g. 'estimate:v100', "
+                     "or 'estimate:v100,cpu' for GPU and CPU times) or 'measure', not %r"
+                     % (times,))
 
 
 def _device_of(model, example):
@@ -274,6 +293,33 @@ def _export_measured(model, gm, names, example, loss_fn, optimizer, repeat, devi
     return _build(model, gm, names, step, pname, optimizer, None, measured, kind, warn)
 
 
+def _topological(ops, edges):
+    """ops in a topological order of the edges, otherwise as listed (the
+    simulator breaks ties by file order; backward hooks may fire out of
+    dependency order for nodes that did not run)."""
+    import heapq
+    index = {o["name"]: i for i, o in enumerate(ops)}
+    indeg = [0] * len(ops)
+    succ = [[] for _ in ops]
+    for (s, d) in edges:
+        succ[index[s]].append(index[d])
+        indeg[index[d]] += 1
+    heap = [i for i in range(len(ops)) if indeg[i] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        i = heapq.heappop(heap)
+        out.append(ops[i])
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(heap, j)
+    if len(out) != len(ops):
+        raise RuntimeError("opplace.torch: the exported graph has a cycle (a bug; please "
+                           "report it with the model)")
+    return out
+
+
 def _build(model, gm, names, step, pname, optimizer, profile, measured, kind, warn):
     """The graph dict from one recorded step.  pname: {id(param tensor as
     seen in the step): qualified name}."""
@@ -283,6 +329,10 @@ def _build(model, gm, names, step, pname, optimizer, profile, measured, kind, wa
     op_index = {}
 
     def t_of(v):
+        if isinstance(v, dict):
+            return {k: round(max(0.0, float(x)), 3) for k, x in v.items()}
+        if profile is not None:  # placeholders and parameters: 0 on every kind
+            return {p.kind: round(max(0.0, float(v)), 3) for p in profile.list}
         return {kind: round(max(0.0, float(v)), 3)}
 
     def add_op(name, typ, time_us, out_bytes, param_bytes=0, layer=None, colocate=None):
@@ -452,6 +502,7 @@ def _build(model, gm, names, step, pname, optimizer, profile, measured, kind, wa
         if s == d:
             continue
         merged[(s, d)] = max(merged.get((s, d), 0), int(b))
+    ops = _topological(ops, merged)
     for o in ops:
         if o["colocate"] is None:
             del o["colocate"]
