@@ -14,18 +14,24 @@ trap 'rm -rf "$tmp"' EXIT
 export PYTHONPATH=$here/python:$here/tests/python OPPLACE=$opplace OMP_NUM_THREADS=1
 py=/usr/bin/python3
 "$opplace" cluster --preset v100-nvlink --gpus 1 --cpu -o "$tmp/c.json"
-echo "| model | ops | sum of op times (us) | simulated step (us) | measured step (us) | measured / simulated | command |"
-echo "|---|---|---|---|---|---|---|"
+echo "| model | ops | simulated step (us) | measured step (us) | measured / simulated | forward: graph / measured (us) | backward: graph / measured | updates: graph / measured | command |"
+echo "|---|---|---|---|---|---|---|---|---|"
 run() {
   local name=$1; shift
   $py -m opplace.torch export "$@" --times measure --repeat 5 -o "$tmp/$name.json" 2>/dev/null
   "$opplace" place "$tmp/$name.json" --cluster "$tmp/c.json" --algo single -o "$tmp/$name.p.json" --quiet >/dev/null
-  local r sum ops
+  local r ops
   r=$($py -m opplace.torch measure "$@" --graph "$tmp/$name.json" --placement "$tmp/$name.p.json" \
       --cluster "$tmp/c.json" --steps 7 --warmup 2 2>/dev/null)
-  read -r ops sum < <($py -c "import json,sys; g=json.load(open(sys.argv[1])); print(len(g['ops']), round(sum(o['time_us']['cpu'] for o in g['ops'])))" "$tmp/$name.json")
-  $py -c "import json,sys; r=json.loads(sys.argv[1]); print('| %s | %s | %s | %.0f | %.0f | %.2f | \`%s\` |' % (sys.argv[2], sys.argv[3], sys.argv[4], r['simulated_step_us'], r['measured_step_us'], r['ratio'], sys.argv[5]))" \
-      "$r" "$name" "$ops" "$sum" "$*"
+  ops=$($py -c "import json,sys; print(len(json.load(open(sys.argv[1]))['ops']))" "$tmp/$name.json")
+  $py - "$r" "$name" "$ops" "$*" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+g, m = r["graph_phase_us"], r["measured_phase_us"]
+ph = " | ".join("%.0f / %.0f" % (g[k], m[k]) for k in ("forward", "backward", "update"))
+print("| %s | %s | %.0f | %.0f | %.2f | %s | `%s` |" % (sys.argv[2], sys.argv[3],
+      r["simulated_step_us"], r["measured_step_us"], r["ratio"], ph, sys.argv[4]))
+PY
 }
 run resnet18_b8 torchvision.models:resnet18 --input 8x3x112x112 --loss cross_entropy
 run roundtrip roundtrip_model:RoundTrip --input 8x16:int64 --input 8x3x32x32

@@ -150,7 +150,7 @@ def cmd_measure(a):
     r = measure(model, _inputs(a.input, first), a.graph, a.placement, dm, a.cluster,
                 loss_fn=_loss(a.loss), steps=a.steps, warmup=a.warmup)
     print(json.dumps({k: r[k] for k in ("measured_step_us", "simulated_step_us", "ratio",
-                                         "steps")}))
+                                         "steps", "measured_phase_us", "graph_phase_us")}))
 
 
 def main(argv=None):

@@ -59,19 +59,42 @@ def measure(model, example_inputs, graph_path, placement_path, device_map, clust
     loss_fn = loss_fn or default_loss
     opt = (optimizer or (lambda ps: torch.optim.Adam(ps, lr=1e-4)))(placed.parameters())
     times = []
+    phases = {"forward": [], "backward": [], "update": []}
     for i in range(warmup + steps):
         _sync(placed)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(placed(*example_inputs))
+        _sync(placed)
+        t1 = time.perf_counter()
         loss.backward()
+        _sync(placed)
+        t2 = time.perf_counter()
         opt.step()
         _sync(placed)
+        t3 = time.perf_counter()
         if i >= warmup:
-            times.append((time.perf_counter() - t0) * 1e6)
-    times.sort()
-    med = times[len(times) // 2]
+            times.append((t3 - t0) * 1e6)
+            phases["forward"].append((t1 - t0) * 1e6)
+            phases["backward"].append((t2 - t1) * 1e6)
+            phases["update"].append((t3 - t2) * 1e6)
+
+    def median(xs):
+        return sorted(xs)[len(xs) // 2]
+    med = median(times)
     sim = float(metrics["step_time_us"])
+    # the graph's op times by phase (their sum is the single-device step)
+    with open(graph_path) as f:
+        ops = json.load(f)["ops"]
+    graph_phase = {"forward": 0.0, "backward": 0.0, "update": 0.0}
+    for o in ops:
+        t = o["time_us"]
+        t = max(t.values()) if isinstance(t, dict) else t
+        ph = "backward" if o["name"].startswith("b/") else (
+            "update" if o["name"].startswith("u/") else "forward")
+        graph_phase[ph] += t
     return {"measured_step_us": med, "simulated_step_us": sim,
             "ratio": med / sim if sim > 0 else float("inf"), "steps": steps,
-            "step_us": times, "metrics": metrics}
+            "step_us": sorted(times), "metrics": metrics,
+            "measured_phase_us": {k: median(v) for k, v in phases.items()},
+            "graph_phase_us": graph_phase}
