@@ -257,12 +257,14 @@ def _time_updates(named, optimizer, repeat, device):
         opt.step()  # warm-up; creates the state
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
+        ts = []
         for _ in range(repeat):
+            t0 = time.perf_counter()
             opt.step()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        times[name] = (time.perf_counter() - t0) * 1e6 / repeat
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            ts.append((time.perf_counter() - t0) * 1e6)
+        times[name] = _median(ts)
     return times
 
 
@@ -286,9 +288,18 @@ def _sync_dev(device):
         torch.cuda.synchronize(device)
 
 
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
 def _export_measured(model, gm, names, example, loss_fn, optimizer, repeat, device, kind,
                      warn, say):
-    fwd_sum, bwd_sum, loss_sum = {}, {}, 0.0
+    """Per-op times: the median over `repeat` steps after a warm-up (the
+    median, not the mean: on a shared machine a step that is descheduled
+    adds milliseconds to whichever op it hits)."""
+    fwd, bwd_runs, loss_t = {}, {}, []
     step = None
     runs = repeat + 1
     for r in range(runs):
@@ -297,15 +308,15 @@ def _export_measured(model, gm, names, example, loss_fn, optimizer, repeat, devi
         if r == 0:
             continue
         for k, v in step["rec"].fwd_time.items():
-            fwd_sum[k] = fwd_sum.get(k, 0.0) + v
+            fwd.setdefault(k, []).append(v)
         for fn, v in step["bwd_time"].items():
             key = step["key_of"].get(fn)
             if key is not None:
-                bwd_sum[key] = bwd_sum.get(key, 0.0) + v
-        loss_sum += step["loss_time"]
+                bwd_runs.setdefault(key, []).append(v)
+        loss_t.append(step["loss_time"])
     named = list(model.named_parameters())
     upd = _time_updates(named, optimizer, repeat, device)
-    bwd = {k: v / repeat for k, v in bwd_sum.items()}
+    bwd = {k: _median(v) for k, v in bwd_runs.items()}
     # the gaps between hook firings include the hooks' own cost: scale them
     # so that they sum to a backward pass without hooks
     plain = _backward_us(gm, example, loss_fn, device, repeat)
@@ -314,8 +325,8 @@ def _export_measured(model, gm, names, example, loss_fn, optimizer, repeat, devi
         bwd = {k: v * plain / total for k, v in bwd.items()}
     say("backward: %.0f us with a hook per autograd node, %.0f us without; per-op "
         "backward times scaled by %.2f" % (total, plain, plain / total if total else 1.0))
-    measured = {"fwd": {k: v / repeat for k, v in fwd_sum.items()},
-                "bwd": bwd, "loss": loss_sum / repeat, "upd": upd}
+    measured = {"fwd": {k: _median(v) for k, v in fwd.items()},
+                "bwd": bwd, "loss": _median(loss_t), "upd": upd}
     pname = {id(p): n for n, p in named}
     return _build(model, gm, names, step, pname, optimizer, None, measured, kind, warn)
 
