@@ -18,11 +18,11 @@ echo "| model | ops | simulated step (us) | measured step (us) | measured / simu
 echo "|---|---|---|---|---|---|---|---|---|"
 run() {
   local name=$1; shift
-  $py -m opplace.torch export "$@" --times measure --repeat 5 -o "$tmp/$name.json" 2>/dev/null
+  $py -m opplace.torch export "$@" --times measure --clock cpu --repeat 5 -o "$tmp/$name.json" 2>/dev/null
   "$opplace" place "$tmp/$name.json" --cluster "$tmp/c.json" --algo single -o "$tmp/$name.p.json" --quiet >/dev/null
   local r ops
   r=$($py -m opplace.torch measure "$@" --graph "$tmp/$name.json" --placement "$tmp/$name.p.json" \
-      --cluster "$tmp/c.json" --steps 7 --warmup 2 2>/dev/null)
+      --cluster "$tmp/c.json" --steps 7 --warmup 2 --clock cpu 2>/dev/null)
   ops=$($py -c "import json,sys; print(len(json.load(open(sys.argv[1]))['ops']))" "$tmp/$name.json")
   $py - "$r" "$name" "$ops" "$*" <<'PY'
 import json, sys

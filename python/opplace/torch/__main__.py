@@ -126,7 +126,7 @@ def cmd_export(a):
         model = model.to(device)
     try:
         export(model, _inputs(a.input, device), a.output, loss_fn=_loss(a.loss), times=a.times,
-               optimizer=a.optimizer, repeat=a.repeat, name=a.name,
+               optimizer=a.optimizer, repeat=a.repeat, name=a.name, clock=a.clock,
                progress=lambda m: print("opplace.torch: " + m, file=sys.stderr))
     except TraceFailure as e:
         _die(str(e).replace("opplace.torch: ", "", 1))
@@ -148,7 +148,7 @@ def cmd_measure(a):
     dm = json.loads(a.device_map) if a.device_map.startswith("{") else a.device_map
     first = dm if isinstance(dm, str) else next(iter(dm.values()))
     r = measure(model, _inputs(a.input, first), a.graph, a.placement, dm, a.cluster,
-                loss_fn=_loss(a.loss), steps=a.steps, warmup=a.warmup)
+                loss_fn=_loss(a.loss), steps=a.steps, warmup=a.warmup, clock=a.clock)
     print(json.dumps({k: r[k] for k in ("measured_step_us", "simulated_step_us", "ratio",
                                          "steps", "measured_phase_us", "graph_phase_us")}))
 
@@ -171,6 +171,9 @@ def main(argv=None):
         p.add_argument("--threads", type=int, default=1,
                        help="CPU threads torch uses (default 1: steady timings)")
         p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                       help="timing clock: wall (default) or cpu, this process's CPU time "
+                            "(one-thread CPU timing on a shared machine)")
 
     e = sub.add_parser("export", help="write the opplace-graph of one training step")
     common(e)

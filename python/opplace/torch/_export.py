@@ -12,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import _profiles
-from ._trace import (meta_tensors, module_path, nbytes, run_step, tensors_in, to_meta,
+from ._trace import (meta_tensors, now, use_clock, module_path, nbytes, run_step, tensors_in, to_meta,
                      trace)
 
 OPTIMIZER_STATE = {"adam": 2, "adamw": 2, "momentum": 1, "sgd": 0}
@@ -158,7 +158,7 @@ def _input_spec(x):
 
 
 def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
-           optimizer="adam", repeat=5, name=None, progress=None):
+           optimizer="adam", repeat=5, name=None, progress=None, clock="wall"):
     """Write the opplace-graph file of one training step of
     `model(*example_inputs)` to `path` and return the graph as a dict.
 
@@ -167,7 +167,9 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
     timed on the device the model is on, averaged over `repeat` steps after a
     warm-up).  The op times are per device kind (time_us {"gpu": t} or
     {"cpu": t}).  optimizer: adam, adamw, momentum or sgd (state bytes and
-    update cost).  progress: a callable taking a message, or None."""
+    update cost).  progress: a callable taking a message, or None.
+    clock (measure): "wall" (default) or "cpu", the process's CPU time, for
+    one-thread CPU timing on a machine shared with other work."""
     say = progress or (lambda msg: None)
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
@@ -196,6 +198,7 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
 
     try:
         if measure:
+            use_clock(clock)
             gm, names = trace(model, example)
             say("traced %s: %d fx nodes" % (type(model).__name__, len(gm.graph.nodes)))
             graph = _export_measured(model, gm, names, example, loss_fn, optimizer, repeat,
@@ -212,10 +215,12 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
                                kind, warn)
     finally:
         model.train(was_training)
+        use_clock("wall")
     graph["name"] = name or "%s_%s" % (type(model).__name__,
                                        "measured_" + kind if measure else profile.name)
     graph["batch_size"] = int(example[0].shape[0]) if example and example[0].dim() else 1
     graph["torch"] = {"inputs": [_input_spec(x) for x in example], "times": times,
+                      "clock": clock if measure else None,
                       "time_kind": kind, "optimizer": optimizer, "torch_version": torch.__version__}
     if warnings:
         graph["torch"]["warnings"] = warnings
@@ -259,11 +264,11 @@ def _time_updates(named, optimizer, repeat, device):
             torch.cuda.synchronize(device)
         ts = []
         for _ in range(repeat):
-            t0 = time.perf_counter()
+            t0 = now()
             opt.step()
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
-            ts.append((time.perf_counter() - t0) * 1e6)
+            ts.append((now() - t0) * 1e6)
         times[name] = _median(ts)
     return times
 
@@ -274,10 +279,10 @@ def _backward_us(gm, example, loss_fn, device, repeat):
     for _ in range(repeat):
         loss = loss_fn(gm(*example))
         _sync_dev(device)
-        t0 = time.perf_counter()
+        t0 = now()
         loss.backward()
         _sync_dev(device)
-        out.append((time.perf_counter() - t0) * 1e6)
+        out.append((now() - t0) * 1e6)
         for p in gm.parameters():
             p.grad = None
     return sorted(out)[len(out) // 2]

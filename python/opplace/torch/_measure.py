@@ -8,6 +8,8 @@ import time
 
 import torch
 
+from ._trace import now, use_clock
+
 from ._apply import apply
 from ._export import default_loss
 
@@ -44,13 +46,15 @@ def _sync(module):
 
 
 def measure(model, example_inputs, graph_path, placement_path, device_map, cluster_path,
-            loss_fn=None, optimizer=None, steps=10, warmup=3, opplace=None):
+            loss_fn=None, optimizer=None, steps=10, warmup=3, opplace=None, clock="wall"):
     """Apply the placement, run `warmup` then `steps` timed training steps
     (forward, loss, backward, optimizer step) and return
     {"measured_step_us", "simulated_step_us", "ratio", "steps", "step_us"
     (every timed step), "metrics" (opplace simulate's)}.  optimizer: a
     function of the parameters returning a torch.optim optimizer (default:
-    Adam, lr 1e-4).  Inputs are moved to the devices their ops are placed on."""
+    Adam, lr 1e-4).  Inputs are moved to the devices their ops are placed on.
+    clock: "wall" (default) or "cpu" (process CPU time; for one-thread CPU
+    runs on a shared machine, as export's clock)."""
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
     metrics = simulate(graph_path, placement_path, cluster_path, opplace)
@@ -58,26 +62,29 @@ def measure(model, example_inputs, graph_path, placement_path, device_map, clust
     placed.train()
     loss_fn = loss_fn or default_loss
     opt = (optimizer or (lambda ps: torch.optim.Adam(ps, lr=1e-4)))(placed.parameters())
+    use_clock(clock)
     times = []
     phases = {"forward": [], "backward": [], "update": []}
     for i in range(warmup + steps):
         _sync(placed)
-        t0 = time.perf_counter()
+        t0 = now()
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(placed(*example_inputs))
         _sync(placed)
-        t1 = time.perf_counter()
+        t1 = now()
         loss.backward()
         _sync(placed)
-        t2 = time.perf_counter()
+        t2 = now()
         opt.step()
         _sync(placed)
-        t3 = time.perf_counter()
+        t3 = now()
         if i >= warmup:
             times.append((t3 - t0) * 1e6)
             phases["forward"].append((t1 - t0) * 1e6)
             phases["backward"].append((t2 - t1) * 1e6)
             phases["update"].append((t3 - t2) * 1e6)
+
+    use_clock("wall")
 
     def median(xs):
         return sorted(xs)[len(xs) // 2]
