@@ -1,4 +1,5 @@
 """opplace.torch.apply: run a model under an opplace placement."""
+import collections
 import json
 import warnings
 
@@ -53,53 +54,49 @@ def _move(x, dev, cache, key):
     return x
 
 
-def _issue_order(nodes, dev_name, order):
+def _issue_order(nodes, op_name, order):
     """fx nodes in an order that follows each device's `order` list where
     the data dependencies allow it (the forward ops of one device are then
-    issued in their placed order); else program order."""
+    issued in their placed order); program order when there is no order or
+    it contradicts the data flow.  op_name: {fx node: op name} of the
+    nodes that are ops of the graph."""
     if not order:
         return list(nodes)
-    pos = {}
-    for dname, names in order.items():
-        for i, n in enumerate(names):
-            pos[n] = (dname, i)
-    seq = {d: [n for n in names] for d, names in order.items()}
+    fwd = set(op_name.values())
+    seq = {d: [n for n in names if n in fwd] for d, names in order.items()}
+    listed = {n for names in seq.values() for n in names}
     ptr = {d: 0 for d in seq}
-    index = {n: i for i, n in enumerate(nodes)}
-    done = set()
+    indeg = {n: len(n.all_input_nodes) for n in nodes}
+    queue = collections.deque(n for n in nodes if indeg[n] == 0)
+    waiting = {}
     out = []
-    remaining = list(nodes)
-    # Kahn's algorithm: a node is ready when its inputs are done and, if it
-    # is an op of the order, it is the next forward op of its device's list
-    while remaining:
-        progressed = False
-        for n in list(remaining):
-            if any(a not in done for a in n.all_input_nodes):
-                continue
-            op = dev_name.get(n)
-            if op is not None and op in pos:
-                d, i = pos[op]
-                while ptr[d] < len(seq[d]) and seq[d][ptr[d]] not in dev_name.values_set:
-                    ptr[d] += 1
-                if ptr[d] < len(seq[d]) and seq[d][ptr[d]] != op:
-                    continue
+
+    def emit(n):
+        out.append(n)
+        for u in n.users:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                queue.append(u)
+
+    while True:
+        while queue:
+            n = queue.popleft()
+            op = op_name.get(n)
+            if op in listed:
+                waiting[op] = n  # ready; runs when it heads its device's list
+            else:
+                emit(n)
+        moved = False
+        for d, names in seq.items():
+            if ptr[d] < len(names) and names[ptr[d]] in waiting:
+                emit(waiting.pop(names[ptr[d]]))
                 ptr[d] += 1
-            done.add(n)
-            out.append(n)
-            remaining.remove(n)
-            progressed = True
+                moved = True
+        if not moved:
             break
-        if not progressed:  # the order contradicts the data flow: program order
-            return sorted(nodes, key=lambda n: index[n])
+    if len(out) != len(nodes):  # the order contradicts the data flow
+        return list(nodes)
     return out
-
-
-class _OpNames(dict):
-    """{fx node: op name} with the set of names, for _issue_order."""
-
-    def __init__(self, *a):
-        super().__init__(*a)
-        self.values_set = set(self.values())
 
 
 class PlacedModule(nn.Module):
@@ -121,8 +118,8 @@ class PlacedModule(nn.Module):
         object.__setattr__(self, "_opplace_loss_device", loss_device)
         object.__setattr__(self, "_opplace_param_home", param_home)
         nodes = [n for n in gm.graph.nodes]
-        dev_name = _OpNames({n: names[n.name] for n in nodes if names[n.name] in op_device})
-        object.__setattr__(self, "_opplace_nodes", _issue_order(nodes, dev_name, order))
+        op_name = {n: names[n.name] for n in nodes if names[n.name] in op_device}
+        object.__setattr__(self, "_opplace_nodes", _issue_order(nodes, op_name, order))
 
     def _attr(self, target):
         obj = self._opplace_model
