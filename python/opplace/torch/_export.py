@@ -85,7 +85,8 @@ def forward_flops(n, mod, args, out, kwargs=None):
         x = args[0]
         c = x.shape[-1]
         tokens = x.numel() // c
-        win = math.prod(args[5]) if len(args) > 5 and isinstance(args[5], (list, tuple)) else 49
+        ws = args[4] if len(args) > 4 else kwargs.get("window_size")
+        win = math.prod(ws) if isinstance(ws, (list, tuple)) else 49
         return 2 * tokens * c * 4 * c + 4 * tokens * win * c
     if tgt in (F.softmax, "softmax", torch.softmax, F.log_softmax, "log_softmax"):
         return 5 * y
@@ -427,7 +428,6 @@ def _build(model, gm, names, step, pname, optimizer, profile, measured, kind, wa
         if mod is not None and owned:
             group = "param:" + path
         elif n.op == "get_attr":
-            group = "param:" + path if path else "param:" + name
             group = "param:" + n.target[2:] if n.target.startswith("m.") else "param:" + n.target
         elif owns_grads:
             group = "op:" + name
