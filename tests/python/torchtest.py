@@ -11,7 +11,7 @@ sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, HERE)
 
 try:
-    import torch  # noqa: F401
+    import torch  # noqa: F401  (only whether it imports)
 except ImportError:
     print("SKIPPED: /usr/bin/python3 cannot import torch; install the Debian package "
           "python3-torch (scripts/debian-packages.txt lists it)")

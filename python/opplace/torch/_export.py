@@ -3,7 +3,6 @@ import json
 import math
 import operator
 import os
-import sys
 import time
 
 import torch
@@ -206,7 +205,7 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
                                      device, kind, warn, say)
         else:
             ex = tuple(to_meta(x) for x in example)
-            with meta_tensors(model) as meta_of:
+            with meta_tensors(model):
                 gm, names = trace(model, ex)
                 say("traced %s: %d fx nodes (shapes on the meta device)"
                     % (type(model).__name__, len(gm.graph.nodes)))
