@@ -280,6 +280,7 @@ Test(fusion, every_zoo_model_stays_acyclic, .timeout = 240)
     for (int i = 0; i < n; i++) {
         op_options *o = op_options_new(NULL);
         op_error err = {0};
+        op_zoo_small_settings(o, models[i]->name, &err); /* a test-sized graph */
         op_graph *g = models[i]->generate(o, &err);
         cr_assert(g, "zoo %s: %s", models[i]->name, err.msg);
         op_cluster *c = op_cluster_preset("v100-nvlink", 4, 0, &err);
@@ -559,6 +560,7 @@ Test(placers, adjusting_is_not_worse_than_order_place, .timeout = 300)
         for (int gpus = 2; gpus <= 4; gpus += 2) {
             op_options *o = op_options_new(NULL);
             op_error err = {0};
+            op_zoo_small_settings(o, models[i]->name, &err); /* a test-sized graph */
             op_graph *g = models[i]->generate(o, &err);
             cr_assert(g, "%s", err.msg);
             tk_problem tp;
@@ -608,6 +610,7 @@ Test(placers, range_search_never_worse_than_a_fixed_range, .timeout = 120)
     for (int i = 0; i < 3; i++) {
         op_options *o = op_options_new(NULL);
         op_error err = {0};
+        op_zoo_small_settings(o, models[i], &err); /* a test-sized graph */
         op_graph *g = op_zoo_find(models[i])->generate(o, &err);
         cr_assert(g, "%s", err.msg);
         tk_problem tp;
@@ -632,6 +635,7 @@ Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
             continue;
         op_options *o = op_options_new(NULL);
         op_error err = {0};
+        op_zoo_small_settings(o, models[i]->name, &err); /* a test-sized graph */
         op_graph *g = models[i]->generate(o, &err);
         cr_assert(g, "%s", err.msg);
         tk_problem tp;
