@@ -30,7 +30,7 @@ echo
 echo "| model | nodes | CCR | nodes after | CCR after | fusion s |"
 echo "|---|---:|---:|---:|---:|---:|"
 for m in $MODELS; do
-  "$BIN" zoo "$m" -o "$TMP/$m.json"
+  "$BIN" zoo "$m" --size small -o "$TMP/$m.json"
   j=$("$BIN" coarsen "$TMP/$m.json" --method celeritas --json)
   python3 - "$m" "$j" <<'PY'
 import json, sys
