@@ -32,11 +32,16 @@
  * (OOM-free first).  Each candidate costs one op_sim_run on the one op_sim,
  * cut off at the incumbent's step.  The R = 200 candidates are always among
  * them, so the search never returns worse than the fixed-R placer.  M stays
- * the paper's quarter of the device memory.  When no candidate fits, the
- * ranges skipped for placement time are fused and tried too, down to
- * R = 1 (try_finer: fused ops are placed whole, too coarse for a graph
- * whose memory is tight; the paper's Inception-V3 at batch 512 on
- * 4 x v100-pcie fits only at R = 1).
+ * the paper's quarter of the device memory.  On graphs of at most
+ * UNFUSED_MAX_OPS ops the unfused graph (R = 1: Adjusting Placement and
+ * Order-Place of the ops themselves in CPD-TOPO order) is always one of
+ * the candidates, however many ops it has: where memory is tight, fused
+ * ops, which are placed whole, find no device with room.  At the paper's
+ * own settings on 4 x v100-pcie (issue 18, bench/notes/expertcel.md):
+ * Inception-V3 at batch 512 (3,973 ops; m-topo fits at 99.6-99.9 % of
+ * every device) fits at no R >= 2 and at R = 1; NMT 4 x 2048 at batch
+ * 512 (13,570 ops with 40 steps) took 5.01 s with the fused graphs
+ * (R >= 8) and takes 3.08 s unfused, where m-etf takes 3.21 s.
  * --balanced-fallback 0|1 (celeritas only, default 1): with --best-effort, when no
  * candidate fits, Order-Place again with every device's memory raised to
  * an equal share of the need (try_balanced, beyond the paper); 0 keeps
@@ -364,8 +369,11 @@ static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *ca
 /* The fusion ranges searched when --fusion-range is not given. */
 static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
 #define N_SEARCH_RANGES ((int)(sizeof SEARCH_RANGES / sizeof SEARCH_RANGES[0]))
-/* Ranges giving more fused ops than this are skipped (placement time). */
+/* Ranges giving more fused ops than this are skipped (placement time),
+ * except R = 1 on graphs of at most UNFUSED_MAX_OPS ops: the unfused
+ * graph is always a candidate there (see the top comment). */
 #define SEARCH_MAX_FUSED_OPS 2000
+#define UNFUSED_MAX_OPS 20000
 
 /* One candidate of the search: a pass on one fused graph with one
  * timeline for the memory estimate. */
@@ -378,8 +386,6 @@ typedef struct candidate {
 typedef struct fused_search {
     const char *name;
     int adjusting, schedule, n_runs;
-    const cel_fusion_opts *fo; /* the fusion options (range: the search's) */
-    int next_range; /* SEARCH_RANGES index try_finer fuses next; N_SEARCH_RANGES: none */
     int balanced; /* the passes run under try_balanced's margins */
     long balance;  /* --balanced-fallback: run try_balanced when nothing fits */
     long guard, contention;
@@ -582,62 +588,6 @@ static op_status try_orders(const op_place_ctx *ctx, incumbent *inc, op_error *e
     return st;
 }
 
-/* The fused graphs too coarse to fit (BEYOND THE PAPER's fixed R): when
- * no candidate of the search fits, the ranges the search skipped for
- * placement time (SEARCH_MAX_FUSED_OPS) are fused and tried too, finest
- * last, down to R = 1 (Order-Place and Adjusting Placement of the unfused
- * graph in CPD-TOPO order), while the fused graph has at most
- * FINER_MAX_FUSED_OPS ops, until one fits.  Fused ops are placed whole,
- * so on a graph whose memory is tight the coarse ones find no device with
- * room: the zoo's Inception-V3 at batch 512 on 4 x v100-pcie (3,973 ops,
- * what m-topo fits at 99.6-99.9 % of every device) fits no device at any
- * R >= 2 and fits at R = 1 (bench/notes/expertcel.md).  Only where the
- * graph nearly fits: the whole graph's liveness peak on one device
- * (single_device_need) at most FINER_MAX_NEED x the summed capacities
- * (Inception: 1.05; the 36k-op transformer-29 that fits nowhere: 1.97,
- * where the finer graphs would only cost placement time). */
-#define FINER_MAX_FUSED_OPS 4000
-#define FINER_MAX_NEED 1.25
-
-static int nothing_fits(const incumbent *inc)
-{
-    return !inc->have || inc->oom;
-}
-
-static op_status try_finer(const op_place_ctx *ctx, fused_search *s, const double *margin,
-                           op_error *err)
-{
-    op_status st = OP_OK;
-    if (nothing_fits(&s->inc) && s->next_range < N_SEARCH_RANGES) {
-        const op_problem *p = ctx->p;
-        double capacity = 0, need;
-        for (int d = 0; d < p->nd; d++)
-            capacity += (double)p->c->dev[d].memory_bytes;
-        if ((st = single_device_need(p, &need, err)))
-            return st;
-        if (need > FINER_MAX_NEED * capacity)
-            s->next_range = N_SEARCH_RANGES;
-    }
-    while (!st && nothing_fits(&s->inc) && s->next_range < N_SEARCH_RANGES) {
-        int range = SEARCH_RANGES[s->next_range];
-        if (ctx->p->n / range > FINER_MAX_FUSED_OPS) {
-            s->next_range = N_SEARCH_RANGES;
-            break;
-        }
-        cel_fusion_opts fk = *s->fo;
-        fk.range = range;
-        fused_run *f = &s->runs[s->n_runs];
-        op_progress(ctx, "%s: nothing fits; fusing finer (R=%d)", s->name, range);
-        st = fused_run_init(ctx, &fk, f, err);
-        f->range = range;
-        s->n_runs++;
-        s->next_range++;
-        if (!st)
-            st = try_passes(ctx, s, s->n_runs - 1, margin, err);
-    }
-    return st;
-}
-
 /* One attempt under the given margins: every pass on every fused graph,
  * the best simulated placement into out (a pmem_place_fn). */
 static op_status fused_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
@@ -652,8 +602,6 @@ static op_status fused_attempt(const op_place_ctx *ctx, void *arg, const double 
         s->runs[k].n_seen = 0;
     for (int k = 0; k < s->n_runs && !st; k++)
         st = try_passes(ctx, s, k, margin, err);
-    if (!st)
-        st = try_finer(ctx, s, margin, err);
     if (!st && s->balance && ctx->best_effort && inc->have && inc->oom && inc->n_fallback > 0)
         st = try_balanced(ctx, s, err);
     if (!st && inc->pool.cap > 0 && inc->have && !inc->oom)
@@ -675,16 +623,13 @@ static op_status fuse_all(const op_place_ctx *ctx, const cel_fusion_opts *fo, in
     const op_problem *p = ctx->p;
     int n_ranges = search ? N_SEARCH_RANGES : 1;
     op_status st = OP_OK;
-    s->fo = fo;
-    s->next_range = N_SEARCH_RANGES;
     for (int k = 0; k < n_ranges && !st; k++) {
         cel_fusion_opts fk = *fo;
         if (search)
             fk.range = SEARCH_RANGES[k];
-        if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS) {
-            s->next_range = k; /* try_finer's, when nothing fits */
-            break;
-        }
+        if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS &&
+            !(fk.range == 1 && p->n <= UNFUSED_MAX_OPS)) /* the unfused graph */
+            continue;
         fused_run *f = &s->runs[s->n_runs++];
         st = fused_run_init(ctx, &fk, f, err);
         f->range = fk.range;
