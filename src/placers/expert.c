@@ -46,8 +46,10 @@
  * checked against placer_mem.h's liveness estimate (over the graph's
  * topological order); where it does not fit, the ops holding the most
  * bytes at an overflowing device's peak move to the device with the most
- * room, as a person would move a layer's tail (pmem_repair), and the
- * simulator checks the result (pmem_place_checked).  Still too big:
+ * room, as a person would move a layer's tail (pmem_repair; only for
+ * k = n: with fewer devices, a split that does not fit is refused as it
+ * is, since k + 1 devices come next), and the simulator checks the result
+ * (pmem_place_checked).  Still too big:
  * that k's candidate is refused; when every k is refused, OP_EINFEASIBLE
  * (as Pesto reports Expert OOM on large NASNets), unless best_effort.
  * Placement only; each device runs first-ready-first.
@@ -510,7 +512,11 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
         if (pmem_init(&mem, p, NULL, margin, err))
             st = OP_ENOMEM;
         else {
-            *fits = pmem_repair(&mem, out->device_of, 30, err);
+            /* fewer devices than there are: a split that does not fit
+             * is refused as it is (the next k tries more devices);
+             * repairing it costs seconds on 36k-op graphs */
+            *fits = use < count_split_devices(p->c) ? pmem_charge_all(&mem, out->device_of)
+                                                     : pmem_repair(&mem, out->device_of, 30, err);
             if (*fits < 0)
                 st = OP_ENOMEM;
             else if (!*fits && !ctx->best_effort)
@@ -553,12 +559,15 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
     int best_k = 0;
     op_error refusal = {0}; /* the last candidate's refusal */
     for (int k = 1; k <= n_split; k++) {
+        double t0 = op_seconds_now();
         op_error e = {0};
         st = pmem_place_checked(ctx, "expert", expert_attempt, &k, &cand, &e);
         if (st == OP_EINFEASIBLE) {
             refusal = e;
             continue;
         }
+        /* a candidate that cannot beat a fitting incumbent stops early */
+        op_sim_set_cutoff(sim, best_k && best_over == 0 ? best_step : 0);
         if (!st)
             st = op_sim_run(sim, &cand, &r, NULL, &e);
         if (st) {
@@ -566,9 +575,12 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
                 *err = e;
             goto done;
         }
+        if (r.cut_off)
+            continue;
         double over = op_sim_overflow_bytes(p, &r);
-        op_progress(ctx, "expert: layers over %d device%s: step %.1f us%s", k, k > 1 ? "s" : "",
-                    r.step_time_us, over > 0 ? " (out of memory)" : "");
+        op_progress(ctx, "expert: layers over %d device%s: step %.1f us%s (%.2f s)", k,
+                    k > 1 ? "s" : "", r.step_time_us, over > 0 ? " (out of memory)" : "",
+                    op_seconds_now() - t0);
         if (best_k == 0 || op_sim_ranks_before(over, r.step_time_us, best_over, best_step)) {
             best_k = k;
             best_over = over;
