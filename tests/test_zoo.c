@@ -280,6 +280,16 @@ Test(zoo, paper_flag_selects_each_papers_settings)
     cr_assert(strstr(err.msg, "--paper celeritas") && strstr(err.msg, "sgdp, trinity"), "%s",
               err.msg);
     op_options_free(o);
+    err = (op_error){0};
+    o = op_options_new(&err);
+    op_options_set(o, "size", "huge", &err);
+    cr_assert_null(op_zoo_find("nmt")->generate(o, &err));
+    cr_assert_eq(err.code, OP_EUSAGE);
+    cr_assert(strstr(err.msg, "--size huge"), "%s", err.msg);
+    op_options_free(o);
+    char *out = NULL;
+    cr_assert_eq(tk_run(OPPLACE_BIN " zoo synthetic --paper sgdp 2>&1", &out), 2, "%s", out);
+    free(out);
 }
 
 /* Op count with option `k` = v. */
