@@ -11,10 +11,10 @@ trap 'rm -rf "$TMP"' EXIT
 echo '### Step time on the papers settings'
 echo
 echo '```'
-echo "opplace bench --models inception_v3,gnmt:layers=2,gnmt:layers=4,gnmt:layers=8,rnnlm:layers=2,rnnlm:layers=4,rnnlm:layers=8,transformer,nasnet,wavenet,tensor_holography --gpus 2,4 --algos single,expert,metis,m-topo,m-etf,m-sct,heft"
+echo "opplace bench --models inception_v3:size=small,gnmt:layers=2:size=small,gnmt:layers=4:size=small,gnmt:layers=8:size=small,rnnlm:layers=2:size=small,rnnlm:layers=4:size=small,rnnlm:layers=8:size=small,transformer:size=small,nasnet:size=small,wavenet:size=small,tensor_holography:size=small --gpus 2,4 --algos single,expert,metis,m-topo,m-etf,m-sct,heft"
 echo '```'
 echo
-"$BIN" bench --models inception_v3,gnmt:layers=2,gnmt:layers=4,gnmt:layers=8,rnnlm:layers=2,rnnlm:layers=4,rnnlm:layers=8,transformer,nasnet,wavenet,tensor_holography \
+"$BIN" bench --models inception_v3:size=small,gnmt:layers=2:size=small,gnmt:layers=4:size=small,gnmt:layers=8:size=small,rnnlm:layers=2:size=small,rnnlm:layers=4:size=small,rnnlm:layers=8:size=small,transformer:size=small,nasnet:size=small,wavenet:size=small,tensor_holography:size=small \
     --gpus 2,4 --algos single,expert,metis,m-topo,m-etf,m-sct,heft 2>/dev/null
 
 echo

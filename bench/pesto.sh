@@ -22,7 +22,7 @@ trap 'rm -rf "$TMP"' EXIT
 echo "| model | GPUs | ops -> coarse | algorithm | step ms | place s | step / ILP bound |"
 echo "|---|---|---|---|---|---|---|"
 for m in $MODELS; do
-    "$BIN" zoo "$m" -o "$TMP/g.json" || continue
+    "$BIN" zoo "$m" --size small -o "$TMP/g.json" || continue
     for gpus in 2 4; do
         "$BIN" cluster --preset v100-nvlink --gpus "$gpus" -o "$TMP/c.json"
         "$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo pesto --time-limit "$TL" --best-effort \

@@ -20,7 +20,7 @@ ALGOS=${ALGOS-"single expert metis m-topo m-etf m-sct heft celeritas"}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-for m in $MODELS; do "$BIN" zoo "$m" -o "$TMP/$m.json"; done
+for m in $MODELS; do "$BIN" zoo "$m" --size small -o "$TMP/$m.json"; done
 
 # one placement: "step_ms peak_gib oom"
 run() {

@@ -27,7 +27,7 @@ echo "| model | ops | ranks | wall s | step time ms | winner |"
 echo "|---|---|---|---|---|---|"
 mpi=(mpirun --allow-run-as-root --oversubscribe)
 for model in transformer nasnet gnmt; do
-  "$bin" zoo "$model" -o "$tmp/$model.json"
+  "$bin" zoo "$model" --size small -o "$tmp/$model.json"
   ops=$("$bin" info "$tmp/$model.json" --json | sed 's/.*"ops": \([0-9]*\).*/\1/')
   for np in 1 2; do
     start=$(date +%s.%N)
@@ -47,7 +47,7 @@ echo
 echo "| model | ops | ranks | wall s | step time ms | winner |"
 echo "|---|---|---|---|---|---|"
 for model in gnmt transformer_xl; do
-  "$bin" zoo "$model" -o "$tmp/$model.json"
+  "$bin" zoo "$model" --size small -o "$tmp/$model.json"
   ops=$("$bin" info "$tmp/$model.json" --json | sed 's/.*"ops": \([0-9]*\).*/\1/')
   for np in 1 2; do
     start=$(date +%s.%N)

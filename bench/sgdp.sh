@@ -66,7 +66,7 @@ place() { # graph algo [options...]
   "$BIN" place "$g" $CL --algo "$a" --json --quiet --best-effort --seed "$SEED" "$@" 2>/dev/null | step || echo "fail"
 }
 
-for m in $MODELS; do "$BIN" zoo "$m" -o "$TMP/$m.json"; done
+for m in $MODELS; do "$BIN" zoo "$m" --size small -o "$TMP/$m.json"; done
 
 # SGDP-one on graph $1: sets ONE_BEST, ONE_REF, ONE_IT, ONE_RPS, ONE_WALL
 sgdp_one() {
@@ -119,8 +119,8 @@ for m in $MODELS rnnlm3 gnmt3; do
   case " $EXCLUDE " in *" $fam "*) continue;; esac
   TRAIN="$TRAIN $TMP/$m.json"; TRAIN_NAMES="$TRAIN_NAMES $m"
 done
-"$BIN" zoo rnnlm --layers 3 --hidden 1024 -o "$TMP/rnnlm3.json"
-"$BIN" zoo gnmt --layers 3 -o "$TMP/gnmt3.json"
+"$BIN" zoo rnnlm --size small --layers 3 --hidden 1024 -o "$TMP/rnnlm3.json"
+"$BIN" zoo gnmt --size small --layers 3 -o "$TMP/gnmt3.json"
 g="$TMP/$HELD_OUT.json"
 if [ -n "$TRAIN_ITERS" ]; then LIMIT="--iterations $TRAIN_ITERS"; LIMIT_TXT="$TRAIN_ITERS iterations"
 else LIMIT="--budget-seconds $TRAIN_BUDGET"; LIMIT_TXT="${TRAIN_BUDGET} s"; fi

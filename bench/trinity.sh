@@ -108,7 +108,7 @@ echo "$hdr trinity | placement | vs expert (step, comm, mem) | target | vs exper
 echo "$sep---|---|---|---|---|---|"
 for m in $MODELS; do
   g="$TMP/$m.json"
-  "$BIN" zoo "$m" $(zoo_args "$m") -o "$g" >/dev/null
+  "$BIN" zoo "$m" --size small $(zoo_args "$m") -o "$g" >/dev/null
   ops=$("$BIN" info "$g" | awk '/^ops/ {print $4}')
   for n in $GPUS; do
     e=$(place "$g" "$n" expert expert)

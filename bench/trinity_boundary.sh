@@ -37,7 +37,7 @@ echo "| model | GPUs | blocks | candidates (single / swap / pair; rounds) | with
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|"
 for m in $MODELS; do
   g="$TMP/$m.json"
-  "$BIN" zoo "$m" $(zoo_args "$m") -o "$g" >/dev/null
+  "$BIN" zoo "$m" --size small $(zoo_args "$m") -o "$g" >/dev/null
   for n in $GPUS; do
     "$BIN" place "$g" --preset v100-nvlink --gpus "$n" --algo trinity --seed "$SEED" \
       --iterations "$TRINITY_ITERATIONS" --boundary-moves "$CHUNKS" --boundary-all 1 $EXTRA --best-effort --progress \

@@ -180,6 +180,7 @@ Test(coarsen, every_zoo_model_stays_acyclic, .timeout = 240)
     for (int i = 0; i < n; i++) {
         op_options *o = op_options_new(NULL);
         op_error err = {0};
+        op_zoo_small_settings(o, models[i]->name, &err); /* a test-sized graph */
         op_graph *g = models[i]->generate(o, &err);
         cr_assert(g, "zoo %s: %s", models[i]->name, err.msg);
         op_cluster *c = op_cluster_preset("v100-nvlink", 4, 0, &err);

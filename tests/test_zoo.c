@@ -199,16 +199,97 @@ Test(zoo, every_registered_paper_model_has_a_small_case)
     }
 }
 
-Test(zoo, default_gnmt_is_a_demo_sized_graph)
+/* Issue 18: the defaults are the papers' scale.  SGDP's 8-layer GNMT has
+ * 83,712 ops; ours must have at least 50,000 (bench/notes/expertcel.md). */
+Test(zoo, default_gnmt_8_layers_is_at_the_papers_scale, .timeout = 120)
 {
-    static const char *const none[] = {NULL};
-    op_graph *g = generate("gnmt", none, NULL, NULL);
+    static const char *const eight[] = {"layers", "8", NULL};
+    op_graph *g = generate("gnmt", eight, NULL, NULL);
+    cr_assert(g->n_ops >= 50000 && g->n_ops < 120000, "gnmt --layers 8 has %d ops", g->n_ops);
+    cr_assert_str_eq(g->name, "gnmt_8layer_h1024_b64_t110");
+    op_graph_free(g);
+}
+
+/* The default run and the tests ask for the small graph explicitly: the
+ * old demo size, with every parameter fitting a 16 GB GPU four times. */
+Test(zoo, small_gnmt_is_a_demo_sized_graph)
+{
+    static const char *const small_size[] = {"size", "small", NULL};
+    op_graph *g = generate("gnmt", small_size, NULL, NULL);
     cr_assert(g->n_ops > 1000 && g->n_ops < 10000, "gnmt has %d ops", g->n_ops);
     int64_t params = 0;
     for (int i = 0; i < g->n_ops; i++)
         params += g->param_bytes[i];
     cr_assert_lt(params, 4LL * 16 * 1024 * 1024 * 1024 / 4, "parameters alone %lld", (long long)params);
     op_graph_free(g);
+    /* op_zoo_small_settings is the same setting, for callers in C */
+    op_error err = {0};
+    op_options *o = op_options_new(&err);
+    cr_assert_eq(op_zoo_small_settings(o, "gnmt", &err), OP_OK);
+    g = op_zoo_find("gnmt")->generate(o, &err);
+    cr_assert_str_eq(g->name, "gnmt_2layer_h1024_b64_t20");
+    op_graph_free(g);
+    op_options_free(o);
+}
+
+/* Each paper's settings by one flag; explicit options win; the default is
+ * the first paper listed; a paper that does not evaluate a model is an
+ * error naming the papers that do. */
+Test(zoo, paper_flag_selects_each_papers_settings)
+{
+    static const struct {
+        const char *model, *paper, *name;
+    } cases[] = {
+        {"nmt", "celeritas", "nmt_4layer_h2048_b512_t75"},
+        {"nmt", "pesto", "nmt_2layer_h1024_b128_t161"},
+        {"nmt", "trinity", "nmt_2layer_h1024_b64_t88"},
+        {"inception_v3", "celeritas", "inception_v3_b512"},
+        {"inception_v3", "sgdp", "inception_v3_b64"},
+        {"rnnlm", "pesto", "rnnlm_2layer_h2048_b128_t53"},
+        {"gnmt", "trinity", "gnmt_2layer_h1024_b64_t37"},
+        {"tensor_holography", "celeritas", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        static const char *const none[] = {NULL};
+        op_graph *g = generate(cases[i].model, none, "paper", cases[i].paper);
+        if (cases[i].name)
+            cr_assert_str_eq(g->name, cases[i].name, "%s --paper %s", cases[i].model,
+                             cases[i].paper);
+        int n = g->n_ops;
+        op_graph_free(g);
+        if (!strcmp(op_zoo_default_paper(cases[i].model), cases[i].paper)) {
+            g = generate(cases[i].model, none, NULL, NULL);
+            cr_assert_eq(g->n_ops, n, "%s: the default is %s's setting", cases[i].model,
+                         cases[i].paper);
+            op_graph_free(g);
+        }
+    }
+    cr_assert_str_eq(op_zoo_default_paper("nmt"), "celeritas");
+    cr_assert_str_eq(op_zoo_default_paper("gnmt"), "sgdp");
+    cr_assert_null(op_zoo_default_paper("synthetic"));
+    static const char *const batch[] = {"paper", "celeritas", "batch", "8", NULL};
+    op_graph *g = generate("inception_v3", batch, NULL, NULL);
+    cr_assert_str_eq(g->name, "inception_v3_b8", "an explicit --batch wins over the paper's");
+    op_graph_free(g);
+
+    op_error err = {0};
+    op_options *o = op_options_new(&err);
+    op_options_set(o, "paper", "celeritas", &err);
+    cr_assert_null(op_zoo_find("gnmt")->generate(o, &err));
+    cr_assert_eq(err.code, OP_EUSAGE);
+    cr_assert(strstr(err.msg, "--paper celeritas") && strstr(err.msg, "sgdp, trinity"), "%s",
+              err.msg);
+    op_options_free(o);
+    err = (op_error){0};
+    o = op_options_new(&err);
+    op_options_set(o, "size", "huge", &err);
+    cr_assert_null(op_zoo_find("nmt")->generate(o, &err));
+    cr_assert_eq(err.code, OP_EUSAGE);
+    cr_assert(strstr(err.msg, "--size huge"), "%s", err.msg);
+    op_options_free(o);
+    char *out = NULL;
+    cr_assert_eq(tk_run(OPPLACE_BIN " zoo synthetic --paper sgdp 2>&1", &out), 2, "%s", out);
+    free(out);
 }
 
 /* Op count with option `k` = v. */

@@ -23,7 +23,8 @@ static op_graph *default_graph(const char **model, op_error *err)
         const op_zoo_model *m = op_zoo_find(preferred[i]);
         if (m) {
             *model = preferred[i];
-            g = m->generate(o, err);
+            if (!op_zoo_small_settings(o, preferred[i], err)) /* not the papers' scale */
+                g = m->generate(o, err);
         }
     }
     op_options_free(o);

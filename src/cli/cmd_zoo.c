@@ -10,7 +10,10 @@ static void print_help(void)
     puts("usage: opplace zoo MODEL [model options] [-o graph.json]\n"
          "       opplace zoo --list\n\n"
          "Generates a benchmark training graph (forward, backward and update ops)\n"
-         "as an opplace-graph file (stdout without -o).  Models:");
+         "as an opplace-graph file (stdout without -o), by default at the settings\n"
+         "of the paper named first for it; --paper celeritas|pesto|sgdp|trinity picks\n"
+         "another paper's, explicit options win, --size small gives a demo-sized graph.\n"
+         "Models:");
     int n;
     const op_zoo_model *const *m = op_zoo_models(&n);
     for (int i = 0; i < n; i++)

@@ -32,7 +32,16 @@
  * (OOM-free first).  Each candidate costs one op_sim_run on the one op_sim,
  * cut off at the incumbent's step.  The R = 200 candidates are always among
  * them, so the search never returns worse than the fixed-R placer.  M stays
- * the paper's quarter of the device memory.
+ * the paper's quarter of the device memory.  On graphs of at most
+ * UNFUSED_MAX_OPS ops the unfused graph (R = 1: Adjusting Placement and
+ * Order-Place of the ops themselves in CPD-TOPO order) is always one of
+ * the candidates, however many ops it has: where memory is tight, fused
+ * ops, which are placed whole, find no device with room.  At the paper's
+ * own settings on 4 x v100-pcie (issue 18, bench/notes/expertcel.md):
+ * Inception-V3 at batch 512 (3,973 ops; m-topo fits at 99.6-99.9 % of
+ * every device) fits at no R >= 2 and at R = 1; NMT 4 x 2048 at batch
+ * 512 (13,570 ops with 40 steps) took 5.01 s with the fused graphs
+ * (R >= 8) and takes 3.08 s unfused, where m-etf takes 3.21 s.
  * --balanced-fallback 0|1 (celeritas only, default 1): with --best-effort, when no
  * candidate fits, Order-Place again with every device's memory raised to
  * an equal share of the need (try_balanced, beyond the paper); 0 keeps
@@ -360,8 +369,11 @@ static op_status offer(const op_place_ctx *ctx, incumbent *inc, op_placement *ca
 /* The fusion ranges searched when --fusion-range is not given. */
 static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
 #define N_SEARCH_RANGES ((int)(sizeof SEARCH_RANGES / sizeof SEARCH_RANGES[0]))
-/* Ranges giving more fused ops than this are skipped (placement time). */
+/* Ranges giving more fused ops than this are skipped (placement time),
+ * except R = 1 on graphs of at most UNFUSED_MAX_OPS ops: the unfused
+ * graph is always a candidate there (see the top comment). */
 #define SEARCH_MAX_FUSED_OPS 2000
+#define UNFUSED_MAX_OPS 20000
 
 /* One candidate of the search: a pass on one fused graph with one
  * timeline for the memory estimate. */
@@ -615,8 +627,9 @@ static op_status fuse_all(const op_place_ctx *ctx, const cel_fusion_opts *fo, in
         cel_fusion_opts fk = *fo;
         if (search)
             fk.range = SEARCH_RANGES[k];
-        if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS)
-            break;
+        if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS &&
+            !(fk.range == 1 && p->n <= UNFUSED_MAX_OPS)) /* the unfused graph */
+            continue;
         fused_run *f = &s->runs[s->n_runs++];
         st = fused_run_init(ctx, &fk, f, err);
         f->range = fk.range;

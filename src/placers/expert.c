@@ -22,7 +22,22 @@
  * compute (speed-weighted); a unit whose parameters (the bytes it holds
  * for the whole step) do not fit on its device goes to the nearest device
  * with room.
- * Devices used: those of the most common device kind (the GPUs).
+ *
+ * THE RULE: how many devices.  An expert splits a model only as far as the
+ * split pays off: a training step runs its layers' forward and backward
+ * passes one after another, so contiguous layer groups on k devices
+ * overlap little and pay for every activation and gradient that crosses a
+ * group boundary (on CNN training graphs, splitting over 4 GPUs was 1.2-2x
+ * slower than one GPU).  So the placement above is built for k = 1, 2,
+ * ..., n of the n devices of the most common kind (the GPUs; the k fastest,
+ * ties by index), each checked as below, and each simulated once
+ * (op_sim_run); the one the simulator ranks first wins (op_sim_ranks_before:
+ * fits first, then the shorter step; ties: fewer devices).  k = 1 is the
+ * whole graph on the fastest device of that kind, so where the graph fits
+ * on one device expert is never slower than that device alone; it splits
+ * where one device lacks the memory or where pipelining branches and
+ * layers across devices wins (GNMT-style stacked RNNs, NASNet cells).
+ * Cost: n placements and n simulations.
  *
  * Ops without a layer follow their producer (the input with the most
  * bytes), or else their consumer; colocation groups follow their first
@@ -31,16 +46,20 @@
  * checked against placer_mem.h's liveness estimate (over the graph's
  * topological order); where it does not fit, the ops holding the most
  * bytes at an overflowing device's peak move to the device with the most
- * room, as a person would move a layer's tail (pmem_repair), and the
- * simulator checks the result (pmem_place_checked).  Still too big:
- * OP_EINFEASIBLE (as Pesto reports Expert OOM on large NASNets), unless
- * best_effort.  Placement only; each device runs first-ready-first.
+ * room, as a person would move a layer's tail (pmem_repair; only for
+ * k = n: with fewer devices, a split that does not fit is refused as it
+ * is, since k + 1 devices come next), and the simulator checks the result
+ * (pmem_place_checked).  Still too big:
+ * that k's candidate is refused; when every k is refused, OP_EINFEASIBLE
+ * (as Pesto reports Expert OOM on large NASNets), unless best_effort.
+ * Placement only; each device runs first-ready-first.
  */
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/simulate.h"
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
 
@@ -152,8 +171,9 @@ static int unit_order(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* The devices of the most common kind (ties: the kind of device 0). */
-static void pick_split_devices(expert *ex)
+/* The devices of the most common kind (ties: the kind of device 0), of
+ * which the `use` fastest (ties: lower index) take layers. */
+static void pick_split_devices(expert *ex, int use)
 {
     const op_cluster *c = ex->p->c;
     int best = 0, best_count = 0;
@@ -167,10 +187,36 @@ static void pick_split_devices(expert *ex)
         }
     }
     ex->n_split = 0;
-    for (int d = 0; d < c->n_dev; d++) {
+    for (int d = 0; d < c->n_dev; d++)
         ex->split_dev[d] = strcmp(c->dev[d].kind, c->dev[best].kind) == 0;
+    for (int d = 0; d < c->n_dev; d++) {
+        if (!ex->split_dev[d])
+            continue;
+        int faster = 0; /* devices of the kind ranked before d */
+        for (int e = 0; e < c->n_dev; e++)
+            faster += ex->split_dev[e] && (c->dev[e].speed > c->dev[d].speed ||
+                                           (c->dev[e].speed == c->dev[d].speed && e < d));
+        if (faster >= use)
+            ex->split_dev[d] = 2; /* of the kind, not used */
+    }
+    for (int d = 0; d < c->n_dev; d++) {
+        ex->split_dev[d] = ex->split_dev[d] == 1;
         ex->n_split += ex->split_dev[d];
     }
+}
+
+/* How many devices of the most common kind there are. */
+static int count_split_devices(const op_cluster *c)
+{
+    int best_count = 0;
+    for (int d = 0; d < c->n_dev; d++) {
+        int count = 0;
+        for (int e = 0; e < c->n_dev; e++)
+            count += strcmp(c->dev[e].kind, c->dev[d].kind) == 0;
+        if (count > best_count)
+            best_count = count;
+    }
+    return best_count;
 }
 
 /* Units from the layer scopes; returns the number of cells. */
@@ -437,7 +483,7 @@ static op_status repair_rules(expert *ex, int *device_of, op_error *err)
 static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
                                 op_placement *out, int *fits, op_error *err)
 {
-    (void)arg;
+    const int use = *(const int *)arg;
     const op_problem *p = ctx->p;
     expert ex = {.p = p};
     ex.load = op_calloc((size_t)p->nd, sizeof(double), err);
@@ -447,7 +493,7 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
     if (!st) {
         for (int d = 0; d < p->nd; d++)
             ex.room[d] = p->c->dev[d].memory_bytes;
-        pick_split_devices(&ex);
+        pick_split_devices(&ex, use);
         st = build_units(&ex, err);
     }
     if (!st)
@@ -466,7 +512,11 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
         if (pmem_init(&mem, p, NULL, margin, err))
             st = OP_ENOMEM;
         else {
-            *fits = pmem_repair(&mem, out->device_of, 30, err);
+            /* fewer devices than there are: a split that does not fit
+             * is refused as it is (the next k tries more devices);
+             * repairing it costs seconds on 36k-op graphs */
+            *fits = use < count_split_devices(p->c) ? pmem_charge_all(&mem, out->device_of)
+                                                     : pmem_repair(&mem, out->device_of, 30, err);
             if (*fits < 0)
                 st = OP_ENOMEM;
             else if (!*fits && !ctx->best_effort)
@@ -485,9 +535,71 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
     return st;
 }
 
+/* The layer-wise placement over k = 1, 2, ..., n devices of the most
+ * common kind; the simulator picks k (op_sim_ranks_before: fits first,
+ * then the shorter step). */
 static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    return pmem_place_checked(ctx, "expert", expert_attempt, NULL, out, err);
+    const op_problem *p = ctx->p;
+    int n_split = count_split_devices(p->c);
+    op_placement cand;
+    op_sim_result r;
+    memset(&r, 0, sizeof r);
+    op_sim *sim = op_sim_new(p, err);
+    if (!sim)
+        return OP_ENOMEM;
+    op_status st = op_placement_init(&cand, p->n, p->nd, err);
+    if (st) {
+        op_sim_free(sim);
+        return st;
+    }
+    if ((st = op_sim_result_init(&r, p, err)))
+        goto done;
+    double best_over = INFINITY, best_step = INFINITY;
+    int best_k = 0;
+    op_error refusal = {0}; /* the last candidate's refusal */
+    for (int k = 1; k <= n_split; k++) {
+        double t0 = op_seconds_now();
+        op_error e = {0};
+        st = pmem_place_checked(ctx, "expert", expert_attempt, &k, &cand, &e);
+        if (st == OP_EINFEASIBLE) {
+            refusal = e;
+            continue;
+        }
+        /* a candidate that cannot beat a fitting incumbent stops early */
+        op_sim_set_cutoff(sim, best_k && best_over == 0 ? best_step : 0);
+        if (!st)
+            st = op_sim_run(sim, &cand, &r, NULL, &e);
+        if (st) {
+            if (err)
+                *err = e;
+            goto done;
+        }
+        if (r.cut_off)
+            continue;
+        double over = op_sim_overflow_bytes(p, &r);
+        op_progress(ctx, "expert: layers over %d device%s: step %.1f us%s (%.2f s)", k,
+                    k > 1 ? "s" : "", r.step_time_us, over > 0 ? " (out of memory)" : "",
+                    op_seconds_now() - t0);
+        if (best_k == 0 || op_sim_ranks_before(over, r.step_time_us, best_over, best_step)) {
+            best_k = k;
+            best_over = over;
+            best_step = r.step_time_us;
+            memcpy(out->device_of, cand.device_of, (size_t)p->n * sizeof *out->device_of);
+        }
+    }
+    if (best_k == 0) {
+        if (err)
+            *err = refusal;
+        st = OP_EINFEASIBLE;
+    } else {
+        st = OP_OK;
+    }
+done:
+    op_sim_result_destroy(&r);
+    op_sim_free(sim);
+    op_placement_destroy(&cand);
+    return st;
 }
 
 const op_placer op_placer_expert = {

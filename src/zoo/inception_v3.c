@@ -164,8 +164,10 @@ static op_graph *gen_inception(op_options *o, op_error *err)
     return zb_finish(z, zb_ew1(z, "Mean", "Mean", 1, 1, total), err);
 }
 
+ZOO_AT_PAPERS(gen_inception, "inception_v3")
+
 const op_zoo_model op_zoo_model_inception_v3 = {
     .name = "inception_v3",
-    .summary = "Inception-V3, parallel-branch modules, aux head (--batch 64)",
-    .generate = gen_inception,
+    .summary = "Inception-V3, parallel-branch modules, aux head (Celeritas: --batch 512; --paper celeritas|sgdp|trinity)",
+    .generate = gen_inception_at_papers,
 };

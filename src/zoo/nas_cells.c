@@ -213,20 +213,26 @@ static op_graph *gen_amoebanet(op_options *o, op_error *err)
     return gen_nas(&net, o, 4, 190, 64, err);
 }
 
+ZOO_AT_PAPERS(gen_nasnet, "nasnet")
+
 const op_zoo_model op_zoo_model_nasnet = {
     .name = "nasnet",
-    .summary = "NASNet-A, multi-branch cells with skip inputs (--cells 6 --hidden 168 filters --batch 32)",
-    .generate = gen_nasnet,
+    .summary = "NASNet-A, multi-branch cells with skip inputs (Trinity: --cells 6 --hidden 168 filters --batch 32; --paper trinity|pesto)",
+    .generate = gen_nasnet_at_papers,
 };
+
+ZOO_AT_PAPERS(gen_pnasnet, "pnasnet")
 
 const op_zoo_model op_zoo_model_pnasnet = {
     .name = "pnasnet",
-    .summary = "PNASNet-5 cells (--cells 4 --hidden 216 filters --batch 32)",
-    .generate = gen_pnasnet,
+    .summary = "PNASNet-5 cells (Trinity: --cells 4 --hidden 216 filters --batch 8)",
+    .generate = gen_pnasnet_at_papers,
 };
+
+ZOO_AT_PAPERS(gen_amoebanet, "amoebanet")
 
 const op_zoo_model op_zoo_model_amoebanet = {
     .name = "amoebanet",
-    .summary = "AmoebaNet-A cells (--cells 4 --hidden 190 filters --batch 64)",
-    .generate = gen_amoebanet,
+    .summary = "AmoebaNet-A cells (SGDP: --cells 4 --hidden 190 filters --batch 64)",
+    .generate = gen_amoebanet_at_papers,
 };

@@ -364,20 +364,26 @@ static op_graph *gen_gnmt(op_options *o, op_error *err)
     return zb_finish(z, mean_loss(z, xent, T, B), err);
 }
 
+ZOO_AT_PAPERS(gen_rnnlm, "rnnlm")
+
 const op_zoo_model op_zoo_model_rnnlm = {
     .name = "rnnlm",
-    .summary = "LSTM language model, layer x time grid (--layers 2 --hidden 2048 --batch 64 --seq-len 40)",
-    .generate = gen_rnnlm,
+    .summary = "LSTM language model, layer x time grid (SGDP: --layers 2 --hidden 2048 --batch 64 --seq-len 100; --paper sgdp|pesto)",
+    .generate = gen_rnnlm_at_papers,
 };
+
+ZOO_AT_PAPERS(gen_nmt, "nmt")
 
 const op_zoo_model op_zoo_model_nmt = {
     .name = "nmt",
-    .summary = "seq2seq LSTM with Luong attention (--layers 2 --hidden 1024 --batch 128 --seq-len 40)",
-    .generate = gen_nmt,
+    .summary = "seq2seq LSTM with Luong attention (Celeritas: --layers 4 --hidden 2048 --batch 512 --seq-len 75; --paper celeritas|pesto|trinity)",
+    .generate = gen_nmt_at_papers,
 };
+
+ZOO_AT_PAPERS(gen_gnmt, "gnmt")
 
 const op_zoo_model op_zoo_model_gnmt = {
     .name = "gnmt",
-    .summary = "GNMT: bi-LSTM encoder, residuals, Bahdanau attention (--layers 2 --hidden 1024 --batch 64 --seq-len 20)",
-    .generate = gen_gnmt,
+    .summary = "GNMT: bi-LSTM encoder, residuals, Bahdanau attention (SGDP: --layers 2 --hidden 1024 --batch 64 --seq-len 110; --paper sgdp|trinity)",
+    .generate = gen_gnmt_at_papers,
 };

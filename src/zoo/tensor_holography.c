@@ -58,8 +58,10 @@ static op_graph *gen_tensor_holography(op_options *o, op_error *err)
     return zb_finish(z, zb_ew1(z, "Mean", "Mean", 1, 1, sq), err);
 }
 
+ZOO_AT_PAPERS(gen_tensor_holography, "tensor_holography")
+
 const op_zoo_model op_zoo_model_tensor_holography = {
     .name = "tensor_holography",
-    .summary = "hologram CNN, 30 conv layers x 24 filters with residuals (--layers 30 --hidden 24 --batch 32)",
-    .generate = gen_tensor_holography,
+    .summary = "hologram CNN, 30 conv layers x 24 filters with residuals (Celeritas: --layers 30 --hidden 24 --batch 32)",
+    .generate = gen_tensor_holography_at_papers,
 };

@@ -253,14 +253,18 @@ static op_graph *gen_transformer_xl(op_options *o, op_error *err)
     return zb_finish(z, loss, err);
 }
 
+ZOO_AT_PAPERS(gen_transformer, "transformer")
+
 const op_zoo_model op_zoo_model_transformer = {
     .name = "transformer",
-    .summary = "encoder-decoder Transformer, heads as branches (--layers 12 --heads 16 --hidden 2048 --batch 256 --seq-len 32)",
-    .generate = gen_transformer,
+    .summary = "encoder-decoder Transformer, heads as branches (Celeritas: --layers 12 --heads 16 --hidden 2048 --batch 256 --seq-len 32; --paper celeritas|pesto)",
+    .generate = gen_transformer_at_papers,
 };
+
+ZOO_AT_PAPERS(gen_transformer_xl, "transformer_xl")
 
 const op_zoo_model op_zoo_model_transformer_xl = {
     .name = "transformer_xl",
-    .summary = "Transformer-XL, segments x layers with cached memories (--layers 2 --hidden 500 --heads 10 --batch 64 --seq-len 256)",
-    .generate = gen_transformer_xl,
+    .summary = "Transformer-XL, segments x layers with cached memories (SGDP: --layers 2 --hidden 500 --heads 10 --batch 64 --seq-len 256)",
+    .generate = gen_transformer_xl_at_papers,
 };

@@ -102,8 +102,10 @@ static op_graph *gen_wavenet(op_options *o, op_error *err)
     return zb_finish(z, zb_ew1(z, "Mean", "Mean", 1, 1, xent), err);
 }
 
+ZOO_AT_PAPERS(gen_wavenet, "wavenet")
+
 const op_zoo_model op_zoo_model_wavenet = {
     .name = "wavenet",
-    .summary = "WaveNet, gated dilated convs with residual and skip paths (--stacks 2 --layers 9 --batch 64 --seq-len 2048)",
-    .generate = gen_wavenet,
+    .summary = "WaveNet, gated dilated convs with residual and skip paths (SGDP: --stacks 2 --layers 9 --batch 64 --seq-len 2048)",
+    .generate = gen_wavenet_at_papers,
 };

@@ -84,6 +84,17 @@ double zb_elems(const zb *z, int rec);
 op_graph *zb_finish(zb *z, int loss, op_error *err);
 void zb_free(zb *z);
 
+/* Build `model` with build() after applying --paper (or the model's
+ * default paper) to o (papers.c); o may be NULL.  Every zoo model's
+ * generate goes through it (ZOO_AT_PAPERS). */
+op_graph *zoo_generate(const char *model, op_graph *(*build)(op_options *, op_error *),
+                       op_options *o, op_error *err);
+#define ZOO_AT_PAPERS(fn, model)                                              \
+    static op_graph *fn##_at_papers(op_options *o, op_error *err)            \
+    {                                                                         \
+        return zoo_generate(model, fn, o, err);                               \
+    }
+
 /* ---- layers shared by several models (zoo_layers.c) ---- */
 
 /* y = x W (+ b): MatMul [rows x in] x [in x out], then BiasAdd. */
