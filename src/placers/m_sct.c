@@ -260,7 +260,7 @@ op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err)
 
 static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    etf_options o = {.name = "m-sct"};
+    etf_options o = {.name = "m-sct", .tie = ETF_TIE_BFS};
     if (placer_read_order_option(ctx, &o.set_order, err))
         return OP_EUSAGE;
     int *favorite = op_malloc((size_t)ctx->p->n * sizeof(int) + 1, err);
