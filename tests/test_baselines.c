@@ -64,11 +64,11 @@ static op_status run_placer(const char *name, const op_problem *p, int best_effo
 
 /* Replays the schedule with Baechi's communication model: one channel per
  * device, busy while it sends or receives; a tensor is sent once per
- * (source op, device).  Each pick must be a (ready op, device) pair whose
- * dry-run start (each transfer against the channels as they are) is the
- * earliest over every ready op and every device, and must start when its
- * transfers, committed one by one, have arrived (free memory is unlimited
- * here). */
+ * (source op, device), its transfers one by one in predecessor order.
+ * Each pick must be a (ready op, device) pair whose start is the earliest
+ * over every ready op and every device, and must start when its
+ * transfers, committed, have arrived (free memory is unlimited here;
+ * at most 8 devices). */
 static void check_etf_picks(const op_problem *p, const etf_trace *tr, const int *device_of)
 {
     const op_graph *g = p->g;
@@ -91,16 +91,18 @@ static void check_etf_picks(const op_problem *p, const etf_trace *tr, const int 
             if (!ready)
                 continue;
             for (int d = 0; d < nd; d++) {
-                double t = free_at[d];
+                double t = free_at[d], ch[8];
+                memcpy(ch, chan, (size_t)nd * sizeof *ch);
                 for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
                     int u = g->pred[e], du = device_of[u];
                     double a = finish[u];
                     if (du != d && cached[u * nd + d] >= 0) {
                         a = cached[u * nd + d];
                     } else if (du != d) {
-                        double send = fmax(a, chan[du]);
-                        a = fmax(send, chan[d]) +
-                            op_cluster_transfer_us(p->c, du, d, g->edge_bytes[g->pred_edge[e]]);
+                        double w = op_cluster_transfer_us(p->c, du, d, g->edge_bytes[g->pred_edge[e]]);
+                        double send = fmax(a, ch[du]);
+                        ch[du] = send + w;
+                        a = ch[d] = fmax(send, ch[d]) + w;
                     }
                     t = fmax(t, a);
                 }

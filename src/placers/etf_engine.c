@@ -13,13 +13,18 @@
  * Communication as Baechi's placer models it (placer_utils.ReadyOpManager,
  * device.DeviceWrapper): every device has ONE channel, busy while it sends
  * or receives; a tensor (one per source op) is sent once to a device and
- * then cached there.  The arrival of u's tensor on d, for a candidate, is
+ * then cached there.  A transfer of u's tensor from src to d goes
  *     send = max(finish(u), chan(src)), recv = max(send, chan(d)),
- *     arrival = recv + transfer_us(src, d, bytes)
- * (each predecessor against the channels as they are); when the op is
- * scheduled its transfers are committed one by one in predecessor order,
- * which moves chan(src) to send + transfer and chan(d) to the arrival, and
- * the op starts at max(device free, the committed arrivals).  This is what
+ *     arrival = recv + transfer_us(src, d, bytes),
+ * moving chan(src) to send + transfer and chan(d) to the arrival; an op's
+ * transfers go one by one in predecessor order, and it starts at
+ * max(device free, its last arrival).  One deliberate difference: Baechi
+ * estimates a candidate's start with each transfer on its own (its dry
+ * run) and queues them only when it commits, so an op with two large
+ * remote inputs looks one transfer earlier than it can start (a CNN's
+ * backward convolution moved to an idle GPU for a gain that was not
+ * there, bench/notes/baselines.md); here the estimate queues them as the
+ * commit does, so estimate and commit agree.  The channel is what
  * keeps a CNN's activations on one device: without the channel, every
  * transfer looks free of queueing and ETF sends a branch to an idle device
  * whenever its lone transfer beats the busy device (issue 18: ResNet-50
@@ -81,6 +86,7 @@ typedef struct etf_state {
     unsigned char *scheduled;
     double *finish, *start, *blevel, *dev_free;
     double *chan;      /* per device: its one channel is busy until */
+    double *scratch;   /* per device: arrival()'s copy of chan */
     double *cached;    /* n x nd: arrival of u's tensor on d, or -1 */
     int *tpos;         /* per op: position in the BFS topological order */
     pheap *pending, *avail;
@@ -133,6 +139,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
     s->last = op_malloc(nd * sizeof(int), err);
     s->scheduled = op_calloc(n + 1, 1, err);
     s->chan = op_calloc(nd, sizeof(double), err);
+    s->scratch = op_calloc(nd, sizeof(double), err);
     s->cached = op_malloc(n * nd * sizeof(double) + 1, err);
     s->tpos = op_malloc(n * sizeof(int) + 1, err);
     s->finish = op_malloc(n * sizeof(double) + 1, err);
@@ -142,7 +149,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
     s->pending = op_calloc(nd, sizeof(pheap), err);
     s->avail = op_calloc(nd, sizeof(pheap), err);
     if (!s->device_of || !s->group_device || !s->preds_left || !s->alive || !s->seq ||
-        !s->stuck || !s->last || !s->scheduled || !s->chan || !s->cached || !s->tpos || !s->finish ||
+        !s->stuck || !s->last || !s->scheduled || !s->chan || !s->scratch || !s->cached || !s->tpos || !s->finish ||
         !s->start || !s->blevel || !s->dev_free || !s->pending || !s->avail)
         return OP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -186,6 +193,7 @@ static void state_destroy(etf_state *s)
     free(s->last);
     free(s->scheduled);
     free(s->chan);
+    free(s->scratch);
     free(s->cached);
     free(s->tpos);
     free(s->finish);
@@ -201,12 +209,13 @@ static void state_destroy(etf_state *s)
     pmem_destroy(&s->mem);
 }
 
-/* Data arrival time of ready op v on device d with the channels as they
- * are (Baechi's dry run: each predecessor's transfer on its own). */
-static double arrival(const etf_state *s, int v, int d)
+/* Data arrival time of ready op v on device d: its transfers as they
+ * would be committed (commit_transfers), one by one in predecessor order,
+ * on a scratch copy of the channels. */
+static double arrival(etf_state *s, int v, int d)
 {
     const op_graph *g = s->p->g;
-    double t = 0;
+    double t = 0, *ch = NULL;
     for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
         int u = g->pred[k], du = s->device_of[u];
         double a = s->finish[u];
@@ -215,10 +224,15 @@ static double arrival(const etf_state *s, int v, int d)
             if (c >= 0) {
                 a = c;
             } else {
-                double send = a > s->chan[du] ? a : s->chan[du];
-                double recv = send > s->chan[d] ? send : s->chan[d];
-                a = recv + op_cluster_transfer_us(s->p->c, du, d,
-                                                  g->edge_bytes[g->pred_edge[k]]);
+                if (!ch) {
+                    ch = s->scratch;
+                    memcpy(ch, s->chan, (size_t)s->nd * sizeof *ch);
+                }
+                double w = op_cluster_transfer_us(s->p->c, du, d, g->edge_bytes[g->pred_edge[k]]);
+                double send = a > ch[du] ? a : ch[du];
+                ch[du] = send + w;
+                double recv = send > ch[d] ? send : ch[d];
+                a = ch[d] = recv + w;
             }
         }
         if (a > t)
@@ -227,7 +241,7 @@ static double arrival(const etf_state *s, int v, int d)
     return t;
 }
 
-static double sched_time(const etf_state *s, int v, int d)
+static double sched_time(etf_state *s, int v, int d)
 {
     double a = arrival(s, v, d);
     return a > s->dev_free[d] ? a : s->dev_free[d];
@@ -283,10 +297,11 @@ static double device_candidate(etf_state *s, int d, int *v, op_error *err)
 {
     pheap *pend = &s->pending[d], *av = &s->avail[d];
     for (;;) {
-        /* pending: stored arrivals are lower bounds; settle the top */
+        /* pending: stored arrivals are lower bounds; settle the top (the
+         * memory check, the costly part, waits until an op is chosen) */
         while (pend->n) {
             pheap_entry e = pend->a[0];
-            if (s->scheduled[e.id] || !still_fits(s, e.id, d)) {
+            if (s->scheduled[e.id]) {
                 drop_top(s, pend);
                 continue;
             }
@@ -305,28 +320,35 @@ static double device_candidate(etf_state *s, int d, int *v, op_error *err)
             }
             break;
         }
-        if (!av->n)
-            break;
-        pheap_entry e = av->a[0];
-        if (s->scheduled[e.id] || !still_fits(s, e.id, d)) {
-            drop_top(s, av);
+        if (av->n) {
+            pheap_entry e = av->a[0];
+            if (s->scheduled[e.id]) {
+                drop_top(s, av);
+                continue;
+            }
+            double a = arrival(s, e.id, d);
+            if (a > s->dev_free[d]) { /* its channel got busy: back to pending */
+                pheap_pop(av);
+                if (pheap_push(pend, a, e.k1, e.id, err))
+                    return -2;
+                continue;
+            }
+            if (!still_fits(s, e.id, d)) {
+                drop_top(s, av);
+                continue;
+            }
+            *v = e.id;
+            return s->dev_free[d];
+        }
+        if (!pend->n)
+            return -1;
+        if (!still_fits(s, pend->a[0].id, d)) {
+            drop_top(s, pend);
             continue;
         }
-        double a = arrival(s, e.id, d);
-        if (a > s->dev_free[d]) { /* its channel got busy: back to pending */
-            pheap_pop(av);
-            if (pheap_push(pend, a, e.k1, e.id, err))
-                return -2;
-            continue;
-        }
-        *v = e.id;
-        return s->dev_free[d];
-    }
-    if (pend->n) {
         *v = pend->a[0].id;
         return pend->a[0].k1;
     }
-    return -1;
 }
 
 /* m-SCT: the favorite child of d's last op, if d is reserved for it. */
