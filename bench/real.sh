@@ -28,6 +28,7 @@ BUDGET=${BUDGET:-10}
 ALGOS=${ALGOS:-single round-robin expert metis m-topo m-etf m-sct heft celeritas order-place dfs-topo auto}
 MODELS=${MODELS:-resnet50 resnet152 densenet121 inception_v3 mobilenet_v2 vgg16 transformer gpt12 lstm}
 HERE=$(cd "$(dirname "$0")" && pwd)
+export PYTHONPATH="$HERE/../python${PYTHONPATH:+:$PYTHONPATH}" # the opplace.torch package
 mkdir -p "$GRAPHS"
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -51,6 +52,9 @@ export_model() {
                    --input 8x512:int64 --loss cross_entropy "${t[@]}" -o "$out" ;;
         lstm) $EXPORTER opplace.torch.examples:seq2seq --kwargs '{"layers":4,"dim":1024}' \
                   --input 64x32:int64 --input 64x32:int64 --loss cross_entropy "${t[@]}" -o "$out" ;;
+        inception_v3) $EXPORTER torchvision.models:inception_v3 --input 32x3x299x299 \
+                          --kwargs '{"aux_logits": false, "init_weights": false}' \
+                          --loss cross_entropy "${t[@]}" -o "$out" ;;
         *) $EXPORTER "torchvision.models:$key" --input 32x3x224x224 --loss cross_entropy \
                "${t[@]}" -o "$out" ;;
         esac ;;
@@ -118,8 +122,11 @@ for m in $MODELS; do
         continue
     fi
     nops=$("$BIN" info "$g" --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["ops"])')
-    peak=$("$BIN" place "$g" --cluster "$TMP/cbig.json" --algo single --json |
-           /usr/bin/python3 -c 'import json,sys; print(max(json.load(sys.stdin)["peak_memory_bytes"].values()))')
+    if ! peak=$("$BIN" place "$g" --cluster "$TMP/cbig.json" --algo single --json |
+                /usr/bin/python3 -c 'import json,sys; print(max(json.load(sys.stdin)["peak_memory_bytes"].values()))'); then
+        echo "| $m | $nops | - | no single-device peak (opplace place --algo single failed) |"
+        continue
+    fi
     cluster $((peak * 45 / 100)) "$TMP/ctight.json"
     for c in c16 ctight; do
         cf="$TMP/$c.json"
