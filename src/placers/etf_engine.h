@@ -7,10 +7,18 @@
 
 #include "opplace/placer.h"
 
+/* Ties between equal start times: the op earlier in Baechi's BFS
+ * topological order (its topo_order), or earlier in the graph file.
+ * m-ETF and m-SCT use the file order (never slower than Baechi's own
+ * placers on the real graphs of bench/real.sh); BFS reproduces Baechi's
+ * rule, for the tests and the ablation in bench/notes/baselines.md. */
+typedef enum etf_tie { ETF_TIE_BFS, ETF_TIE_INDEX } etf_tie;
+
 typedef struct etf_options {
     const int *favorite; /* per op: favorite child or -1 (m-SCT); NULL for m-ETF */
     int set_order;       /* write the schedule as the placement's per-device order */
     const char *name;    /* for messages */
+    etf_tie tie;         /* tie-break order between equal start times */
     const double *margin; /* per device memory margin (placer_mem.h), NULL for 1 */
     int *estimate_fits;  /* out, may be NULL: 0 when best effort placed an op
                             beyond the memory estimate */
@@ -27,7 +35,8 @@ op_status etf_schedule(const op_place_ctx *ctx, const etf_options *o, op_placeme
                        etf_trace *trace, op_error *err);
 
 /* Static b-level (longest path to an exit of fastest execution times, no
- * communication): ETF's tie-breaker.  out has n entries. */
+ * communication): the memory estimate's slot order (decreasing).  out has
+ * n entries. */
 void etf_static_level(const op_problem *p, double *out);
 
 /* `--order yes|no` (default yes): whether a list scheduler (m-ETF, m-SCT,

@@ -29,8 +29,11 @@
  *
  * Scheduling is etf_engine.c with the favorite-child rule (a device whose
  * last op's favorite child is ready and starts earliest there waits for
- * it unless another op is urgent), memory by placer_mem.h's liveness
- * estimate, checked by the simulator.
+ * it unless another op is urgent), Baechi's communication model (one
+ * channel per device, tensors cached per device), ties by the graph
+ * file's op order as m-ETF (Baechi's BFS topo_order is 1.56x slower on
+ * VGG-16 and 3.5% faster on Inception-V3, bench/notes/baselines.md),
+ * memory by placer_mem.h's liveness estimate, checked by the simulator.
  */
 #include <coin/Cbc_C_Interface.h>
 #include <float.h>
@@ -260,7 +263,7 @@ op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err)
 
 static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    etf_options o = {.name = "m-sct"};
+    etf_options o = {.name = "m-sct", .tie = ETF_TIE_INDEX};
     if (placer_read_order_option(ctx, &o.set_order, err))
         return OP_EUSAGE;
     int *favorite = op_malloc((size_t)ctx->p->n * sizeof(int) + 1, err);

@@ -6,10 +6,14 @@
  * current one has received its share.
  *
  * Share (`--share memory|compute`, default memory as in Baechi's
- * "uniform" variant): memory: total estimated footprint / devices (scaled
- * by each device's capacity) plus the largest single op's footprint;
- * compute: total work scaled by device speed (the share is a balance
- * target, so it sums bytes statically).  A device never takes more than
+ * "uniform" variant, TopoUniformWithColocation): memory: total static
+ * footprint (params + outputs + temporaries of every op) / devices (scaled
+ * by each device's capacity) plus the largest single op's footprint; a
+ * device takes the next op (its whole colocation group) while its load plus
+ * the group's temporary maximum and params stays below the share, and its
+ * load then grows by the group's static footprint, exactly Baechi's
+ * bookkeeping; compute: total work scaled by device speed.  (The share is
+ * a balance target, not the memory check.)  A device never takes more than
  * its capacity by placer_mem.h's liveness estimate, with the BFS order as
  * its timeline of slots.  When a graph has no memory at all, the compute
  * share is used.
@@ -60,28 +64,70 @@ typedef struct topo_fill {
     int *device_of, *group_device;
     double *limit;      /* per device: its share (bytes or microseconds) */
     double *load;       /* per device: what counts against the share */
+    double *gcheck;     /* per group: max temp + params (Baechi's group_memory) */
+    double *gload;      /* per group: params + outputs + temps of its members */
     int by_memory;
     int cur;            /* the device being filled */
     int fits;           /* 0 once an op went beyond the estimate */
 } topo_fill;
 
-static double share_cost(const topo_fill *f, int v, int d)
+static double op_bytes(const op_graph *g, int v)
 {
-    return f->by_memory ? (double)pmem_need(&f->mem, v, d, f->device_of) : op_exec_us(f->p, v, d);
+    return (double)(g->param_bytes[v] + g->output_bytes[v] + g->temp_bytes[v]);
+}
+
+/* Does v (its group, when it is the first member placed) still fit in the
+ * share of d?  Baechi: used + temp_max + persistent_sum < share. */
+static int within_share(const topo_fill *f, int v, int d)
+{
+    const op_graph *g = f->p->g;
+    if (!f->by_memory)
+        return f->load[d] + op_exec_us(f->p, v, d) <= f->limit[d];
+    int grp = f->p->group_of[v];
+    double need = grp != OP_NONE ? f->gcheck[grp]
+                                 : (double)(g->temp_bytes[v] + g->param_bytes[v]);
+    return f->load[d] + need < f->limit[d];
+}
+
+/* What placing v on d adds to its load (call before recording the group's
+ * device): a group's whole static footprint when its first member lands. */
+static double share_load(const topo_fill *f, int v, int d)
+{
+    if (!f->by_memory)
+        return op_exec_us(f->p, v, d);
+    int grp = f->p->group_of[v];
+    if (grp == OP_NONE)
+        return op_bytes(f->p->g, v);
+    return f->group_device[grp] < 0 ? f->gload[grp] : 0;
 }
 
 static void set_limits(topo_fill *f)
 {
     const op_problem *p = f->p;
     double total_mem = 0, max_op = 0, total_cap = 0;
+    for (int k = 0; k < p->n_groups; k++)
+        f->gcheck[k] = f->gload[k] = 0;
     for (int i = 0; i < p->n; i++) {
-        double m = (double)(p->g->param_bytes[i] + p->g->output_bytes[i] + p->g->temp_bytes[i]);
+        double m = op_bytes(p->g, i);
+        int grp = p->group_of[i];
+        if (grp != OP_NONE) {
+            f->gload[grp] += m;
+            f->gcheck[grp] += (double)p->g->param_bytes[i];
+        }
         total_mem += m;
         if (m > max_op)
             max_op = m;
     }
     for (int d = 0; d < p->nd; d++)
         total_cap += (double)p->c->dev[d].memory_bytes;
+    /* + the group's largest temporary (Baechi's temp_memory_max) */
+    for (int k = 0; k < p->n_groups; k++) {
+        int64_t mx = 0;
+        for (int j = p->group_off[k]; j < p->group_off[k + 1]; j++)
+            if (p->g->temp_bytes[p->group_ops[j]] > mx)
+                mx = p->g->temp_bytes[p->group_ops[j]];
+        f->gcheck[k] += (double)mx;
+    }
     if (total_mem <= 0)
         f->by_memory = 0;
     for (int d = 0; d < p->nd; d++) {
@@ -109,7 +155,7 @@ static int choose_device(topo_fill *f, int v)
         return best;
     }
     while (f->cur < p->nd - 1 &&
-           (f->load[f->cur] + share_cost(f, v, f->cur) > f->limit[f->cur] ||
+           (!within_share(f, v, f->cur) ||
             !pmem_fits(&f->mem, v, f->cur, f->device_of)))
         f->cur++;
     if (placer_allowed(p, f->group_device, v, f->cur) && pmem_fits(&f->mem, v, f->cur, f->device_of))
@@ -138,7 +184,7 @@ static op_status fill_devices(topo_fill *f, const int *order, int best_effort, o
                     (d < 0 || pmem_room(&f->mem, e) > pmem_room(&f->mem, d)))
                     d = e;
         }
-        f->load[d] += share_cost(f, v, d);
+        f->load[d] += share_load(f, v, d);
         pmem_commit(&f->mem, v, d, f->device_of);
         f->device_of[v] = d;
         if (p->group_of[v] != OP_NONE)
@@ -157,8 +203,10 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
     f.group_device = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
     f.limit = op_malloc((size_t)p->nd * sizeof(double), err);
     f.load = op_calloc((size_t)p->nd, sizeof(double), err);
+    f.gcheck = op_malloc((size_t)p->n_groups * sizeof(double) + 1, err);
+    f.gload = op_malloc((size_t)p->n_groups * sizeof(double) + 1, err);
     op_status st = OP_ENOMEM;
-    if (order && f.group_device && f.limit && f.load && !m_topo_bfs_order(p->g, order, err) &&
+    if (order && f.group_device && f.limit && f.load && f.gcheck && f.gload && !m_topo_bfs_order(p->g, order, err) &&
         !pmem_init(&f.mem, p, order, margin, err)) {
         f.device_of = out->device_of;
         for (int i = 0; i < p->n; i++)
@@ -174,6 +222,8 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
     free(f.group_device);
     free(f.limit);
     free(f.load);
+    free(f.gcheck);
+    free(f.gload);
     return st;
 }
 
