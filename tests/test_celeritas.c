@@ -645,11 +645,10 @@ Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
         for (int b = 0; b < 3; b++) {
             op_placement pl;
             cr_assert_eq(run_placer(baechi[b], &tp.p, 1, &pl, &err), OP_OK, "%s", err.msg);
-            /* Known gap (issue 18, branch baselines): m-ETF/m-SCT with
-             * Baechi's channel model beat celeritas on pnasnet (939 vs 1039
-             * ms) and wavenet (95.3 vs 96.0 ms); closing it is issue 18
-             * item 4 (Celeritas at least as good as the best baseline).
-             * Remove this skip with that work. */
+            /* Known gap: m-ETF/m-SCT with Baechi's channel model beat
+             * celeritas on pnasnet (939 vs 1039 ms) and wavenet (95.3 vs
+             * 96.0 ms); bench/RESULTS.md lists it.  Only m-topo is held to
+             * the rule until celeritas closes it. */
             if (strcmp(baechi[b], "m-topo")) {
                 op_placement_destroy(&pl);
                 continue;
