@@ -118,6 +118,8 @@ static double greedy_time(sgdp_policy *pol, const op_problem *p, int *device_of)
     return t;
 }
 
+static void logp_of(sgdp_policy *pol, const op_problem *p, double *out);
+
 Test(sgdp, training_finds_the_optimum_of_two_chains)
 {
     tk_problem tp;
@@ -127,8 +129,22 @@ Test(sgdp, training_finds_the_optimum_of_two_chains)
     sgdp_config cfg = tiny_config();
     sgdp_policy *pol = sgdp_policy_new(&cfg, 1, &err);
     cr_assert_not_null(pol, "%s", err.msg);
+    /* it starts from a (nearly) uniform policy: every free row's
+     * probabilities within 0.05 of 1/2 on the 2 devices (the pinned op's
+     * row has one device) */
+    double lp0[12 * 4];
+    logp_of(pol, &tp.p, lp0);
+    int free_rows = 0;
+    for (int r = 0; r < 12; r++) {
+        if (!isfinite(lp0[r * 4 + 1]))
+            continue;
+        free_rows++;
+        cr_assert_lt(fabs(exp(lp0[r * 4]) - 0.5), 0.05, "row %d starts at %.3f", r,
+                     exp(lp0[r * 4]));
+    }
+    cr_assert_eq(free_rows, 11);
     const op_problem *probs[1] = {&tp.p};
-    sgdp_train_config tc = tiny_train(80, 2, 1);
+    sgdp_train_config tc = tiny_train(80, 2, 1); /* the paper's PPO: no reference */
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
     cr_assert_not_null(t, "%s", err.msg);
     cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
@@ -936,4 +952,65 @@ Test(sgdp, calibrated_proposals_move_m_decisions_in_the_policys_order)
     sgdp_graph_destroy(&sg);
     sgdp_policy_free(pol);
     tk_unbind(&tp);
+}
+
+/* --paper end to end: options beyond the paper are usage errors with it;
+ * `train --iterations 0` writes the untrained policy; zero-shot --paper is
+ * one-shot inference: the loaded policy's greedy placement, simulated. */
+Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
+{
+    const char *dir = tk_tmpdir();
+    char g[512], w[512], cmd[4096];
+    snprintf(g, sizeof g, "%s/paper.json", dir);
+    snprintf(w, sizeof w, "%s/paper.bin", dir);
+    op_graph *gr = tk_random_dag(40, 0.1, 6);
+    cr_assert_eq(op_graph_write(gr, g, NULL), OP_OK);
+    op_graph_free(gr);
+    char *out = NULL;
+    const char *bad[] = {"--heuristics expert", "--units 8", "--warm-start 1", "--search guided",
+                         "--rounds 2"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --paper %s --quiet",
+                 OPPLACE_BIN, g, bad[i]);
+        cr_assert_eq(tk_run(cmd, &out), 2, "%s: %s", bad[i], out);
+        cr_assert(strstr(out, "beyond the paper"), "%s", out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd,
+             "%s train sgdp --paper --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--iterations 0 --hidden 16 --segment 8 --seed 3",
+             OPPLACE_BIN, g, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_assert(strstr(out, "0 iterations, 0 simulated rollouts"), "%s", out);
+    free(out);
+    /* the untrained weights are the seed's fresh policy */
+    op_error err = {0};
+    sgdp_policy *loaded = sgdp_policy_from_file(w, &err);
+    cr_assert_not_null(loaded, "%s", err.msg);
+    sgdp_config cfg = *sgdp_policy_config(loaded);
+    sgdp_policy *fresh = sgdp_policy_new(&cfg, 3, &err);
+    nn_params *a = sgdp_policy_params(loaded), *b = sgdp_policy_params(fresh);
+    cr_assert_eq(a->count, b->count);
+    for (size_t i = 0; i < a->count; i++)
+        cr_assert_eq(memcmp(a->items[i]->value.data, b->items[i]->value.data,
+                            nn_tensor_size(&a->items[i]->value) * sizeof(double)),
+                     0, "%s differs", a->items[i]->name);
+    snprintf(cmd, sizeof cmd,
+             "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --paper --weights %s --json "
+             "--quiet",
+             OPPLACE_BIN, g, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    double placed = json_step(out);
+    free(out);
+    /* the same policy's greedy placement on the same cluster, simulated here */
+    tk_problem tp;
+    tk_bind(&tp, op_graph_read(g, &err), op_cluster_preset("v100-nvlink", 2, 0, &err));
+    int dev[40];
+    double greedy = greedy_time(loaded, &tp.p, dev);
+    cr_assert_float_eq(placed, greedy, 1e-6 * greedy, "--paper zero-shot %.3f, greedy %.3f",
+                       placed, greedy);
+    tk_unbind(&tp);
+    sgdp_policy_free(fresh);
+    sgdp_policy_free(loaded);
 }

@@ -363,14 +363,7 @@ typedef struct sgdp_rank_probe {
 op_status sgdp_trainer_rank_probe(sgdp_trainer *t, int i, int top_k, sgdp_rank_probe *out,
                                   op_error *err);
 
-/* `opplace train sgdp`'s options of the ranking stage: --rank-steps N
- * (default def_steps: SGDP_DEFAULT_RANK_STEPS in batch training, chosen on
- * the validation family; 0 for one graph), --rank-states S (4), --rank-lr
- * X (the PPO rate), --rank-relabel P (0). */
-#define SGDP_DEFAULT_RANK_STEPS 0
-struct op_options;
-op_status sgdp_rank_options(struct op_options *o, long def_steps, sgdp_train_config *tc,
-                            op_error *err);
+#define SGDP_DEFAULT_RANK_STEPS 0 /* `opplace train sgdp --rank-steps` */
 
 typedef struct sgdp_best {
     const op_placement *placement; /* NULL before any rollout */
