@@ -29,7 +29,15 @@
  * 100 us, about one op.  On 2 devices the optimum runs one chain per device.  The first op is
  * pinned to d0, which breaks the symmetry between the two mirror-image
  * optima (a factored policy gets no first-order gradient without it). */
+static op_graph *chains(int len, int pin);
 static op_graph *two_chains(int len)
+{
+    return chains(len, 1);
+}
+
+/* The same without the pin: the two optima are mirror images, and so is
+ * every device choice of an untrained plain policy. */
+static op_graph *chains(int len, int pin)
 {
     op_graph_builder *b = op_graph_builder_new("two_chains", NULL);
     int prev[2] = {-1, -1};
@@ -39,7 +47,7 @@ static op_graph *two_chains(int len)
             snprintf(name, sizeof name, "%c%d", 'a' + c, i);
             op_op_spec spec = {.name = name, .type = c ? "Conv2D" : "MatMul",
                                .time_us = 100.0 + 10 * c, .output_bytes = 1 << 20,
-                               .device = i == 0 && c == 0 ? "d0" : NULL};
+                               .device = pin && i == 0 && c == 0 ? "d0" : NULL};
             int op = tk_op_full(b, &spec);
             if (prev[c] >= 0)
                 tk_edge(b, prev[c], op, -1);
@@ -164,6 +172,49 @@ Test(sgdp, training_finds_the_optimum_of_two_chains)
     sgdp_train_stats s = sgdp_trainer_stats(t);
     cr_assert_eq(s.iterations, tc.iterations);
     cr_assert_eq(s.rollouts, tc.iterations * 17);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+/* The paper's plain method (--paper: no reference, no pin to break the
+ * symmetry; the policy opplace/sgdp.h describes: logits centred over the
+ * ops, Glorot head, no entropy bonus, its learning rate) learns the optimum of two mirror-
+ * image chains from its untrained policy, whose greedy placement is not
+ * optimal: the policy's own greedy placement ends optimal, one chain per
+ * device (all on one device takes twice as long). */
+Test(sgdp, paper_method_learns_the_optimum_without_symmetry_breaking)
+{
+    tk_problem tp;
+    tk_bind(&tp, chains(6, 0), tk_cluster(2, 0.0, 1e-4, (int64_t)1 << 40));
+    double opt = brute_force_optimum(&tp.p); /* 2^12 placements */
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+    /* the first seed whose untrained greedy placement is not optimal */
+    sgdp_policy *pol = NULL;
+    int dev[12];
+    double before = opt;
+    for (uint64_t seed = 1; seed <= 20 && before <= opt * 1.05; seed++) {
+        sgdp_policy_free(pol);
+        pol = sgdp_policy_new(&cfg, seed, &err);
+        cr_assert_not_null(pol, "%s", err.msg);
+        before = greedy_time(pol, &tp.p, dev);
+    }
+    cr_assert_gt(before, opt * 1.05, "every untrained greedy %.1f already optimal %.1f", before,
+                 opt);
+    const op_problem *probs[1] = {&tp.p};
+    sgdp_train_config tc = tiny_train(80, 2, 1);
+    tc.ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
+    tc.ppo.lr = SGDP_PLAIN_LR;
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    double after = greedy_time(pol, &tp.p, dev);
+    cr_assert_float_eq(after, opt, 1e-6, "greedy %.1f (untrained %.1f) vs optimum %.1f", after,
+                       before, opt);
+    for (int i = 2; i < 12; i += 2) /* chain a on one device, chain b on the other */
+        cr_assert(dev[i] == dev[0] && dev[i + 1] == dev[1] && dev[0] != dev[1]);
     sgdp_trainer_free(t);
     sgdp_policy_free(pol);
     tk_unbind(&tp);
@@ -984,11 +1035,12 @@ Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert(strstr(out, "0 iterations, 0 simulated rollouts"), "%s", out);
     free(out);
-    /* the untrained weights are the seed's fresh policy */
+    /* the untrained weights are the seed's fresh plain policy */
     op_error err = {0};
     sgdp_policy *loaded = sgdp_policy_from_file(w, &err);
     cr_assert_not_null(loaded, "%s", err.msg);
     sgdp_config cfg = *sgdp_policy_config(loaded);
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
     sgdp_policy *fresh = sgdp_policy_new(&cfg, 3, &err);
     nn_params *a = sgdp_policy_params(loaded), *b = sgdp_policy_params(fresh);
     cr_assert_eq(a->count, b->count);

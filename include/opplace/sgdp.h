@@ -164,9 +164,37 @@ typedef struct sgdp_config {
     int heads;       /* 4 [5 x 25] */
     int ffn;         /* 64 [trf_d_inner = 256] */
     int segment;     /* 64: ops per attention segment (and memory length) */
+    double head_init; /* the output head's weights start at this multiple of Glorot:
+                         0.1 (a nearly uniform first policy; around a reference);
+                         SGDP_PLAIN_HEAD_INIT without one (not stored in weights) */
 } sgdp_config;
 
 sgdp_config sgdp_config_default(void);
+
+/* WHY THE PLAIN POLICY NEEDS TWO CHANGES (bench/notes/learn.md has the
+ * curves).  Without a reference the devices of a homogeneous cluster are
+ * interchangeable, so at a uniform policy every op's expected gradient is
+ * exactly zero (E[reward | op v on d] is the same for every d) and the
+ * entropy bonus holds the policy there (measured: entropy ln 2 for 60 s on
+ * GNMT-2 x 2).  Once the symmetry breaks, the steepest way up is the one
+ * direction every op shares, a global preference for one device (fewer
+ * cut edges fastest): plain PPO converges to one device (measured: SGDP
+ * and Trinity).  So without a reference (sgdp_policy_forward):
+ *   - each device's logits are centred over the graph's ops (the mean over
+ *     rows subtracted, before the mask), which removes exactly that global
+ *     preference: the policy can only prefer a device for some ops over
+ *     others, i.e. split the graph;
+ *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot (symmetry broken at
+ *     the start: with 0.1 the centred policy stays at ln 2), the entropy
+ *     bonus is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR. */
+#define SGDP_PLAIN_HEAD_INIT 1.0
+#define SGDP_PLAIN_ENTROPY 0.0
+/* Adam's step does not depend on the loss's scale, so the paper's rate
+ * (Table 4: 0.5) is not the 3e-3 of a mean-over-ops loss; measured on two
+ * mirror-image chains (tests/test_sgdp.c): the plain policy's greedy
+ * placement is optimal after 80 iterations at 1e-2 or more, not at 3e-3
+ * (it needs ~300 there). */
+#define SGDP_PLAIN_LR 3e-2
 op_status sgdp_config_check(const sgdp_config *cfg, op_error *err);
 
 typedef struct sgdp_policy sgdp_policy;

@@ -123,6 +123,13 @@ static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config
     pc->hidden = (int)hidden;
     pc->segment = (int)segment;
     tc->heuristics = strcmp(h, "none") ? h : NULL;
+    if (!tc->heuristics) { /* the plain policy (opplace/sgdp.h) */
+        pc->head_init = SGDP_PLAIN_HEAD_INIT;
+        if (!op_options_has(o, "entropy"))
+            tc->ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
+        if (!op_options_has(o, "lr"))
+            tc->ppo.lr = SGDP_PLAIN_LR;
+    }
     tc->unit_target = (int)units;
     tc->warm_start = tc->heuristics && warm;
     tc->rank_steps = (int)rank;

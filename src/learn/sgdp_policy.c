@@ -10,8 +10,10 @@
  * The mask (opplace/sgdp.h) removes devices the op may not use and the
  * head's slots beyond the cluster's device count.  Its "mask attention"
  * over nodes ("Our Method", last paragraph) is not implemented: every op is
- * placed.  The head's weights start 10x smaller than Glorot so the first
- * policy is close to uniform and explores.
+ * placed.  Around a reference the head's weights start 10x smaller than
+ * Glorot so the first policy is close to uniform and explores; without one
+ * the logits are centred over the ops and the head starts at Glorot
+ * (opplace/sgdp.h explains why).
  *
  * BEYOND THE PAPER: a reference skip.  When the graph carries a reference
  * placement (sgdp_warm.c; sg->ref_dev), the logit of each row's reference
@@ -66,7 +68,8 @@ struct sgdp_pass {
 sgdp_config sgdp_config_default(void)
 {
     return (sgdp_config){.max_devices = 8, .hidden = 32, .gs_layers = 2, .gs_knn = 8,
-                         .trf_layers = 2, .heads = 4, .ffn = 64, .segment = 64};
+                         .trf_layers = 2, .heads = 4, .ffn = 64, .segment = 64,
+                         .head_init = 0.1};
 }
 
 op_status sgdp_config_check(const sgdp_config *c, op_error *err)
@@ -106,7 +109,7 @@ static op_status config_from_arch(const double *v, sgdp_config *c, const char *p
                        path, v[0], v[1], ARCH_VERSION, SGDP_N_FEATURES);
     *c = (sgdp_config){.max_devices = (int)v[2], .hidden = (int)v[3], .gs_layers = (int)v[4],
                        .gs_knn = (int)v[5], .trf_layers = (int)v[6], .heads = (int)v[7],
-                       .ffn = (int)v[8], .segment = (int)v[9]};
+                       .ffn = (int)v[8], .segment = (int)v[9], .head_init = 0.1};
     return sgdp_config_check(c, err);
 }
 
@@ -137,7 +140,7 @@ static op_status build(sgdp_policy *pol, uint64_t seed, op_error *err)
         (st = nn_linear_init(&pol->head, &pol->ps, "sgdp.head", c->hidden, c->max_devices,
                              true, &rng, err)))
         return st;
-    nn_tensor_scale(&pol->head.w->value, 0.1);
+    nn_tensor_scale(&pol->head.w->value, c->head_init);
     if ((st = nn_params_add(&pol->ps, "sgdp.ref_gain", 1, 1, &pol->ref_gain, err)))
         return st;
     pol->ref_gain->value.data[0] = REF_GAIN_INIT / REF_GAIN_SCALE;
@@ -280,6 +283,28 @@ done:
 
 /* -------------------------------------------------- forward / backward */
 
+static int has_reference(const sgdp_graph *sg)
+{
+    for (int t = 0; t < sg->n; t++)
+        if (sg->ref_dev[t] >= 0)
+            return 1;
+    return 0;
+}
+
+/* Subtract each column's mean over the rows (opplace/sgdp.h, "why the
+ * plain policy needs two changes"). */
+static void center_columns(nn_tensor *x)
+{
+    for (int d = 0; d < x->cols; d++) {
+        double m = 0.0;
+        for (int t = 0; t < x->rows; t++)
+            m += NN_AT(x, t, d);
+        m /= x->rows > 0 ? x->rows : 1;
+        for (int t = 0; t < x->rows; t++)
+            NN_AT(x, t, d) -= m;
+    }
+}
+
 op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *sg,
                               nn_tensor *logp, sgdp_pass **out_pass, op_error *err)
 {
@@ -305,6 +330,8 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
         (st = nn_layernorm_forward(&pol->ln_out, ar, &pass->xl.out, &pass->o, &pass->lc, err)))
         return st;
     nn_linear_forward(&pol->head, &pass->o, &pass->logits);
+    if (!has_reference(sg))
+        center_columns(&pass->logits);
     double gain = REF_GAIN_SCALE * pol->ref_gain->value.data[0];
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)
@@ -332,6 +359,8 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         (st = nn_arena_tensor(ar, n, c->hidden, &dpre, err)))
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
+    if (!has_reference(sg))
+        center_columns(&dlogits); /* centring is linear and self-adjoint */
     double dgain = 0.0;
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)

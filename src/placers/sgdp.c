@@ -94,6 +94,13 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
         (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
         (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)))
         return st;
+    if (s->paper || !strcmp(op_options_str(o, "heuristics", ""), "none")) {
+        /* without a reference (opplace/sgdp.h) */
+        if (!op_options_has(o, "entropy"))
+            s->entropy = SGDP_PLAIN_ENTROPY;
+        if (!op_options_has(o, "lr"))
+            s->lr = SGDP_PLAIN_LR;
+    }
     if (s->finetune && !s->weights)
         return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
     if (s->paper) { /* the paper: no reference, one-shot inference after any training */
@@ -128,6 +135,8 @@ static sgdp_policy *make_policy(const op_place_ctx *ctx, const sgdp_opts *s, op_
     if (s->weights)
         return sgdp_policy_from_file(s->weights, err);
     sgdp_config cfg = sgdp_config_default();
+    if (!s->heuristics)
+        cfg.head_init = SGDP_PLAIN_HEAD_INIT; /* opplace/sgdp.h */
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return sgdp_policy_new(&cfg, ctx->seed, err);
