@@ -708,6 +708,70 @@ static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double
     return sum;
 }
 
+/* Without a reference (the plain policy, opplace/sgdp.h): the gradient
+ * through the head's standardisation over the ops and the logit centring
+ * matches finite differences on every parameter tensor's first entries,
+ * and no device is preferred on average (every column of logp has the
+ * same mean over the rows up to the softmax's normaliser). */
+Test(sgdp, plain_policy_gradient_matches_finite_differences)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+    cfg.segment = 64; /* one segment: no memory, whose gradient is cut by design */
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+    size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
+    double *c = malloc(sz * sizeof *c);
+    nn_rng rng;
+    nn_rng_seed(&rng, 11);
+    for (size_t k = 0; k < sz; k++)
+        c[k] = nn_rng_uniform(&rng) - 0.5;
+    weighted_logp(pol, &sg, c, 1);
+    nn_params *ps = sgdp_policy_params(pol);
+    int checked = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_param *q = ps->items[i];
+        if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
+            continue;
+        for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
+            double *w = &q->value.data[e], keep = *w, h = 1e-6;
+            double analytic = q->grad.data[e];
+            *w = keep + h;
+            double up = weighted_logp(pol, &sg, c, 0);
+            *w = keep - h;
+            double down = weighted_logp(pol, &sg, c, 0);
+            *w = keep;
+            double numeric = (up - down) / (2 * h);
+            cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
+                      "%s[%d]: analytic %.8g, numeric %.8g", q->name, e, analytic, numeric);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 20);
+    /* logits centred: the mean over rows of logp[., d] - logp[., 0] is 0 on
+     * the cluster's 3 devices (no mask beyond them in this graph) */
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
+    for (int d = 1; d < 3; d++) {
+        double m = 0.0;
+        for (int t = 0; t < sg.n; t++)
+            m += NN_AT(&logp, t, d) - NN_AT(&logp, t, 0);
+        cr_assert_lt(fabs(m / sg.n), 1e-9, "device %d preferred by %.3g on average", d, m / sg.n);
+    }
+    nn_arena_destroy(&ar);
+    free(c);
+    sgdp_graph_destroy(&sg);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
 /* A fresh policy copies whatever reference it is given (any labelling),
  * and the gradient through the reference skip matches finite differences. */
 Test(sgdp, reference_skip_copies_any_input_and_has_the_right_gradient)
