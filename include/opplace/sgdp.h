@@ -184,9 +184,17 @@ sgdp_config sgdp_config_default(void);
  *     rows subtracted, before the mask), which removes exactly that global
  *     preference: the policy can only prefer a device for some ops over
  *     others, i.e. split the graph;
- *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot (symmetry broken at
- *     the start: with 0.1 the centred policy stays at ln 2), the entropy
- *     bonus is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR. */
+ *   - the head's input is standardised over the ops (each hidden column to
+ *     mean 0 and deviation 1 over the graph, a normalisation over the
+ *     graph as GraphNorm): the network's last layer varies little between
+ *     ops, so centred logits were ~0 and the policy stayed at ln D (GNMT-4
+ *     x 4: 150 s at entropy ln 4 at any rate); standardised, the untrained
+ *     policy already prefers different devices for different ops;
+ *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
+ *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR.
+ * These are beyond the paper's text (which names neither), and --paper
+ * uses them: they are how its policy learns here (bench/notes/learn.md has
+ * the ablation). */
 #define SGDP_PLAIN_HEAD_INIT 1.0
 #define SGDP_PLAIN_ENTROPY 0.0
 /* Adam's step does not depend on the loss's scale, so the paper's rate
