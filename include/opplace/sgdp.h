@@ -194,7 +194,9 @@ sgdp_config sgdp_config_default(void);
  *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR.
  * These are beyond the paper's text (which names neither), and --paper
  * uses them: they are how its policy learns here (bench/notes/learn.md has
- * the ablation). */
+ * the ablation).  Their cost: a centred policy cannot prefer one device for
+ * every op, so its greedy placement always splits the graph, a handicap
+ * where one device is best (measured on an exported Transformer). */
 #define SGDP_PLAIN_HEAD_INIT 1.0
 #define SGDP_PLAIN_ENTROPY 0.0
 /* Adam's step does not depend on the loss's scale, so the paper's rate
