@@ -13,9 +13,7 @@
 #      seed placed the same way (the control: what the trained weights add);
 #      Also (issue 7, src/learn/sgdp_rank.c) the trained weights after a
 #      supervised move-ranking stage of $RANK_STEPS steps (`train sgdp --init
-#      batch$s.bin --iterations 0 --budget-seconds 0 --rank-steps N`), and
-#      for each weights file the ranking probe at the input (`--rank-probe
-#      64`: improving moves among the policy's top 64, AUC of its score);
+#      batch$s.bin --iterations 0 --rank-steps N`);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
@@ -153,27 +151,20 @@ for s in $SEEDS; do
     echo '```'
   fi
   echo
-  "$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained$s.bin" --iterations 1 --samples 1 --lr 0 --warm-start 0 --seed "$s" --quiet > /dev/null
+  "$BIN" train sgdp --graphs "$TMP/wavenet.json" $CL --weights "$TMP/untrained$s.bin" --iterations 0 --seed "$s" --quiet > /dev/null
   pl() { "$BIN" place "$g" $CL --algo sgdp --json --quiet --best-effort --seed "$s" "$@" 2>/dev/null | step || echo "fail"; }
   t0=$(date +%s.%N)
   V[zsG,$s]=$(pl --weights "$TMP/batch$s.bin")
   t1=$(date +%s.%N)
   V[wall,$s]=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
   V[unG,$s]=$(pl --weights "$TMP/untrained$s.bin")
-  V[zsP,$s]=$(pl --weights "$TMP/batch$s.bin" --rounds 40 --kick-samples 8)
-  V[unP,$s]=$(pl --weights "$TMP/untrained$s.bin" --rounds 40 --kick-samples 8)
   V[zsS,$s]=$(pl --weights "$TMP/batch$s.bin" --search sample)
   V[unS,$s]=$(pl --weights "$TMP/untrained$s.bin" --search sample)
   V[ft,$s]=$(pl --weights "$TMP/batch$s.bin" --finetune "$FINETUNE")
-  probe() { "$BIN" place "$g" $CL --algo sgdp --seed "$s" --weights "$1" --rank-probe 64 --progress 2>&1 |
-            sed -nE 's/.*: ([0-9]+) of the top 64 moves improve.*AUC ([0-9.]+)/\1 (\2)/p'; }
-  V[prZ,$s]=$(probe "$TMP/batch$s.bin")
-  V[prU,$s]=$(probe "$TMP/untrained$s.bin")
   if [ "$RANK_STEPS" -gt 0 ]; then
     "$BIN" train sgdp --graphs $TRAIN $CL --init "$TMP/batch$s.bin" --weights "$TMP/rank$s.bin" \
-      --iterations 0 --budget-seconds 0 --rank-steps "$RANK_STEPS" --seed "$s" --quiet > /dev/null
+      --iterations 0 --rank-steps "$RANK_STEPS" --seed "$s" --quiet > /dev/null
     V[zsR,$s]=$(pl --weights "$TMP/rank$s.bin")
-    V[prR,$s]=$(probe "$TMP/rank$s.bin")
   fi
 done
 printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean |"
@@ -196,8 +187,6 @@ rel() { # key label: per seed vs that seed's SGDP-one, then the mean's vs the me
 row one "SGDP-one (${ONE_LIMIT#--})"
 row zsG "zero-shot, default (guided search: ${DEFAULT_ROUNDS} rounds, top ${DEFAULT_TOP_K} moves)"
 row unG "untrained policy, same command (control)"
-row zsP "zero-shot, guided, --rounds 40 --kick-samples 8 (with kicks)"
-row unP "untrained policy, --rounds 40 --kick-samples 8 (control)"
 row zsS "zero-shot, --search sample (10 rounds of calibrated samples, the previous default)"
 row unS "untrained policy, --search sample (control)"
 row ft "fine-tuned, ${FINETUNE} PPO iterations (then the guided search)"
@@ -207,15 +196,6 @@ rel unG "untrained control"
 rel ft "fine-tuned"
 [ "$RANK_STEPS" -gt 0 ] && rel zsR "PPO + ranking stage"
 row wall "zero-shot wall time, s (whole command)"
-echo
-echo "Ranking probe at the input: improving moves among the policy's top 64 (AUC of its score over all units):"
-echo
-printf "| weights |"; for s in $SEEDS; do printf " seed %s |" "$s"; done; echo
-printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo
-txt() { printf "| %s |" "$2"; for s in $SEEDS; do printf " %s |" "${V[$1,$s]}"; done; echo; }
-txt prZ "trained (PPO)"
-[ "$RANK_STEPS" -gt 0 ] && txt prR "PPO + ranking stage"
-txt prU "untrained"
 echo
 printf "Baselines:"; for a in $BASELINES; do printf " %s %s ms;" "$a" "$(place "$g" "$a")"; done; echo
 echo

@@ -19,7 +19,7 @@
 #                   (--reward-order auto), final choice over the search's pool
 #                   and the reference with every order (src/placers/trinity.c);
 #   FULL=1 adds: celeritas; sgdp (SGDP-one, $SGDP_BUDGET s); trinity-none
-#                   (the same as trinity with --heuristics none).
+#                   (the same as trinity --paper).
 # "target" is the issue's: trinity's step time below expert's with its peak
 # communication and peak memory at most expert's (exact bytes).  "learnt
 # beats expert + order": trinity's step below expert + order's with both
@@ -96,7 +96,7 @@ echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
 echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
 echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
-[ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity with --heuristics none."
+[ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity --paper (the paper's method)."
 echo
 hdr="| model | ops | GPUs | expert | expert + order |"
 sep="|---|---:|---:|---|---|"
@@ -117,7 +117,7 @@ for m in $MODELS; do
     if [ "$FULL" = 1 ]; then
       c=$(place "$g" "$n" celeritas celeritas)
       s=$(place "$g" "$n" sgdp sgdp --budget-seconds "$SGDP_BUDGET")
-      tt=$(place "$g" "$n" trinity trinity-none "${TRINITY_STOP[@]}" --heuristics none)
+      tt=$(place "$g" "$n" trinity trinity-none "${TRINITY_STOP[@]}" --paper)
     fi
     t=$(place "$g" "$n" trinity trinity "${TRINITY_STOP[@]}" $TRINITY_ARGS)
     cmp=$(python3 - "$e" "$eo" "$t" "$TMP/expert.json" "$TMP/trinity.json" "$TMP/trinity.err" <<'PY'

@@ -29,7 +29,15 @@
  * 100 us, about one op.  On 2 devices the optimum runs one chain per device.  The first op is
  * pinned to d0, which breaks the symmetry between the two mirror-image
  * optima (a factored policy gets no first-order gradient without it). */
+static op_graph *chains(int len, int pin);
 static op_graph *two_chains(int len)
+{
+    return chains(len, 1);
+}
+
+/* The same without the pin: the two optima are mirror images, and so is
+ * every device choice of an untrained plain policy. */
+static op_graph *chains(int len, int pin)
 {
     op_graph_builder *b = op_graph_builder_new("two_chains", NULL);
     int prev[2] = {-1, -1};
@@ -39,7 +47,7 @@ static op_graph *two_chains(int len)
             snprintf(name, sizeof name, "%c%d", 'a' + c, i);
             op_op_spec spec = {.name = name, .type = c ? "Conv2D" : "MatMul",
                                .time_us = 100.0 + 10 * c, .output_bytes = 1 << 20,
-                               .device = i == 0 && c == 0 ? "d0" : NULL};
+                               .device = pin && i == 0 && c == 0 ? "d0" : NULL};
             int op = tk_op_full(b, &spec);
             if (prev[c] >= 0)
                 tk_edge(b, prev[c], op, -1);
@@ -118,6 +126,8 @@ static double greedy_time(sgdp_policy *pol, const op_problem *p, int *device_of)
     return t;
 }
 
+static void logp_of(sgdp_policy *pol, const op_problem *p, double *out);
+
 Test(sgdp, training_finds_the_optimum_of_two_chains)
 {
     tk_problem tp;
@@ -127,8 +137,22 @@ Test(sgdp, training_finds_the_optimum_of_two_chains)
     sgdp_config cfg = tiny_config();
     sgdp_policy *pol = sgdp_policy_new(&cfg, 1, &err);
     cr_assert_not_null(pol, "%s", err.msg);
+    /* it starts from a (nearly) uniform policy: every free row's
+     * probabilities within 0.05 of 1/2 on the 2 devices (the pinned op's
+     * row has one device) */
+    double lp0[12 * 4];
+    logp_of(pol, &tp.p, lp0);
+    int free_rows = 0;
+    for (int r = 0; r < 12; r++) {
+        if (!isfinite(lp0[r * 4 + 1]))
+            continue;
+        free_rows++;
+        cr_assert_lt(fabs(exp(lp0[r * 4]) - 0.5), 0.05, "row %d starts at %.3f", r,
+                     exp(lp0[r * 4]));
+    }
+    cr_assert_eq(free_rows, 11);
     const op_problem *probs[1] = {&tp.p};
-    sgdp_train_config tc = tiny_train(80, 2, 1);
+    sgdp_train_config tc = tiny_train(80, 2, 1); /* the paper's PPO: no reference */
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
     cr_assert_not_null(t, "%s", err.msg);
     cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
@@ -148,6 +172,49 @@ Test(sgdp, training_finds_the_optimum_of_two_chains)
     sgdp_train_stats s = sgdp_trainer_stats(t);
     cr_assert_eq(s.iterations, tc.iterations);
     cr_assert_eq(s.rollouts, tc.iterations * 17);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
+/* The paper's plain method (--paper: no reference, no pin to break the
+ * symmetry; the policy opplace/sgdp.h describes: logits centred over the
+ * ops, Glorot head, no entropy bonus, its learning rate) learns the optimum of two mirror-
+ * image chains from its untrained policy, whose greedy placement is not
+ * optimal: the policy's own greedy placement ends optimal, one chain per
+ * device (all on one device takes twice as long). */
+Test(sgdp, paper_method_learns_the_optimum_without_symmetry_breaking)
+{
+    tk_problem tp;
+    tk_bind(&tp, chains(6, 0), tk_cluster(2, 0.0, 1e-4, (int64_t)1 << 40));
+    double opt = brute_force_optimum(&tp.p); /* 2^12 placements */
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+    /* the first seed whose untrained greedy placement is not optimal */
+    sgdp_policy *pol = NULL;
+    int dev[12];
+    double before = opt;
+    for (uint64_t seed = 1; seed <= 20 && before <= opt * 1.05; seed++) {
+        sgdp_policy_free(pol);
+        pol = sgdp_policy_new(&cfg, seed, &err);
+        cr_assert_not_null(pol, "%s", err.msg);
+        before = greedy_time(pol, &tp.p, dev);
+    }
+    cr_assert_gt(before, opt * 1.05, "every untrained greedy %.1f already optimal %.1f", before,
+                 opt);
+    const op_problem *probs[1] = {&tp.p};
+    sgdp_train_config tc = tiny_train(80, 2, 1);
+    tc.ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
+    tc.ppo.lr = SGDP_PLAIN_LR;
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    double after = greedy_time(pol, &tp.p, dev);
+    cr_assert_float_eq(after, opt, 1e-6, "greedy %.1f (untrained %.1f) vs optimum %.1f", after,
+                       before, opt);
+    for (int i = 2; i < 12; i += 2) /* chain a on one device, chain b on the other */
+        cr_assert(dev[i] == dev[0] && dev[i + 1] == dev[1] && dev[0] != dev[1]);
     sgdp_trainer_free(t);
     sgdp_policy_free(pol);
     tk_unbind(&tp);
@@ -641,6 +708,70 @@ static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double
     return sum;
 }
 
+/* Without a reference (the plain policy, opplace/sgdp.h): the gradient
+ * through the head's standardisation over the ops and the logit centring
+ * matches finite differences on every parameter tensor's first entries,
+ * and no device is preferred on average (every column of logp has the
+ * same mean over the rows up to the softmax's normaliser). */
+Test(sgdp, plain_policy_gradient_matches_finite_differences)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+    cfg.segment = 64; /* one segment: no memory, whose gradient is cut by design */
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
+    cr_assert_not_null(pol, "%s", err.msg);
+    sgdp_graph sg;
+    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+    size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
+    double *c = malloc(sz * sizeof *c);
+    nn_rng rng;
+    nn_rng_seed(&rng, 11);
+    for (size_t k = 0; k < sz; k++)
+        c[k] = nn_rng_uniform(&rng) - 0.5;
+    weighted_logp(pol, &sg, c, 1);
+    nn_params *ps = sgdp_policy_params(pol);
+    int checked = 0;
+    for (size_t i = 0; i < ps->count; i++) {
+        nn_param *q = ps->items[i];
+        if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
+            continue;
+        for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
+            double *w = &q->value.data[e], keep = *w, h = 1e-6;
+            double analytic = q->grad.data[e];
+            *w = keep + h;
+            double up = weighted_logp(pol, &sg, c, 0);
+            *w = keep - h;
+            double down = weighted_logp(pol, &sg, c, 0);
+            *w = keep;
+            double numeric = (up - down) / (2 * h);
+            cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
+                      "%s[%d]: analytic %.8g, numeric %.8g", q->name, e, analytic, numeric);
+            checked++;
+        }
+    }
+    cr_assert_gt(checked, 20);
+    /* logits centred: the mean over rows of logp[., d] - logp[., 0] is 0 on
+     * the cluster's 3 devices (no mask beyond them in this graph) */
+    nn_arena ar;
+    nn_arena_init(&ar, 1 << 16, &err);
+    nn_tensor logp;
+    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
+    for (int d = 1; d < 3; d++) {
+        double m = 0.0;
+        for (int t = 0; t < sg.n; t++)
+            m += NN_AT(&logp, t, d) - NN_AT(&logp, t, 0);
+        cr_assert_lt(fabs(m / sg.n), 1e-9, "device %d preferred by %.3g on average", d, m / sg.n);
+    }
+    nn_arena_destroy(&ar);
+    free(c);
+    sgdp_graph_destroy(&sg);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
 /* A fresh policy copies whatever reference it is given (any labelling),
  * and the gradient through the reference skip matches finite differences. */
 Test(sgdp, reference_skip_copies_any_input_and_has_the_right_gradient)
@@ -936,4 +1067,66 @@ Test(sgdp, calibrated_proposals_move_m_decisions_in_the_policys_order)
     sgdp_graph_destroy(&sg);
     sgdp_policy_free(pol);
     tk_unbind(&tp);
+}
+
+/* --paper end to end: options beyond the paper are usage errors with it;
+ * `train --iterations 0` writes the untrained policy; zero-shot --paper is
+ * one-shot inference: the loaded policy's greedy placement, simulated. */
+Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
+{
+    const char *dir = tk_tmpdir();
+    char g[512], w[512], cmd[4096];
+    snprintf(g, sizeof g, "%s/paper.json", dir);
+    snprintf(w, sizeof w, "%s/paper.bin", dir);
+    op_graph *gr = tk_random_dag(40, 0.1, 6);
+    cr_assert_eq(op_graph_write(gr, g, NULL), OP_OK);
+    op_graph_free(gr);
+    char *out = NULL;
+    const char *bad[] = {"--heuristics expert", "--units 8", "--warm-start 1", "--search guided",
+                         "--rounds 2"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --paper %s --quiet",
+                 OPPLACE_BIN, g, bad[i]);
+        cr_assert_eq(tk_run(cmd, &out), 2, "%s: %s", bad[i], out);
+        cr_assert(strstr(out, "beyond the paper"), "%s", out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd,
+             "%s train sgdp --paper --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--iterations 0 --hidden 16 --segment 8 --seed 3",
+             OPPLACE_BIN, g, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_assert(strstr(out, "0 iterations, 0 simulated rollouts"), "%s", out);
+    free(out);
+    /* the untrained weights are the seed's fresh plain policy */
+    op_error err = {0};
+    sgdp_policy *loaded = sgdp_policy_from_file(w, &err);
+    cr_assert_not_null(loaded, "%s", err.msg);
+    sgdp_config cfg = *sgdp_policy_config(loaded);
+    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+    sgdp_policy *fresh = sgdp_policy_new(&cfg, 3, &err);
+    nn_params *a = sgdp_policy_params(loaded), *b = sgdp_policy_params(fresh);
+    cr_assert_eq(a->count, b->count);
+    for (size_t i = 0; i < a->count; i++)
+        cr_assert_eq(memcmp(a->items[i]->value.data, b->items[i]->value.data,
+                            nn_tensor_size(&a->items[i]->value) * sizeof(double)),
+                     0, "%s differs", a->items[i]->name);
+    snprintf(cmd, sizeof cmd,
+             "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --paper --weights %s --json "
+             "--quiet",
+             OPPLACE_BIN, g, w);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    double placed = json_step(out);
+    free(out);
+    /* the same policy's greedy placement on the same cluster, simulated here */
+    tk_problem tp;
+    tk_bind(&tp, op_graph_read(g, &err), op_cluster_preset("v100-nvlink", 2, 0, &err));
+    int dev[40];
+    double greedy = greedy_time(loaded, &tp.p, dev);
+    cr_assert_float_eq(placed, greedy, 1e-6 * greedy, "--paper zero-shot %.3f, greedy %.3f",
+                       placed, greedy);
+    tk_unbind(&tp);
+    sgdp_policy_free(fresh);
+    sgdp_policy_free(loaded);
 }

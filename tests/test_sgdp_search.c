@@ -6,7 +6,7 @@
  * improves an input
  * that has improving moves; more rounds never do worse; it is reproduced
  * from the seed with 1 or 2 simulation threads; the placer's --search and
- * --top-k options work end to end.
+ * --rounds options work end to end.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -253,8 +253,8 @@ Test(sgdp_search, placer_options_end_to_end)
         free(out);
     }
     snprintf(cmd, sizeof cmd,
-             "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s --top-k 8 "
-             "--search-samples 2 --rounds 3 --seed 5 --json --quiet",
+             "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s "
+             "--rounds 3 --seed 5 --json --quiet",
              OPPLACE_BIN, g, w);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     double guided = json_step(out);

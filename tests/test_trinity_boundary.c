@@ -231,9 +231,9 @@ static void check_placer(op_graph *g, int nd)
     const char *const none[] = {NULL};
     cr_assert_eq(place(p, none, &ex, &err), OP_OK, "%s", err.msg);
     const char *const kv_on[] = {"iterations", "2", "samples", "4", "groups", "8", "units", "24",
-                                 "threads", "2", "pool", "2", NULL};
+                                 "threads", "2", NULL};
     const char *const kv_off[] = {"iterations", "2", "samples", "4", "groups", "8", "units", "24",
-                                  "threads", "2", "pool", "2", "boundary-moves", "0", NULL};
+                                  "threads", "2", "boundary-moves", "0", NULL};
     cr_assert_eq(place(p, kv_on, &on, &err), OP_OK, "%s", err.msg);
     cr_assert_eq(place(p, kv_off, &off, &err), OP_OK, "%s", err.msg);
     cr_assert_eq(op_problem_check_placement(p, &on, &err), OP_OK, "%s", err.msg);

@@ -260,7 +260,7 @@ static void check_result(op_graph *g, int nd, const char *order)
     const char *const none[] = {NULL};
     cr_assert_eq(place(p, none, &ex, &err), OP_OK, "%s", err.msg);
     const char *const kv[] = {"iterations", "4", "samples", "6", "groups", "8", "units", "24",
-                              "threads", "2", "pool", "3", "reward-order", order, NULL};
+                              "threads", "2", "reward-order", order, NULL};
     cr_assert_eq(place(p, kv, &got, &err), OP_OK, "%s", err.msg);
     trinity_metrics e = judge_full(p, &ex), t = judge_full(p, &got);
     cr_assert_leq(t.step_us, e.step_us, "%s x %d: step %.1f > expert's %.1f", g->name, nd,

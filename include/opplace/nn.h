@@ -156,6 +156,11 @@ void nn_arena_reset(nn_arena *a);
 void *nn_arena_alloc(nn_arena *a, size_t bytes, op_error *err);
 /* A zeroed [rows x cols] tensor from the arena. */
 op_status nn_arena_tensor(nn_arena *a, int rows, int cols, nn_tensor *out, op_error *err);
+/* The same without zeroing, for a buffer the caller overwrites entirely
+ * before reading it (a dgemm with beta 0, a copy): the hot passes skip
+ * the memset. */
+op_status nn_arena_tensor_uninit(nn_arena *a, int rows, int cols, nn_tensor *out,
+                                 op_error *err);
 
 /* --------------------------------------------------------------- params */
 

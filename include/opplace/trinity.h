@@ -313,6 +313,27 @@ const char *trinity_reward_order_name(int order);
 
 trinity_train_config trinity_train_defaults(void);
 
+/* The options of the placer (placer = 1) and of `opplace train trinity`
+ * (0), read in one place (trinity_options.c) so their names and defaults
+ * agree.  --paper: the paper's method (no reference, priors, uniformly
+ * drawn decisions, orders or boundary moves; options that tune those are
+ * usage errors with it).  Otherwise: --heuristics LIST (expert; none),
+ * --units N (256), --reward-order none|blevel|cpath|blevel-w|auto,
+ * --schedule-orders 0|1 (placer: 1), --boundary-moves C (placer: 4 with
+ * a reference and orders).  Both: --samples --threads --epochs --lr
+ * --entropy --groups --slots --max-comm --max-mem --alpha --beta --gamma;
+ * training also --max-devices and --hidden (a new policy's shape). */
+struct op_options;
+typedef struct trinity_options {
+    int paper;
+    trinity_config pc;        /* a new policy's architecture and priors */
+    trinity_train_config tc;  /* training (iterations, budget, seed, progress: the caller's) */
+    int schedule_orders;      /* placer: the final choice orders its candidates */
+    int boundary_moves;       /* placer: chunks per layer scope; 0 = off */
+} trinity_options;
+op_status trinity_options_read(struct op_options *o, int placer, trinity_options *out,
+                               op_error *err);
+
 typedef struct trinity_trainer trinity_trainer;
 
 trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *const *problems,

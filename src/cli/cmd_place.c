@@ -359,7 +359,7 @@ static int run_cmd(const char *cmd, const char *help, op_status (*fn)(cli_args *
 {
     static const char *const flags[] = {"json",     "best-effort", "quiet", "progress",
                                         "cpu",      "refine",      "no-refine", "no-ilp",
-                                        "no-reorder", NULL};
+                                        "no-reorder", "paper", NULL};
     cli_args a;
     op_error err = {0};
     int code = 0;

@@ -35,19 +35,22 @@ static const char TRAIN_HELP[] =
     "\n"
     "Algorithms:\n"
     "  sgdp   GraphSAGE + segment-recurrent attention, PPO (papers/sgdp.txt)\n"
-    "         options: --samples K (rollouts per iteration, 32) --threads T\n"
-    "         --lr X (3e-3) --epochs E (4) --entropy B (0.01) --max-devices D (8)\n"
-    "         --hidden H (32) --segment S (64); --init W.bin continues training\n"
-    "         beyond the paper: --heuristics LIST (expert,metis,m-topo,single;\n"
-    "         'none' = plain PPO) reference placement, --units N (256) decision\n"
-    "         units, --warm-start 0|1 (1 unless --init) clone the reference\n"
-    "         first, --clone-steps N (150); --slots B (1) rollout batches per\n"
-    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...);\n"
-    "         --rank-steps N (0) --rank-states S (4) --rank-lr X --rank-relabel P\n"
-    "         (0): supervised move ranking after PPO (src/learn/sgdp_rank.c;\n"
-    "         with --iterations 0 --budget-seconds 0 the ranking alone)\n"
+    "         options: --paper (exactly the paper's method: none of the additions\n"
+    "         below) --samples K (rollouts per iteration, 32) --threads T --lr X\n"
+    "         (3e-3; 3e-2 without a reference) --epochs E (4) --entropy B (0.01;\n"
+    "         0 without a reference) --max-devices D (8) --hidden H (32)\n"
+    "         --segment S (64); --init W.bin continues training; beyond the\n"
+    "         paper: --heuristics LIST (expert,metis,m-topo,single; 'none': no\n"
+    "         reference) reference placement, --units N (256) decision units,\n"
+    "         --warm-start 0|1 (1 unless --init) clone the reference first,\n"
+    "         --rank-steps N (0): supervised move ranking after PPO\n"
+    "         (src/learn/sgdp_rank.c; with --iterations 0 the ranking alone);\n"
+    "         --slots B (1) rollout batches per iteration, shared by MPI ranks\n"
+    "         (mpirun -np B opplace train ...)\n"
     TRINITY_TRAIN_HELP
-    "Default: --budget-seconds 60 when no --iterations is given.\n";
+    "Default: --budget-seconds 60 when no --iterations is given; --iterations 0\n"
+    "(and no --budget-seconds) writes the untrained policy, the control of\n"
+    "every transfer experiment.\n";
 
 /* What every trainer gets: the bound problems and the common options. */
 typedef struct train_inputs {
@@ -75,49 +78,65 @@ static void on_sigint(int sig)
 
 /* ----------------------------------------------------------------- sgdp */
 
-/* The warm start and units (beyond the paper, src/learn/sgdp_warm.c):
- * --heuristics LIST ("none" = the paper's plain PPO), --units N,
- * --warm-start 0|1, --clone-steps N; --slots B rollout batches per
- * iteration (shared by MPI ranks). */
-static op_status sgdp_warm_options(cli_args *a, sgdp_train_config *tc, int fresh, op_error *err)
+/* `opplace train sgdp`'s options.  --paper: the paper's plain PPO (no
+ * reference, units, warm start or ranking stage; those options are refused
+ * with it).  Beyond the paper (src/learn/sgdp_warm.c, sgdp_rank.c):
+ * --heuristics LIST ("none": no reference), --units N, --warm-start 0|1
+ * (1 for a new policy), --rank-steps N (supervised move ranking after PPO);
+ * --slots B rollout batches per iteration (shared by MPI ranks). */
+static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config *pc,
+                              sgdp_train_config *tc, op_error *err)
 {
-    long units, warm, clone, slots;
+    static const char *const beyond[] = {"heuristics", "units", "warm-start", "rank-steps",
+                                         NULL};
+    op_options *o = a->opts;
+    int paper = op_options_has(o, "paper");
+    for (int i = 0; paper && beyond[i]; i++)
+        if (op_options_has(o, beyond[i]))
+            return op_fail(err, OP_EUSAGE,
+                           "train sgdp: --%s is beyond the paper; drop it or drop --paper",
+                           beyond[i]);
+    long samples, threads, epochs, maxd, hidden, segment, slots, units = 0, warm = 0, rank = 0;
     op_status st;
-    const char *h = op_options_str(a->opts, "heuristics", SGDP_DEFAULT_HEURISTICS);
-    if ((st = op_options_int(a->opts, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
-        (st = op_options_int(a->opts, "warm-start", fresh, 0, 1, &warm, err)) ||
-        (st = op_options_int(a->opts, "clone-steps", tc->clone_steps, 0, 1000000, &clone, err)) ||
-        (st = op_options_int(a->opts, "slots", tc->slots, 1, 64, &slots, err)))
-        return st;
-    tc->heuristics = strcmp(h, "none") ? h : NULL;
-    tc->unit_target = (int)units;
-    tc->warm_start = tc->heuristics && warm;
-    tc->clone_steps = (int)clone;
-    tc->slots = (int)slots;
-    return OP_OK;
-}
-
-static op_status sgdp_options(cli_args *a, sgdp_config *pc, sgdp_train_config *tc,
-                              op_error *err)
-{
-    long samples, threads, epochs, maxd, hidden, segment;
-    op_status st;
-    if ((st = op_options_int(a->opts, "samples", tc->samples, 1, 4096, &samples, err)) ||
-        (st = op_options_int(a->opts, "threads", 0, 0, 64, &threads, err)) ||
-        (st = op_options_int(a->opts, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
-        (st = op_options_double(a->opts, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
-        (st = op_options_double(a->opts, "entropy", tc->ppo.entropy_coef, 0, 100,
+    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
+        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
+        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
+        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
+        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
                                 &tc->ppo.entropy_coef, err)) ||
-        (st = op_options_int(a->opts, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
-        (st = op_options_int(a->opts, "hidden", pc->hidden, 4, 4096, &hidden, err)) ||
-        (st = op_options_int(a->opts, "segment", pc->segment, 1, 100000, &segment, err)))
+        (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
+        (st = op_options_int(o, "hidden", pc->hidden, 4, 4096, &hidden, err)) ||
+        (st = op_options_int(o, "segment", pc->segment, 1, 100000, &segment, err)) ||
+        (st = op_options_int(o, "slots", tc->slots, 1, 64, &slots, err)))
+        return st;
+    const char *h = paper ? "none" : op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
+    if (!paper &&
+        ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
+         (st = op_options_int(o, "warm-start", fresh, 0, 1, &warm, err)) ||
+         (st = op_options_int(o, "rank-steps", n_graphs > 1 ? SGDP_DEFAULT_RANK_STEPS : 0, 0,
+                              100000000, &rank, err))))
         return st;
     tc->samples = (int)samples;
     tc->threads = (int)threads;
     tc->ppo.epochs = (int)epochs;
+    tc->slots = (int)slots;
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
     pc->segment = (int)segment;
+    tc->heuristics = strcmp(h, "none") ? h : NULL;
+    if (!tc->heuristics) { /* the plain policy (opplace/sgdp.h) */
+        pc->head_init = SGDP_PLAIN_HEAD_INIT;
+        if (!op_options_has(o, "entropy"))
+            tc->ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
+        if (!op_options_has(o, "lr"))
+            tc->ppo.lr = SGDP_PLAIN_LR;
+    }
+    tc->unit_target = (int)units;
+    tc->warm_start = tc->heuristics && warm;
+    tc->rank_steps = (int)rank;
+    tc->rank_lr = tc->ppo.lr;
+    if (paper)
+        tc->proposal_moves = 0; /* the policy itself samples */
     return OP_OK;
 }
 
@@ -160,25 +179,22 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
     sgdp_config pc = sgdp_config_default();
     sgdp_train_config tc = sgdp_train_defaults();
     const char *init = op_options_str(a->opts, "init", NULL);
-    op_status st = sgdp_options(a, &pc, &tc, err);
-    if (!st)
-        st = sgdp_warm_options(a, &tc, !init, err);
-    if (st)
+    op_status st = sgdp_options(a, in->n, !init, &pc, &tc, err);
+    if (st || (st = cli_check_unused(a, err)))
         return st;
     tc.iterations = in->iterations;
     tc.budget_seconds = in->budget_seconds;
     tc.seed = in->seed;
     tc.progress = op_par_rank() == 0 ? &in->ctx : NULL;
-    if ((st = sgdp_rank_options(a->opts, in->n > 1 ? SGDP_DEFAULT_RANK_STEPS : 0, &tc, err)) ||
-        (st = cli_check_unused(a, err)))
-        return st;
     sgdp_policy *pol = init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
     if (!pol)
         return err->code ? err->code : OP_ENOMEM;
     sgdp_trainer *t = sgdp_trainer_new(pol, in->probs, in->n, &tc, err);
     if (!t)
         st = err->code ? err->code : OP_ENOMEM;
-    if (!st)
+    /* --iterations 0 (no budget, no ranking): the untrained policy, the
+     * control of every transfer experiment */
+    if (!st && (tc.iterations > 0 || tc.budget_seconds > 0 || tc.rank_steps > 0))
         st = sgdp_trainer_run(t, err);
     if (!st && op_par_rank() == 0) /* only rank 0 prints and writes */
         st = sgdp_policy_save(pol, in->weights, err);
@@ -267,7 +283,10 @@ static op_status run_train(cli_args *a, op_error *err)
     op_status st;
     int quiet = op_options_has(a->opts, "quiet");
     if ((st = op_options_int(a->opts, "iterations", 0, 0, 100000000, &in.iterations, err)) ||
-        (st = op_options_double(a->opts, "budget-seconds", in.iterations > 0 ? 0 : 60, 0, 1e9,
+        (st = op_options_double(a->opts, "budget-seconds",
+                                in.iterations > 0 || op_options_has(a->opts, "iterations") ? 0
+                                                                                         : 60,
+                                0, 1e9,
                                 &in.budget_seconds, err)) ||
         (st = op_options_u64(a->opts, "seed", 1, &in.seed, err)))
         return st;
@@ -283,7 +302,7 @@ static op_status run_train(cli_args *a, op_error *err)
 
 int cmd_train(int argc, char **argv)
 {
-    static const char *const flags[] = {"quiet", "cpu", NULL};
+    static const char *const flags[] = {"quiet", "cpu", "paper", NULL};
     cli_args a;
     op_error err = {0};
     int code = 0;

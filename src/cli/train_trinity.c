@@ -12,9 +12,9 @@
  * and gives decision units, and its peaks are the tolerances unless
  * --max-comm / --max-mem are given; rollouts are judged by the list
  * schedule of --reward-order (auto: the priority best for the reference;
- * none: first-ready-first); --heuristics none --reward-order none trains
- * the paper's way (with --prior 0 --sched-prior 0 also the paper's
- * networks).
+ * none: first-ready-first); --paper trains exactly the paper's way.  The
+ * options are read by trinity_options_read (src/learn/trinity_options.c),
+ * shared with the placer.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,64 +23,6 @@
 #include "opplace/list_schedule.h"
 #include "opplace/parallel.h"
 #include "opplace/trinity.h"
-
-static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_config *tc,
-                              op_error *err)
-{
-    op_options *o = a->opts;
-    long samples, threads, epochs, groups, maxd, hidden, slots, units;
-    tc->heuristics = op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
-    if (!strcmp(tc->heuristics, "none"))
-        tc->heuristics = NULL;
-    /* absent tolerances: the reference's peaks (src/learn/trinity_warm.c) */
-    tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
-    tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
-    if (tc->heuristics) {
-        pc->prior = TRINITY_REF_PRIOR;
-        pc->sched_prior = TRINITY_REF_SCHED_PRIOR;
-    }
-    op_status st;
-    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
-        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
-        (st = op_options_double(o, "explore", TRINITY_DEFAULT_EXPLORE, 0, 1e6, &tc->explore,
-                                err)) ||
-        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
-        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
-        (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
-        (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
-        (st = op_options_int(o, "hidden", pc->hidden, 1, 4096, &hidden, err)) ||
-        (st = op_options_int(o, "slots", tc->slots, 1, TRINITY_MAX_SLOTS, &slots, err)) ||
-        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
-        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
-                                &tc->ppo.entropy_coef, err)) ||
-        (st = op_options_double(o, "prior", pc->prior, 0, 1e3, &pc->prior, err)) ||
-        (st = op_options_double(o, "sched-prior", pc->sched_prior, 0, 1e3, &pc->sched_prior,
-                                err)) ||
-        (st = op_options_double(o, "max-comm", tc->reward.max_comm_bytes, 0, 1e18,
-                                &tc->reward.max_comm_bytes, err)) ||
-        (st = op_options_double(o, "max-mem", tc->reward.max_mem_bytes, 0, 1e18,
-                                &tc->reward.max_mem_bytes, err)) ||
-        (st = op_options_double(o, "alpha", tc->reward.alpha, 0, 1e6, &tc->reward.alpha, err)) ||
-        (st = op_options_double(o, "beta", tc->reward.beta, 0, 1e6, &tc->reward.beta, err)) ||
-        (st = op_options_double(o, "gamma", tc->reward.gamma, 0, 1e6, &tc->reward.gamma, err)) ||
-        (st = op_options_double(o, "n2v-p", tc->n2v.p, 1e-6, 1e6, &tc->n2v.p, err)) ||
-        (st = op_options_double(o, "n2v-q", tc->n2v.q, 1e-6, 1e6, &tc->n2v.q, err)))
-        return st;
-    const char *ro = op_options_str(o, "reward-order", "auto");
-    if ((tc->reward_order = trinity_reward_order_parse(ro)) < TRINITY_REWARD_ORDER_AUTO)
-        return op_fail(err, OP_EUSAGE,
-                       "train trinity: --reward-order must be none, blevel, cpath, blevel-w or "
-                       "auto, not '%s'", ro);
-    tc->samples = (int)samples;
-    tc->threads = (int)threads;
-    tc->ppo.epochs = (int)epochs;
-    pc->groups = (int)groups;
-    pc->max_devices = (int)maxd;
-    pc->hidden = (int)hidden;
-    tc->slots = (int)slots;
-    tc->unit_target = (int)units;
-    return OP_OK;
-}
 
 static void print_results(const trinity_trainer *t, const op_problem *const *problems,
                           op_graph *const *graphs, int n, const char *weights)
@@ -126,12 +68,13 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
                             double budget_seconds, uint64_t seed, const op_place_ctx *ctx,
                             op_error *err)
 {
-    trinity_config pc = trinity_config_default();
-    trinity_train_config tc = trinity_train_defaults();
+    trinity_options to;
     const char *init = op_options_str(a->opts, "init", NULL);
-    op_status st = read_options(a, &pc, &tc, err);
+    op_status st = trinity_options_read(a->opts, 0, &to, err);
     if (st || (st = cli_check_unused(a, err)))
         return st;
+    trinity_config pc = to.pc;
+    trinity_train_config tc = to.tc;
     tc.iterations = iterations;
     tc.budget_seconds = budget_seconds;
     tc.seed = seed;
@@ -144,7 +87,7 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     trinity_trainer *t = trinity_trainer_new(pol, problems, n, &tc, err);
     if (!t)
         st = err->code ? err->code : OP_ENOMEM;
-    if (!st)
+    if (!st && (iterations > 0 || budget_seconds > 0)) /* neither: the untrained policy */
         st = trinity_trainer_run(t, err);
     if (!st && op_par_rank() == 0) /* only rank 0 prints and writes */
         st = trinity_policy_save(pol, weights, err);

@@ -20,16 +20,15 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
 #define TRINITY_TRAIN_HELP                                                                        \
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
     "         communication and peak memory (papers/trinity.txt); options:\n"                     \
+    "         --paper (exactly the paper's method: none of the additions below)\n"              \
     "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4) --entropy B\n"           \
-    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64) --prior P\n"           \
-    "         (1; 2 with a reference) --sched-prior S (2; 4 with a reference)\n"                  \
+    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64)\n"                      \
     "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \
-    "         without one); beyond the paper: --heuristics LIST (expert; 'none' =\n"             \
-    "         the paper) reference placement, --units N (256) decision units,\n"                \
-    "         --explore E (1) uniformly drawn decisions per rollout, --reward-order\n"          \
-    "         none|blevel|cpath|blevel-w|auto (auto) the list schedule rollouts are\n"          \
-    "         judged by (opplace/list_schedule.h; none = first-ready-first, the paper);\n"     \
-    "         --alpha A --beta B --gamma C (0.5 0.3 0.2) --n2v-p P --n2v-q Q (1 1)\n"             \
+    "         without one) --alpha A --beta B --gamma C (0.5 0.3 0.2); beyond the\n"            \
+    "         paper: --heuristics LIST (expert; 'none': no reference) reference\n"             \
+    "         placement centring the priors, --units N (256) decision units,\n"                \
+    "         --reward-order none|blevel|cpath|blevel-w|auto (auto with a reference)\n"        \
+    "         the list schedule rollouts are judged by (opplace/list_schedule.h);\n"           \
     "         --init W.bin continues training; --slots B (1) rollout batches per\n"              \
     "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"
 

@@ -10,8 +10,10 @@
  * The mask (opplace/sgdp.h) removes devices the op may not use and the
  * head's slots beyond the cluster's device count.  Its "mask attention"
  * over nodes ("Our Method", last paragraph) is not implemented: every op is
- * placed.  The head's weights start 10x smaller than Glorot so the first
- * policy is close to uniform and explores.
+ * placed.  Around a reference the head's weights start 10x smaller than
+ * Glorot so the first policy is close to uniform and explores; without one
+ * the logits are centred over the ops and the head starts at Glorot
+ * (opplace/sgdp.h explains why).
  *
  * BEYOND THE PAPER: a reference skip.  When the graph carries a reference
  * placement (sgdp_warm.c; sg->ref_dev), the logit of each row's reference
@@ -58,6 +60,9 @@ struct sgdp_policy {
 
 struct sgdp_pass {
     nn_tensor x, h0, o, logits, logp;
+    int plain;      /* no reference: o standardised over the ops, logits centred */
+    nn_tensor on;   /* plain: o with each column standardised over the rows */
+    double *inv_sd; /* plain: per column, 1 / its standard deviation over the rows */
     sgdp_sage_pass sage;
     sgdp_xl_pass xl;
     nn_layernorm_cache lc;
@@ -66,7 +71,8 @@ struct sgdp_pass {
 sgdp_config sgdp_config_default(void)
 {
     return (sgdp_config){.max_devices = 8, .hidden = 32, .gs_layers = 2, .gs_knn = 8,
-                         .trf_layers = 2, .heads = 4, .ffn = 64, .segment = 64};
+                         .trf_layers = 2, .heads = 4, .ffn = 64, .segment = 64,
+                         .head_init = 0.1};
 }
 
 op_status sgdp_config_check(const sgdp_config *c, op_error *err)
@@ -106,7 +112,7 @@ static op_status config_from_arch(const double *v, sgdp_config *c, const char *p
                        path, v[0], v[1], ARCH_VERSION, SGDP_N_FEATURES);
     *c = (sgdp_config){.max_devices = (int)v[2], .hidden = (int)v[3], .gs_layers = (int)v[4],
                        .gs_knn = (int)v[5], .trf_layers = (int)v[6], .heads = (int)v[7],
-                       .ffn = (int)v[8], .segment = (int)v[9]};
+                       .ffn = (int)v[8], .segment = (int)v[9], .head_init = 0.1};
     return sgdp_config_check(c, err);
 }
 
@@ -137,7 +143,7 @@ static op_status build(sgdp_policy *pol, uint64_t seed, op_error *err)
         (st = nn_linear_init(&pol->head, &pol->ps, "sgdp.head", c->hidden, c->max_devices,
                              true, &rng, err)))
         return st;
-    nn_tensor_scale(&pol->head.w->value, 0.1);
+    nn_tensor_scale(&pol->head.w->value, c->head_init);
     if ((st = nn_params_add(&pol->ps, "sgdp.ref_gain", 1, 1, &pol->ref_gain, err)))
         return st;
     pol->ref_gain->value.data[0] = REF_GAIN_INIT / REF_GAIN_SCALE;
@@ -280,6 +286,66 @@ done:
 
 /* -------------------------------------------------- forward / backward */
 
+static int has_reference(const sgdp_graph *sg)
+{
+    for (int t = 0; t < sg->n; t++)
+        if (sg->ref_dev[t] >= 0)
+            return 1;
+    return 0;
+}
+
+/* y = each column of x standardised over the rows: (x - mean) / sd (sd
+ * floored), inv_sd[j] = 1 / sd_j; the rows are the graph's ops, so this is
+ * a normalisation over the graph (as GraphNorm), the same for any graph. */
+static void standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd)
+{
+    int n = x->rows;
+    for (int j = 0; j < x->cols; j++) {
+        double m = 0.0, v = 0.0;
+        for (int t = 0; t < n; t++)
+            m += NN_AT(x, t, j);
+        m /= n > 0 ? n : 1;
+        for (int t = 0; t < n; t++)
+            v += (NN_AT(x, t, j) - m) * (NN_AT(x, t, j) - m);
+        v /= n > 0 ? n : 1;
+        inv_sd[j] = 1.0 / sqrt(v + 1e-10);
+        for (int t = 0; t < n; t++)
+            NN_AT(y, t, j) = (NN_AT(x, t, j) - m) * inv_sd[j];
+    }
+}
+
+/* dx from dy through standardize_columns (y its output). */
+static void standardize_backward(const nn_tensor *y, const double *inv_sd, const nn_tensor *dy,
+                                 nn_tensor *dx)
+{
+    int n = y->rows;
+    for (int j = 0; j < y->cols; j++) {
+        double mg = 0.0, mgy = 0.0;
+        for (int t = 0; t < n; t++) {
+            mg += NN_AT(dy, t, j);
+            mgy += NN_AT(dy, t, j) * NN_AT(y, t, j);
+        }
+        mg /= n > 0 ? n : 1;
+        mgy /= n > 0 ? n : 1;
+        for (int t = 0; t < n; t++)
+            NN_AT(dx, t, j) = inv_sd[j] * (NN_AT(dy, t, j) - mg - NN_AT(y, t, j) * mgy);
+    }
+}
+
+/* Subtract each column's mean over the rows (opplace/sgdp.h, "why the
+ * plain policy needs two changes"). */
+static void center_columns(nn_tensor *x)
+{
+    for (int d = 0; d < x->cols; d++) {
+        double m = 0.0;
+        for (int t = 0; t < x->rows; t++)
+            m += NN_AT(x, t, d);
+        m /= x->rows > 0 ? x->rows : 1;
+        for (int t = 0; t < x->rows; t++)
+            NN_AT(x, t, d) -= m;
+    }
+}
+
 op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *sg,
                               nn_tensor *logp, sgdp_pass **out_pass, op_error *err)
 {
@@ -304,7 +370,18 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
         (st = sgdp_xl_forward(&pol->xl, ar, &pass->sage.h[c->gs_layers], &pass->xl, err)) ||
         (st = nn_layernorm_forward(&pol->ln_out, ar, &pass->xl.out, &pass->o, &pass->lc, err)))
         return st;
-    nn_linear_forward(&pol->head, &pass->o, &pass->logits);
+    pass->plain = !has_reference(sg);
+    if (pass->plain) {
+        if ((st = nn_arena_tensor_uninit(ar, n, c->hidden, &pass->on, err)))
+            return st;
+        if (!(pass->inv_sd = nn_arena_alloc(ar, (size_t)c->hidden * sizeof(double), err)))
+            return OP_ENOMEM;
+        standardize_columns(&pass->o, &pass->on, pass->inv_sd);
+        nn_linear_forward(&pol->head, &pass->on, &pass->logits);
+        center_columns(&pass->logits);
+    } else {
+        nn_linear_forward(&pol->head, &pass->o, &pass->logits);
+    }
     double gain = REF_GAIN_SCALE * pol->ref_gain->value.data[0];
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)
@@ -332,12 +409,22 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         (st = nn_arena_tensor(ar, n, c->hidden, &dpre, err)))
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
+    if (pass->plain)
+        center_columns(&dlogits); /* centring is linear and self-adjoint */
     double dgain = 0.0;
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)
             dgain += NN_AT(&dlogits, t, sg->ref_dev[t]);
     pol->ref_gain->grad.data[0] += REF_GAIN_SCALE * dgain;
-    nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
+    if (pass->plain) {
+        nn_tensor d_on;
+        if ((st = nn_arena_tensor(ar, n, c->hidden, &d_on, err)))
+            return st;
+        nn_linear_backward(&pol->head, &pass->on, &dlogits, &d_on);
+        standardize_backward(&pass->on, pass->inv_sd, &d_on, &d_o);
+    } else {
+        nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
+    }
     nn_layernorm_backward(&pol->ln_out, &pass->lc, &pass->xl.out, &d_o, &dxl);
     if ((st = sgdp_xl_backward(&pol->xl, ar, &pass->xl, &dxl, &demb, err)) ||
         (st = sgdp_sage_backward(&pol->sage, ar, &pass->sage, &demb, &dh0, err)))

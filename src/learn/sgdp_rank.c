@@ -589,18 +589,3 @@ op_status sgdp_rank_train(sgdp_trainer *t, op_error *err)
     return st;
 }
 
-op_status sgdp_rank_options(struct op_options *o, long def_steps, sgdp_train_config *tc,
-                            op_error *err)
-{
-    long steps, states;
-    op_status st;
-    if ((st = op_options_int(o, "rank-steps", def_steps, 0, 100000000, &steps, err)) ||
-        (st = op_options_int(o, "rank-states", tc->rank_states, 1, 64, &states, err)) ||
-        (st = op_options_double(o, "rank-lr", tc->ppo.lr, 0, 10, &tc->rank_lr, err)) ||
-        (st = op_options_double(o, "rank-relabel", tc->rank_relabel, 0, 1, &tc->rank_relabel,
-                                err)))
-        return st;
-    tc->rank_steps = (int)steps;
-    tc->rank_states = (int)states;
-    return OP_OK;
-}

@@ -87,7 +87,7 @@ void nn_arena_reset(nn_arena *a)
     a->head = block_new(a->block_bytes); /* NULL is fine: alloc retries */
 }
 
-void *nn_arena_alloc(nn_arena *a, size_t bytes, op_error *err)
+static void *arena_alloc(nn_arena *a, size_t bytes, int zero, op_error *err)
 {
     size_t need = (bytes + NN_ARENA_ALIGN - 1) & ~(size_t)(NN_ARENA_ALIGN - 1);
     if (need < bytes)
@@ -108,21 +108,40 @@ void *nn_arena_alloc(nn_arena *a, size_t bytes, op_error *err)
     a->used += need;
     if (a->used > a->peak)
         a->peak = a->used;
-    if (bytes)
+    if (bytes && zero)
         memset(p, 0, bytes);
     return p;
 }
 
-op_status nn_arena_tensor(nn_arena *a, int rows, int cols, nn_tensor *out, op_error *err)
+/* nn_arena_alloc without the zeroing (the caller overwrites every byte). */
+static void *arena_alloc(nn_arena *a, size_t bytes, int zero, op_error *err);
+
+void *nn_arena_alloc(nn_arena *a, size_t bytes, op_error *err)
+{
+    return arena_alloc(a, bytes, 1, err);
+}
+
+static op_status arena_tensor(nn_arena *a, int rows, int cols, int zero, nn_tensor *out,
+                              op_error *err)
 {
     if (rows < 0 || cols < 0)
         return op_fail(err, OP_EINTERNAL, "nn arena: negative tensor shape %dx%d", rows, cols);
     size_t n = (size_t)rows * (size_t)cols;
     if (cols && n / (size_t)cols != (size_t)rows)
         return op_fail(err, OP_ENOMEM, "nn arena: tensor %dx%d too large", rows, cols);
-    double *d = nn_arena_alloc(a, n * sizeof(double), err);
+    double *d = arena_alloc(a, n * sizeof(double), zero, err);
     if (!d)
         return OP_ENOMEM;
     *out = nn_tensor_view(d, rows, cols);
     return OP_OK;
+}
+
+op_status nn_arena_tensor(nn_arena *a, int rows, int cols, nn_tensor *out, op_error *err)
+{
+    return arena_tensor(a, rows, cols, 1, out, err);
+}
+
+op_status nn_arena_tensor_uninit(nn_arena *a, int rows, int cols, nn_tensor *out, op_error *err)
+{
+    return arena_tensor(a, rows, cols, 0, out, err);
 }

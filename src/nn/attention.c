@@ -45,22 +45,25 @@ op_status nn_mha_init(nn_mha *a, nn_params *ps, const char *prefix, int dim, int
     return OP_OK;
 }
 
+/* Every buffer is overwritten before it is read (copies and dgemm with
+ * beta 0; dkv's first product has beta 0), so none is zeroed. */
 static op_status alloc_cache(nn_arena *ar, int n, int len, int dim, int heads, nn_mha_cache *c,
                              op_error *err)
 {
-    op_status st = nn_arena_tensor(ar, len, dim, &c->kv, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, n, dim, &c->q, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, len, dim, &c->k, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, len, dim, &c->v, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, heads * n, len, &c->probs, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, n, dim, &c->ctx, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, n, dim, &c->dctx, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, n, dim, &c->dq, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, len, dim, &c->dk, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, len, dim, &c->dv, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, len, dim, &c->dkv, err);
-    if (st == OP_OK) st = nn_arena_tensor(ar, n, len, &c->dprobs, err);
-    return st;
+    struct {
+        nn_tensor *t;
+        int rows, cols;
+    } b[] = {{&c->kv, len, dim},  {&c->q, n, dim},    {&c->k, len, dim},
+             {&c->v, len, dim},   {&c->probs, heads * n, len},
+             {&c->ctx, n, dim},   {&c->dctx, n, dim}, {&c->dq, n, dim},
+             {&c->dk, len, dim},  {&c->dv, len, dim}, {&c->dkv, len, dim},
+             {&c->dprobs, n, len}};
+    for (size_t i = 0; i < sizeof b / sizeof *b; i++) {
+        op_status st = nn_arena_tensor_uninit(ar, b[i].rows, b[i].cols, b[i].t, err);
+        if (st != OP_OK)
+            return st;
+    }
+    return OP_OK;
 }
 
 /* P_h = softmax(scale Q_h K_h^T) with the causal mask, into probs rows h*n.. */

@@ -35,8 +35,9 @@ int nn_softmax_row_inplace(double *z, int n)
         z[j] = z[j] == -INFINITY ? 0.0 : exp(z[j] - mx);
         sum += z[j];
     }
+    double inv = 1.0 / sum;
     for (int j = 0; j < n; j++)
-        z[j] /= sum;
+        z[j] *= inv;
     return allowed;
 }
 

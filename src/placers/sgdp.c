@@ -14,6 +14,12 @@
  *                               alone for --budget-seconds (default 60) or
  *                               --iterations, returning the best placement seen
  *
+ * --paper: exactly the paper's method: no reference placement, units,
+ * warm start or search; SGDP-one is PPO on the graph alone (the best
+ * placement sampled wins) and zero-shot is one-shot inference, the
+ * policy's most likely placement (one forward pass).  It refuses the
+ * options below that switch on something beyond the paper.
+ *
  * Options: --samples K (rollouts per PPO iteration and zero-shot samples,
  * default 32), --threads T (simulation threads, default: all cores),
  * --lr, --epochs, --entropy, --save-weights FILE (write the policy after
@@ -25,52 +31,29 @@
  * colocation are enforced by the policy's action mask.
  *
  * Beyond the paper (src/learn/sgdp_warm.c): --heuristics LIST (default
- * expert,metis,m-topo,single; "none" = the paper's plain policy) gives a
- * reference placement that the policy sees as input (then the best placement
- * found so far), --units N (256; 0 = per op) decision units built from it,
+ * expert,metis,m-topo,single; "none": no reference) gives a reference
+ * placement that the policy sees as input (then the best placement found
+ * so far), --units N (256; 0 = per op) decision units built from it,
  * --warm-start 0|1 (default 1 without --weights, 0 with) clones the
  * reference before PPO and seeds the best-seen record with it, so SGDP-one
  * never returns worse than the reference; with --weights and no warm start
- * the result is the policy's own (zero-shot).  --slots B: rollout batches
- * per iteration (shared by MPI ranks).
+ * the result is the policy's own.  With --weights the samples come from
+ * the policy calibrated to move 2 decisions off its input per sample on
+ * average (src/learn/sgdp_train.c, "calibrated proposals").
  *
  * --search guided (default with --weights; beyond the paper, issue 7;
  * src/learn/sgdp_search.c): a steepest descent from the reference input
  * (after fine-tuning: the incumbent) whose candidate moves are the policy's
  * ranking: each of --rounds R rounds (default 20) runs the policy on the
- * incumbent, simulates the --top-k K (64) decision units it most wants to
- * move (each moved alone to its most likely other device) and
- * --search-samples S (default 0) calibrated samples, keeps the
- * best if it improves, adds the other improving single moves on top one by
- * one, and feeds the incumbent back as the policy's input.  At a local
- * optimum (no single move left to try) the search stops, or with
- * --kick-samples N > 0 (default 0) the best of N calibrated samples that
- * moves something becomes the incumbent even if worse, and the descent
- * resumes from it (iterated local search).  The result is
- * never worse than the input placement (the best placement seen; the input
- * itself when nothing improves it).  The defaults were chosen on a validation family (gnmt
- * held out of training), not on the family RESULTS reports as held out.
- * --rank-probe K (a diagnostic, default 0 = off; src/learn/sgdp_rank.c):
- * before the search, every single move off the input is simulated and the
- * number of improving moves among the policy's top K, and the AUC of its
- * score for "improves", go to the progress lines (--progress).
+ * incumbent, simulates the 64 decision units it most wants to move (each
+ * moved alone to its most likely other device), keeps the best if it
+ * improves, adds the other improving single moves on top one by one, and
+ * feeds the incumbent back as the policy's input; it stops at a local
+ * optimum.  The result is never worse than the input placement.
  *
- * --search sample (the previous default; without --weights the only mode):
- * --rounds R (10 with --weights, 1 without) rounds of greedy + --samples
- * samples, no weight update; the policy's reference input is the best
- * placement seen so far (the reference until a sample beats it), so each
- * round proposes around the incumbent (iterated inference, like SGDP-one's
- * follow-the-best input without its PPO steps).  With --weights and no
- * warm start every placement returned is one the policy sampled.
- *
- * --moves M (beyond the paper; default 2 with --weights, 0 without): the
- * samples of either search come from the policy calibrated to move M
- * decisions off its input per sample on average (src/learn/sgdp_train.c,
- * "calibrated proposals": one offset on every reference logit, so which
- * decisions move is the policy's choice); 0 samples the policy mixed with
- * the uniform exploration floor, as SGDP-one's training does.  Batch
- * training (`opplace train sgdp` on several graphs) learns on the same
- * calibrated distribution.
+ * --search sample (without --weights the only mode): --rounds R (10 with
+ * --weights, 1 without) rounds of greedy + --samples samples, no weight
+ * update; the policy's reference input is the best placement seen so far.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,37 +62,57 @@
 #include "placers/placer_util.h"
 
 typedef struct sgdp_opts {
+    int paper;
     const char *weights, *save, *heuristics;
     const char *search; /* "guided" or "sample" */
-    long finetune, iterations, samples, threads, epochs, units, warm, slots, rounds;
-    long top_k, search_samples, kick_samples, rank_probe;
-    double lr, entropy, moves;
+    long finetune, iterations, samples, threads, epochs, units, warm, rounds;
+    double lr, entropy;
 } sgdp_opts;
+
+/* options that switch on or tune something beyond the paper */
+static const char *const BEYOND[] = {"heuristics", "units", "warm-start", "search", "rounds",
+                                     NULL};
 
 static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
 {
     op_status st;
+    s->paper = op_options_has(o, "paper");
+    if (s->paper)
+        for (int i = 0; BEYOND[i]; i++)
+            if (op_options_has(o, BEYOND[i]))
+                return op_fail(err, OP_EUSAGE,
+                               "sgdp: --%s is beyond the paper; drop it or drop --paper",
+                               BEYOND[i]);
     s->weights = op_options_str(o, "weights", NULL);
     s->save = op_options_str(o, "save-weights", NULL);
-    ppo_config d = ppo_defaults();
+    sgdp_train_config d = sgdp_train_defaults();
     if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
         (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
-        (st = op_options_int(o, "samples", 32, 1, 4096, &s->samples, err)) ||
+        (st = op_options_int(o, "samples", d.samples, 1, 4096, &s->samples, err)) ||
         (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
-        (st = op_options_int(o, "epochs", d.epochs, 1, 1000, &s->epochs, err)) ||
-        (st = op_options_double(o, "lr", d.lr, 0, 10, &s->lr, err)) ||
-        (st = op_options_double(o, "entropy", d.entropy_coef, 0, 100, &s->entropy, err)) ||
-        (st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
-        (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)) ||
-        (st = op_options_int(o, "slots", 1, 1, 64, &s->slots, err)) ||
-        (st = op_options_double(o, "moves", s->weights ? SGDP_DEFAULT_MOVES : 0, 0, 1e6,
-                                &s->moves, err)) ||
-        (st = op_options_int(o, "top-k", SGDP_DEFAULT_TOP_K, 0, 100000000, &s->top_k, err)) ||
-        (st = op_options_int(o, "search-samples", SGDP_DEFAULT_SEARCH_SAMPLES, 0, 4096,
-                             &s->search_samples, err)) ||
-        (st = op_options_int(o, "kick-samples", SGDP_DEFAULT_KICK_SAMPLES, 0, 4096,
-                             &s->kick_samples, err)) ||
-        (st = op_options_int(o, "rank-probe", 0, 0, 100000000, &s->rank_probe, err)))
+        (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
+        (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
+        (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)))
+        return st;
+    if (s->paper || !strcmp(op_options_str(o, "heuristics", ""), "none")) {
+        /* without a reference (opplace/sgdp.h) */
+        if (!op_options_has(o, "entropy"))
+            s->entropy = SGDP_PLAIN_ENTROPY;
+        if (!op_options_has(o, "lr"))
+            s->lr = SGDP_PLAIN_LR;
+    }
+    if (s->finetune && !s->weights)
+        return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
+    if (s->paper) { /* the paper: no reference, one-shot inference after any training */
+        s->heuristics = NULL;
+        s->units = 0;
+        s->warm = 0;
+        s->search = "sample";
+        s->rounds = 1;
+        return OP_OK;
+    }
+    if ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
+        (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)))
         return st;
     s->search = op_options_str(o, "search", s->weights ? "guided" : "sample");
     if (strcmp(s->search, "guided") && strcmp(s->search, "sample"))
@@ -124,8 +127,6 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
     s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
     if (!strcmp(s->heuristics, "none"))
         s->heuristics = NULL;
-    if (s->finetune && !s->weights)
-        return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
     return OP_OK;
 }
 
@@ -134,6 +135,8 @@ static sgdp_policy *make_policy(const op_place_ctx *ctx, const sgdp_opts *s, op_
     if (s->weights)
         return sgdp_policy_from_file(s->weights, err);
     sgdp_config cfg = sgdp_config_default();
+    if (!s->heuristics)
+        cfg.head_init = SGDP_PLAIN_HEAD_INIT; /* opplace/sgdp.h */
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return sgdp_policy_new(&cfg, ctx->seed, err);
@@ -153,8 +156,8 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     tc.heuristics = s->heuristics;
     tc.unit_target = (int)s->units;
     tc.warm_start = s->heuristics && s->warm;
-    tc.slots = (int)s->slots;
-    tc.proposal_moves = s->moves;
+    /* calibrated proposals around the input: zero-shot and fine-tuning */
+    tc.proposal_moves = s->heuristics && s->weights ? SGDP_DEFAULT_MOVES : 0;
     int training = !s->weights || s->finetune > 0;
     if (s->weights) {
         tc.iterations = s->finetune;
@@ -171,25 +174,15 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);
-    if (!st && s->rank_probe > 0 && sgdp_trainer_reference(t, 0)) {
-        sgdp_rank_probe pr;
-        st = sgdp_trainer_rank_probe(t, 0, (int)s->rank_probe, &pr, err);
-        if (!st)
-            op_progress(ctx,
-                        "sgdp: rank probe at the input: %d of the top %d moves improve "
-                        "(%d of %d units; chance %.1f), AUC %.3f",
-                        pr.top_improving, pr.top_k, pr.improving, pr.units,
-                        pr.units ? (double)pr.top_k * pr.improving / pr.units : 0.0, pr.auc);
-    }
     if (!strcmp(s->search, "guided")) {
-        sgdp_search_config sc = {.rounds = (int)s->rounds, .top_k = (int)s->top_k,
-                                 .samples = (int)s->search_samples,
-                                 .kick_samples = (int)s->kick_samples};
+        sgdp_search_config sc = sgdp_search_defaults();
+        sc.rounds = (int)s->rounds;
         if (!st)
             st = sgdp_trainer_search(t, 0, &sc, err);
     } else {
+        /* the paper's inference: the policy's most likely placement, once */
         for (long r = 0; !st && r < s->rounds; r++)
-            st = sgdp_trainer_evaluate(t, 0, (int)s->samples, err);
+            st = sgdp_trainer_evaluate(t, 0, s->paper ? 0 : (int)s->samples, err);
     }
     if (!st && training && s->save)
         st = sgdp_policy_save(pol, s->save, err);

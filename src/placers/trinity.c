@@ -12,27 +12,25 @@
  *                                 --budget-seconds (default 60) or
  *                                 --iterations; the best placement seen wins
  *
- * Options: --samples K (16), --threads T, --lr, --epochs, --entropy,
- * --groups G (64), --prior P (1) and --sched-prior S (2) (the order and
- * block priors, opplace/trinity.h; --prior 0 --sched-prior 0 --heuristics
- * none --explore 0 is the paper's method) for new policies only,
- * --max-comm BYTES and --max-mem BYTES
- * (the user's tolerances C^ and M^ of eqs. 6-7; default: the reference's
- * peaks, or 8 GiB each with --heuristics none),
- * --alpha/--beta/--gamma (MDPE weights 0.5/0.3/0.2), --n2v-p/--n2v-q
- * (Node2vec return and in-out parameters), --save-weights FILE, --slots B
- * (1; rollout batches per iteration, shared by MPI ranks under mpirun),
- * --pool K (4; placements the final choice considers besides the
- * reference), --reward-order (below).
+ * --paper: exactly the paper's method (no reference, priors, uniformly
+ * drawn decisions, list-schedule orders or boundary moves; the result is
+ * the best PPO sample, first-ready-first); it refuses the options below
+ * that tune an addition beyond the paper.
+ * Options (read by trinity_options_read, shared with `opplace train
+ * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,
+ * --groups G (64), --max-comm BYTES and --max-mem BYTES (the user's
+ * tolerances C^ and M^ of eqs. 6-7; default: the reference's peaks, or
+ * 8 GiB each without one), --alpha/--beta/--gamma (MDPE weights
+ * 0.5/0.3/0.2), --save-weights FILE, --slots B (1; rollout batches per
+ * iteration, shared by MPI ranks under mpirun).
  * Beyond the paper (src/learn/trinity_warm.c): --heuristics LIST (default
- * expert; "none" gives the paper's start) picks a reference placement that
- * seeds the best-seen record and centres the priors (then --prior 2 and
- * --sched-prior 4 by default: samples stay near it); --units N (256; 0 =
- * per op) decision units split by it; --explore E (1; 0 = none) decisions
- * per rollout of each network drawn uniformly, so exploration survives
- * PPO's convergence; without --max-comm / --max-mem the
- * tolerances are the reference's peak communication and peak memory, and
- * the result is the fastest placement seen within the tolerances
+ * expert; "none": no reference) picks a reference placement that seeds
+ * the best-seen record and centres the order and block priors
+ * (opplace/trinity.h); --units N (256; 0 = per op) decision units split
+ * by it; one decision per rollout of each network is drawn uniformly, so
+ * exploration survives PPO's convergence; without --max-comm / --max-mem
+ * the tolerances are the reference's peak communication and peak memory,
+ * and the result is the fastest placement seen within the tolerances
  * (trinity_reward.c), so it is never worse than the reference on step
  * time, peak communication or peak memory.  With --weights the reference
  * is used too (zero-shot then returns at least the reference).
@@ -47,7 +45,7 @@
  *       and cap best for the reference (first-ready-first included);
  *   --schedule-orders 1 (default; 0 = off, the result has no order as in
  *       the paper): the final choice (src/learn/trinity_final.c) takes the
- *       search's --pool K (4) best distinct placements and the reference,
+ *       search's 4 best distinct placements and the reference,
  *       each first-ready-first and list-scheduled with every priority
  *       without and with memory caps, and returns the fastest variant that
  *       is within the tolerances (by default the reference's peaks) and no
@@ -61,14 +59,12 @@
  * (4; 0 = off; needs the reference and --schedule-orders 1) enumerates
  * layer-boundary moves around the reference after the search (each layer
  * scope cut into C chunks; whole scopes and prefixes / suffixes of chunks
- * move to a neighbouring device; device swaps; pairs among the
- * --boundary-pairs 8 fastest and least-communicating singles; up to
- * --boundary-rounds 8 rounds of descent from the best admissible one),
- * judges each with every priority order, and gives the final choice the 2
- * fastest admissible ones that beat the reference + order.  PPO's moves
- * around the reference rarely shift a stage boundary (bench/RESULTS.md,
- * Trinity).  --boundary-all 1 also orders the candidates above the
- * communication bound, for the report only (bench/trinity_boundary.sh).
+ * move to a neighbouring device; device swaps; pairs among the 8 fastest
+ * and least-communicating singles; up to 8 rounds of descent from the
+ * best admissible one), judges each with every priority order, and gives
+ * the final choice the 2 fastest admissible ones that beat the reference +
+ * order.  PPO's moves around the reference rarely shift a stage boundary
+ * (bench/RESULTS.md, Trinity).
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
@@ -87,88 +83,22 @@
 #include "placers/placer_util.h"
 
 typedef struct trinity_opts {
-    const char *weights, *save, *heuristics;
-    long finetune, iterations, samples, threads, epochs, groups, slots, units;
-    long schedule_orders, pool, boundary_moves, boundary_all, boundary_pairs,
-        boundary_rounds;
-    int reward_order;
-    int comm_from_ref, mem_from_ref;
-    double lr, entropy, p, q, prior, sched_prior, explore;
-    trinity_reward_config reward;
+    const char *weights, *save;
+    long finetune, iterations;
+    trinity_options o; /* shared with `opplace train trinity` (trinity_options.c) */
 } trinity_opts;
 
 static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
 {
-    trinity_train_config d = trinity_train_defaults();
-    trinity_config pc = trinity_config_default();
     s->weights = op_options_str(o, "weights", NULL);
     s->save = op_options_str(o, "save-weights", NULL);
-    s->heuristics = op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
-    if (!strcmp(s->heuristics, "none"))
-        s->heuristics = NULL;
-    s->reward = d.reward;
-    /* absent tolerances: the reference's peaks (trinity_warm.c) */
-    s->comm_from_ref = s->heuristics && !op_options_has(o, "max-comm");
-    s->mem_from_ref = s->heuristics && !op_options_has(o, "max-mem");
     op_status st;
-    if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
-        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
-        (st = op_options_int(o, "samples", d.samples, 1, 4096, &s->samples, err)) ||
-        (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
-        (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
-        (st = op_options_int(o, "groups", pc.groups, 1, 4096, &s->groups, err)) ||
-        (st = op_options_int(o, "slots", d.slots, 1, TRINITY_MAX_SLOTS, &s->slots, err)) ||
-        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
-        (st = op_options_int(o, "schedule-orders", 1, 0, 1, &s->schedule_orders, err)) ||
-        (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
-        (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)) ||
-        (st = op_options_double(o, "prior", s->heuristics ? TRINITY_REF_PRIOR : pc.prior, 0,
-                                1e3, &s->prior, err)) ||
-        (st = op_options_double(o, "sched-prior",
-                                s->heuristics ? TRINITY_REF_SCHED_PRIOR : pc.sched_prior, 0, 1e3,
-                                &s->sched_prior, err)) ||
-        (st = op_options_double(o, "explore", TRINITY_DEFAULT_EXPLORE, 0, 1e6, &s->explore,
-                                err)) ||
-        (st = op_options_double(o, "n2v-p", d.n2v.p, 1e-6, 1e6, &s->p, err)) ||
-        (st = op_options_double(o, "n2v-q", d.n2v.q, 1e-6, 1e6, &s->q, err)) ||
-        (st = op_options_double(o, "max-comm", s->reward.max_comm_bytes, 0, 1e18,
-                                &s->reward.max_comm_bytes, err)) ||
-        (st = op_options_double(o, "max-mem", s->reward.max_mem_bytes, 0, 1e18,
-                                &s->reward.max_mem_bytes, err)) ||
-        (st = op_options_double(o, "alpha", s->reward.alpha, 0, 1e6, &s->reward.alpha, err)) ||
-        (st = op_options_double(o, "beta", s->reward.beta, 0, 1e6, &s->reward.beta, err)) ||
-        (st = op_options_double(o, "gamma", s->reward.gamma, 0, 1e6, &s->reward.gamma, err)))
+    if ((st = trinity_options_read(o, 1, &s->o, err)) ||
+        (st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
+        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)))
         return st;
     if (s->finetune && !s->weights)
         return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
-    if ((st = op_options_int(o, "pool", TRINITY_DEFAULT_POOL, 1, 1000, &s->pool, err)) ||
-        (st = op_options_int(o, "boundary-moves", TRINITY_DEFAULT_BOUNDARY_MOVES, 0, 64,
-                             &s->boundary_moves, err)) ||
-        (st = op_options_int(o, "boundary-all", 0, 0, 1, &s->boundary_all, err)) ||
-        (st = op_options_int(o, "boundary-rounds", trinity_boundary_defaults().rounds, 1, 1000,
-                             &s->boundary_rounds, err)) ||
-        (st = op_options_int(o, "boundary-pairs", trinity_boundary_defaults().pair_top, 0, 1000,
-                             &s->boundary_pairs, err)))
-        return st;
-    if (!s->schedule_orders || !s->heuristics) {
-        if (!op_options_has(o, "boundary-moves"))
-            s->boundary_moves = 0; /* the default needs both */
-    }
-    if (s->boundary_moves && (!s->schedule_orders || !s->heuristics))
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --boundary-moves needs a reference (--heuristics) and "
-                       "--schedule-orders 1 (its candidates join the final choice)");
-    /* judged by an order only when the result may have one */
-    const char *ro = op_options_str(o, "reward-order", s->schedule_orders ? "auto" : "none");
-    s->reward_order = trinity_reward_order_parse(ro);
-    if (s->reward_order < TRINITY_REWARD_ORDER_AUTO)
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --reward-order must be none, blevel, cpath, blevel-w or auto, "
-                       "not '%s'", ro);
-    if (!s->schedule_orders && s->reward_order != OP_PRIORITY_FIFO)
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --reward-order %s needs --schedule-orders 1 (the result of a "
-                       "search judged by an order must keep one)", ro);
     return OP_OK;
 }
 
@@ -177,10 +107,7 @@ static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *
 {
     if (s->weights)
         return trinity_policy_from_file(s->weights, err);
-    trinity_config cfg = trinity_config_default();
-    cfg.groups = (int)s->groups;
-    cfg.prior = s->prior;
-    cfg.sched_prior = s->sched_prior;
+    trinity_config cfg = s->o.pc;
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return trinity_policy_new(&cfg, ctx->seed, err);
@@ -188,26 +115,10 @@ static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *
 
 static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s)
 {
-    trinity_train_config tc = trinity_train_defaults();
-    tc.samples = (int)s->samples;
-    tc.threads = (int)s->threads;
+    trinity_train_config tc = s->o.tc;
     tc.seed = ctx->seed;
-    tc.ppo.epochs = (int)s->epochs;
-    tc.ppo.lr = s->lr;
-    tc.ppo.entropy_coef = s->entropy;
-    tc.reward = s->reward;
-    tc.n2v.p = s->p;
-    tc.n2v.q = s->q;
     tc.n2v.seed = ctx->seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
-    tc.slots = (int)s->slots;
-    tc.heuristics = s->heuristics;
-    tc.explore = s->explore;
-    tc.unit_target = (int)s->units;
-    tc.comm_from_reference = s->comm_from_ref;
-    tc.mem_from_reference = s->mem_from_ref;
-    tc.reward_order = s->reward_order;
-    tc.pool = (int)s->pool;
     if (s->weights) {
         tc.iterations = s->finetune;
         tc.budget_seconds = ctx->budget_seconds;
@@ -230,13 +141,10 @@ static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
 {
     const trinity_reference *ref = trinity_trainer_reference(t, 0);
     memset(res, 0, sizeof *res);
-    if (!s->boundary_moves || !ref)
+    if (!s->o.boundary_moves || !ref)
         return OP_OK;
     trinity_boundary_config bc = trinity_boundary_defaults();
-    bc.chunks = (int)s->boundary_moves;
-    bc.order_all = (int)s->boundary_all;
-    bc.pair_top = (int)s->boundary_pairs;
-    bc.rounds = (int)s->boundary_rounds;
+    bc.chunks = s->o.boundary_moves;
     op_status st = trinity_boundary_search(ctx->p, ref->device_of, rc, &bc, res, err);
     if (!st)
         op_progress(ctx,
@@ -249,18 +157,6 @@ static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
                     res->pairs, res->comm_ok, res->admissible, res->faster,
                     res->ref_best.step_us / 1000.0, res->best_what, res->best.step_us / 1000.0,
                     res->fastest_comm_ok / 1000.0, res->seconds);
-    if (!st && s->boundary_all && res->faster_any)
-        op_progress(ctx,
-                    "trinity: boundary moves faster than the reference + order at any peaks: "
-                    "%d; the least communication among them %.1f MiB (%.2fx the bound), %.3f "
-                    "ms, peak memory %.2f GiB",
-                    res->faster_any, (double)res->least_comm_faster.peak_comm / 1048576.0,
-                    (double)res->least_comm_faster.peak_comm / rc->max_comm_bytes,
-                    res->least_comm_faster.step_us / 1000.0,
-                    (double)res->least_comm_faster.peak_mem / 1073741824.0);
-    else if (!st && s->boundary_all)
-        op_progress(ctx, "trinity: boundary moves faster than the reference + order at any "
-                         "peaks: 0");
     return st;
 }
 
@@ -277,7 +173,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
     if (training)
         st = trinity_trainer_run(t, err);
     if (!st)
-        st = trinity_trainer_evaluate(t, 0, (int)s->samples, err);
+        st = trinity_trainer_evaluate(t, 0, s->o.tc.samples, err);
     if (!st && training && s->save && op_par_rank() == 0)
         st = trinity_policy_save(pol, s->save, err);
     if (!st) {
@@ -289,9 +185,9 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         op_placement_drop_order(out);
         trinity_metrics fm = b.m; /* the result's, ordered or not */
         trinity_boundary_result br = {0};
-        if (s->schedule_orders)
+        if (s->o.schedule_orders)
             st = boundary_moves(ctx, s, t, &rc, &br, err);
-        if (!st && s->schedule_orders)
+        if (!st && s->o.schedule_orders)
             st = trinity_final_choice(ctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
         trinity_boundary_result_destroy(&br);
         double share;
@@ -302,10 +198,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
                         "%.2f GiB (--reward-order %s)",
                         trinity_reward_order_name(judge), 100 * share,
                         rc.max_mem_bytes / 1073741824.0,
-                        trinity_reward_order_name(s->reward_order));
+                        trinity_reward_order_name(s->o.tc.reward_order));
         else if (!st)
             op_progress(ctx, "trinity: rollouts judged first-ready-first (--reward-order %s)",
-                        trinity_reward_order_name(s->reward_order));
+                        trinity_reward_order_name(s->o.tc.reward_order));
         if (!st && ref)
             op_progress(ctx,
                         "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
