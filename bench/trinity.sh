@@ -7,7 +7,7 @@
 # formats.md 5 rule 3), peak memory (max over devices), and search time
 # (wall seconds of the placer).  Prints Markdown.
 #   expert:         the expert placer, first-ready-first (FIFO) execution;
-#   expert + order: `--algo expert --reorder peak` (opplace/reorder.h): expert's
+#   expert + order: `--algo expert --order peak` (opplace/reorder.h): expert's
 #                   placement with the fastest priority list-schedule order
 #                   that keeps its peak memory (the same list schedules
 #                   Trinity's final choice tries);
@@ -95,7 +95,7 @@ echo "### Trinity vs expert and expert + order (Table 4 columns), v100-nvlink"
 echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
 echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
-echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
+echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --order peak; seed ${SEED}."
 [ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity with --heuristics none."
 echo
 hdr="| model | ops | GPUs | expert | expert + order |"
@@ -112,7 +112,7 @@ for m in $MODELS; do
   ops=$("$BIN" info "$g" | awk '/^ops/ {print $4}')
   for n in $GPUS; do
     e=$(place "$g" "$n" expert expert)
-    eo=$(place "$g" "$n" expert expert-order --reorder peak)
+    eo=$(place "$g" "$n" expert expert-order --order peak)
     extra=""
     if [ "$FULL" = 1 ]; then
       c=$(place "$g" "$n" celeritas celeritas)

@@ -519,7 +519,7 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
      * the simulator's own order */
     const char *paper[] = {"guard",        "0",   "contention",        "0",
                            "fusion-range", "200", "balanced-fallback", "0",
-                           "schedule-orders", "0", NULL};
+                           "order", "none", NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
                  err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
@@ -701,7 +701,7 @@ Test(pool, keeps_the_best_distinct_placements_in_rank_order)
     }
 }
 
-/* --schedule-orders (the default) only adds candidates, so it never
+/* Orders (the default; --order none is without) only add candidates, so it never
  * returns a worse placement than the search without them; an ordered
  * result runs each device's ops exactly as its order lists them. */
 Test(placers, schedule_orders_never_worse, .timeout = 120)
@@ -712,7 +712,7 @@ Test(placers, schedule_orders_never_worse, .timeout = 120)
         tk_bind(&tp, g, tk_cluster(2 + (int)(seed % 3), 20, 2e-4, total_memory(g) / 2));
         op_placement with, without;
         op_error err = {0};
-        const char *off[] = {"schedule-orders", "0", NULL};
+        const char *off[] = {"order", "none", NULL};
         cr_assert_eq(run_placer("celeritas", &tp.p, 1, &with, &err), OP_OK, "%s", err.msg);
         cr_assert_eq(run_placer_opts("celeritas", &tp.p, 1, off, &without, &err), OP_OK, "%s",
                      err.msg);

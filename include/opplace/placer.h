@@ -40,7 +40,14 @@ typedef struct op_placer {
     op_place_fn place;
     int slow;            /* may take more than a few seconds (solvers, training):
                             the default run and quick benchmarks skip it */
+    const op_opt_decl *options; /* the options it reads besides op_place_options
+                                   (NULL: none); `place --algo NAME --help` prints them */
 } op_placer;
+
+/* The options every placement run accepts (--seed, --budget-seconds,
+ * --best-effort, --order, --refine...): the finishing stage's and the
+ * context's. */
+extern const op_opt_decl op_place_options[];
 
 /* Every registered placer, in display order. */
 const op_placer *const *op_placers(int *count);

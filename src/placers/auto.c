@@ -1,12 +1,11 @@
 /*
  * auto.c - the default algorithm: a portfolio of every fast placer, the
- * best of them refined by local search, and (when the budget allows) Pesto's
- * ILP warm-started from it.  Beyond the papers: each of them returns one
+ * best of them refined by local search.  Beyond the papers: each of them returns one
  * algorithm's answer; users want the best placement they can get in the
  * time they have.
  *
  * Options: --budget-seconds B (default 10): total time; refinement gets
- * what the portfolio leaves, split with Pesto when B >= 60 s.  The portfolio
+ * what the portfolio leaves.  The portfolio
  * runs every fast placer unless the budget runs out first (only on graphs of
  * hundreds of thousands of ops): then the remaining placers are skipped.
  * Execution orders (opplace/reorder.h): each placer's result, while the
@@ -15,9 +14,8 @@
  * ordered placement, judging candidates by that order's list schedule
  * (opplace/refine.h), and the best placement as placed, judged
  * first-ready-first; the refined placement gets its best order again at
- * the end, and the result is the better of it and the other finalist
- * (`--refine-by fifo` always refines the plain one, the previous way).
- * --no-refine, --no-ilp, --no-reorder switch stages off.  The placement's
+ * the end, and the result is the better of it and the other finalist.
+ * --no-refine and --order none switch stages off.  The placement's
  * algorithm name records the winner, e.g. "auto:expert+order" or
  * "auto:celeritas+refine+order".
  *
@@ -136,6 +134,7 @@ static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, double
                             op_error *err)
 {
     op_place_ctx sub = *ctx;
+    sub.opts = NULL;     /* each placer with its defaults */
     sub.best_effort = 1; /* the portfolio judges memory itself */
     sub.progress = 0;
     op_placement out;
@@ -291,41 +290,6 @@ static op_status run_refinement(const op_place_ctx *ctx, const op_refine_opts *h
     return st;
 }
 
-static op_status run_ilp(const op_place_ctx *ctx, double seconds, int reorder, op_sim *sim,
-                         op_sim_result *r, finalists *f, op_error *err)
-{
-    const op_placer *pesto = op_placer_find("pesto");
-    /* the ILP helps on coarse graphs of tens of ops; on huge graphs its
-     * coarsening alone would spend the budget */
-    if (!pesto || seconds < 20 || ctx->p->n > 100000)
-        return OP_OK;
-    char limit[32];
-    snprintf(limit, sizeof limit, "%.0f", seconds);
-    op_place_ctx sub = *ctx;
-    sub.opts = op_options_new(err);
-    if (!sub.opts)
-        return OP_ENOMEM;
-    op_options_set(sub.opts, "time-limit", limit, err);
-    /* the portfolio already ran: warm-start from its winner, no second auto */
-    op_options_set(sub.opts, "auto-seconds", "0", err);
-    if (op_placer_find(f->plain.name))
-        op_options_set(sub.opts, "warm-start", f->plain.name, err);
-    char before[96], name[96];
-    snprintf(before, sizeof before, "%s", f->plain.name);
-    snprintf(name, sizeof name, "pesto (warm start: %.60s)", before);
-    op_placement out;
-    op_error perr = {0};
-    op_status st = OP_OK;
-    if (op_place(pesto, &sub, &out, &perr) == OP_OK)
-        st = offer_result(ctx, &out, name, -1, reorder, sim, r, f, err);
-    else if (perr.code == OP_ENOMEM)
-        st = op_fail(err, OP_ENOMEM, "%s", perr.msg);
-    else
-        op_progress(ctx, "auto: pesto failed: %s", perr.msg);
-    op_options_free(sub.opts);
-    return st;
-}
-
 /* Give the refined placement its best execution order.  Every rank holds
  * the same one and reorders it the same way (the reorder is
  * deterministic), so no election is needed. */
@@ -392,13 +356,11 @@ static const op_reorder_stats *plain_judge(const candidate *c, op_reorder_stats 
     return op_reorder_as_screened(&c->order, tmp);
 }
 
-/* Refinement by `mode`: "order" refines the ordered finalist judged by its
- * order when that order gains at least MIN_ORDER_GAIN and it ranks first,
- * else the plain one (judged by plain_judge); "fifo" always the plain one
- * first-ready-first (the previous behaviour); "both" splits the time
- * between the two. */
+/* Refine the ordered finalist judged by its order when that order gains at
+ * least MIN_ORDER_GAIN and it ranks first, else the plain one (judged by
+ * plain_judge). */
 static op_status refine_best(const op_place_ctx *ctx, double seconds, long iters, int streams,
-                             int reorder, const char *mode, finalists *f, op_error *err)
+                             int reorder, finalists *f, op_error *err)
 {
     const op_reorder_stats *o = &f->ordered.order;
     int can_order = reorder && f->ordered.have && o->priority != OP_PRIORITY_FIFO &&
@@ -406,12 +368,8 @@ static op_status refine_best(const op_place_ctx *ctx, double seconds, long iters
                      o->final_us <= (1 - MIN_ORDER_GAIN) * o->initial_us);
     int ordered_first = can_order && !beats(f->plain.step, f->plain.over, &f->ordered);
     op_reorder_stats tmp;
-    const op_reorder_stats *pj = strcmp(mode, "fifo") ? plain_judge(&f->plain, &tmp) : NULL;
-    if (!strcmp(mode, "both") && can_order) {
-        op_status st = refine_one(ctx, &f->ordered, o, seconds / 2, iters, streams, reorder, err);
-        return st ? st : refine_one(ctx, &f->plain, pj, seconds / 2, iters, streams, reorder, err);
-    }
-    if (ordered_first && !strcmp(mode, "order"))
+    const op_reorder_stats *pj = plain_judge(&f->plain, &tmp);
+    if (ordered_first)
         return refine_one(ctx, &f->ordered, o, seconds, iters, streams, reorder, err);
     return refine_one(ctx, &f->plain, pj, seconds, iters, streams, reorder, err);
 }
@@ -436,13 +394,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     const op_problem *p = ctx->p;
     double t0 = op_seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
     int refine = !op_options_has(ctx->opts, "no-refine");
-    int ilp = !op_options_has(ctx->opts, "no-ilp");
-    int reorder = !op_options_has(ctx->opts, "no-reorder");
-    const char *refine_by = op_options_str(ctx->opts, "refine-by", "order");
-    if (strcmp(refine_by, "order") && strcmp(refine_by, "fifo") && strcmp(refine_by, "both"))
-        return op_fail(err, OP_EUSAGE,
-                       "auto: --refine-by: expected 'order', 'fifo' or 'both', got '%s'",
-                       refine_by);
+    int reorder = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
                    .ordered = {.n_ops = p->n, .n_dev = p->nd}};
     long iters, streams;
@@ -456,12 +408,8 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     if (!st)
         st = run_portfolio(ctx, t0 + budget, reorder ? t0 + 0.5 * budget : 0, sim, &r, &f, err);
     double left = budget - (op_seconds_now() - t0);
-    if (!st && ilp && budget >= 60 && left > 0) {
-        st = run_ilp(ctx, left * 0.5, reorder, sim, &r, &f, err);
-        left = budget - (op_seconds_now() - t0);
-    }
     if (!st && refine && (left > 0.05 || iters > 0))
-        st = refine_best(ctx, left, iters, (int)streams, reorder, refine_by, &f, err);
+        st = refine_best(ctx, left, iters, (int)streams, reorder, &f, err);
     else if (!st && reorder)
         st = reorder_refined(ctx, &f.plain, err);
     /* the better of the two finalists, one of them refined */
@@ -487,10 +435,17 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     return st;
 }
 
+static const op_opt_decl AUTO_OPTIONS[] = {
+    {"no-refine", OP_OPT_FLAG, 0, 0, NULL, NULL, "skip the refinement"},
+    {"refine-streams", OP_OPT_INT, 1, 1024, "one per MPI rank", NULL,
+     "independent refinement streams (stream k uses seed + k)"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_auto = {
     .name = "auto",
-    .summary = "portfolio of every fast placer, best one refined by local search "
-               "(and Pesto's ILP when --budget-seconds >= 60)",
+    .summary = "portfolio of every fast placer, best one refined by local search",
     .source = "opplace (beyond the papers)",
     .place = place_auto,
+    .options = AUTO_OPTIONS,
 };

@@ -10,11 +10,10 @@
  *                (Algorithm 2) of the fused graph in CPD-TOPO order.
  * The fused placers map the coarse placement back with op_coarse_expand.
  *
- * Options: --fusion-range R, --fusion-memory M (celeritas_fusion.h) and
- * --schedule 0|1 (default 0): 1 hands the simulator the per-device order
- * of the planned schedule (groups by planned start, members in topological
- * order) instead of first-ready-first; on the zoo first-ready-first was as
- * good or better (bench/RESULTS.md), hence the default.
+ * Options: --fusion-range R, --fusion-memory M (celeritas_fusion.h).  The
+ * planned schedule is not handed to the simulator as the per-device order
+ * (pass_to_fine's `schedule`, kept off): on the zoo first-ready-first was
+ * as good or better (bench/RESULTS.md).
  *
  * --guard 0|1 (celeritas only, default 1): the paper proves each step of
  * Adjusting Placement no worse than Order-Place in its own cost model, but
@@ -39,7 +38,7 @@
  * the paper's fallback alone.  Among candidates that overflow, the one
  * with the least overflow (bytes above capacity, summed) wins, then the
  * shorter step.
- * --schedule-orders 0|1 (celeritas only, default 1 unless --schedule 1):
+ * Orders (celeritas only; `--order none` switches them off):
  * after the search, the best few placements (celeritas_pool.c) are
  * simulated again with the per-device orders of priority list schedules
  * (opplace/list_schedule.h: cpath, blevel, blevel-w), and an ordered one
@@ -629,7 +628,7 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
 {
     const op_problem *p = ctx->p;
     cel_fusion_opts fo;
-    long schedule, orders = 0;
+    long schedule = 0, orders = 0;
     fused_search *s = op_calloc(1, sizeof *s, err);
     if (!s)
         return OP_ENOMEM;
@@ -638,8 +637,6 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     op_status st = cel_fusion_read_opts(p, ctx->opts, &fo, err);
     int search = adjusting && !st && !op_options_has(ctx->opts, "fusion-range") &&
                  !op_options_has(ctx->opts, "target");
-    if (!st)
-        st = op_options_int(ctx->opts, "schedule", 0, 0, 1, &schedule, err);
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "guard", 1, 0, 1, &s->guard, err);
     if (!st && adjusting)
@@ -647,11 +644,8 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     s->contention = -1;
     if (!st && adjusting)
         st = op_options_int(ctx->opts, "contention", -1, -1, 1, &s->contention, err);
-    if (!st && adjusting)
-        st = op_options_int(ctx->opts, "schedule-orders", !schedule, 0, 1, &orders, err);
-    if (!st && orders && schedule)
-        st = op_fail(err, OP_EUSAGE, "celeritas: --schedule 1 and --schedule-orders 1 "
-                                     "both choose the devices' order; give one of them");
+    if (!st && adjusting) /* --order none: the paper's result, no order */
+        orders = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     s->schedule = (int)schedule;
     if (!st && (!(s->inc.sim = op_sim_new(p, err)) || op_sim_result_init(&s->inc.r, p, err)))
         st = OP_ENOMEM;
@@ -713,12 +707,36 @@ static op_status place_dfs_topo(const op_place_ctx *ctx, op_placement *out, op_e
     return st;
 }
 
+#define FUSION_OPTIONS                                                                     \
+    {"target", OP_OPT_INT, 0, 1073741824.0, NULL, NULL,                                    \
+     "fuse to about this many ops (sets --fusion-range)"},                                 \
+    {"fusion-range", OP_OPT_INT, 1, 1073741824.0, "searched", NULL,                    \
+     "R of Optimal Operation Fusion (celeritas: searched over 200..1 when not given)"},     \
+    {"fusion-memory", OP_OPT_NUM, 0, 9e18, "1/4 of the smallest device", NULL,             \
+     "M of Optimal Operation Fusion, bytes"}
+
+static const op_opt_decl CELERITAS_OPTIONS[] = {
+    FUSION_OPTIONS,
+    {"guard", OP_OPT_INT, 0, 1, "1", NULL, "also run Order-Place and keep the faster"},
+    {"balanced-fallback", OP_OPT_INT, 0, 1, "1", NULL,
+     "with --best-effort, retry with memory raised to an equal share of the need"},
+    {"contention", OP_OPT_INT, -1, 1, "-1", NULL,
+     "EST with channel queues (1), the paper's contention-free times (0), or both (-1)"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+static const op_opt_decl ORDER_PLACE_OPTIONS[] = {
+    FUSION_OPTIONS,
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_celeritas = {
     .name = "celeritas",
     .summary = "Optimal Operation Fusion + Adjusting Placement (EST with insertion, "
                "back_cost, memory check, best-effort fallback)",
     .source = "Celeritas sections 5.1-5.2, Algorithms 1-2",
     .place = place_celeritas,
+    .options = CELERITAS_OPTIONS,
 };
 
 const op_placer op_placer_order_place = {
@@ -726,6 +744,7 @@ const op_placer op_placer_order_place = {
     .summary = "Optimal Operation Fusion, then fill devices in CPD-TOPO order up to their memory",
     .source = "Celeritas sections 5.2 and 6.2 (Order-Place)",
     .place = place_order_place,
+    .options = ORDER_PLACE_OPTIONS,
 };
 
 const op_placer op_placer_dfs_topo = {

@@ -5,7 +5,7 @@
  * it as a baseline).  The scheduler itself is etf_engine.c.
  *
  * Output: the placement plus ETF's own schedule as the per-device order
- * (`--order no` leaves the order to the simulator's first-ready rule).
+ * (`--order none` leaves the order to the simulator's first-ready rule).
  * Differences from Baechi: the memory estimate is placer_mem.h's liveness
  * rule, and the result is checked by the simulator, tightening the margin
  * and scheduling again when it runs out of memory (Baechi frees outputs
@@ -17,13 +17,12 @@
 
 #include "placers/etf_engine.h"
 
-/* `--order yes|no`: keep the scheduler's per-device order (default yes). */
+/* `--order none` (op_place_options): leave the order to the simulator's
+ * first-ready rule; any other value keeps the scheduler's own. */
 op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_error *err)
 {
-    const char *v = op_options_str(ctx->opts, "order", "yes");
-    if (strcmp(v, "yes") && strcmp(v, "no"))
-        return op_fail(err, OP_EUSAGE, "--order must be yes or no, not '%s'", v);
-    *set_order = strcmp(v, "yes") == 0;
+    (void)err;
+    *set_order = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     return OP_OK;
 }
 

@@ -274,9 +274,18 @@ static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_erro
     return st;
 }
 
+static const op_opt_decl M_SCT_OPTIONS[] = {
+    {"favorite", OP_OPT_TEXT, 0, 0, "auto", "lp|greedy|auto",
+     "favorite children from the LP relaxation, the greedy rule, or LP up to --lp-max-edges"},
+    {"lp-max-edges", OP_OPT_INT, 0, 1e8, "4000", NULL, "largest graph auto solves the LP for"},
+    {"lp-seconds", OP_OPT_NUM, 0.1, 1e6, "60", NULL, "time limit of the LP"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_m_sct = {
     .name = "m-sct",
     .summary = "Baechi m-SCT: ETF with LP-derived favorite children kept on their parent's device",
     .source = "Baechi (SoCC 2020) section 4.3; Hanen & Munier SCT; Celeritas 6.2",
     .place = place_m_sct,
+    .options = M_SCT_OPTIONS,
 };

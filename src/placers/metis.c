@@ -255,9 +255,15 @@ static op_status place_metis(const op_place_ctx *ctx, op_placement *out, op_erro
     return st;
 }
 
+static const op_opt_decl METIS_OPTIONS[] = {
+    {"ufactor", OP_OPT_INT, 1, 100000, "30", NULL, "METIS load imbalance, in 1/1000"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_metis = {
     .name = "metis",
     .summary = "METIS k-way partition: minimum bytes cut, balanced compute; then memory repair",
     .source = "Karypis & Kumar 1997; Celeritas section 6.2",
     .place = place_metis,
+    .options = METIS_OPTIONS,
 };

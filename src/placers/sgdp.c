@@ -219,6 +219,31 @@ static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error
     return st;
 }
 
+/* What read_opts reads (the learning options are being cut; see --help). */
+static const op_opt_decl SGDP_OPTIONS[] = {
+    {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
+    {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
+    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL, "training iterations on this graph from --weights"},
+    {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
+    {"samples", OP_OPT_INT, 1, 4096, "32", NULL, "placements sampled per iteration"},
+    {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
+    {"epochs", OP_OPT_INT, 1, 1000, NULL, NULL, "PPO epochs per iteration"},
+    {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
+    {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
+    {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
+    {"warm-start", OP_OPT_INT, 0, 1, NULL, NULL, "imitate the heuristics first"},
+    {"slots", OP_OPT_INT, 1, 64, "1", NULL, "decision slots per unit"},
+    {"moves", OP_OPT_NUM, 0, 1e6, NULL, NULL, "local moves per sample"},
+    {"top-k", OP_OPT_INT, 0, 100000000, NULL, NULL, "candidates kept by the guided search"},
+    {"search-samples", OP_OPT_INT, 0, 4096, NULL, NULL, "samples per guided search round"},
+    {"kick-samples", OP_OPT_INT, 0, 4096, NULL, NULL, "perturbed samples per round"},
+    {"rank-probe", OP_OPT_INT, 0, 100000000, "0", NULL, "diagnostic: rank probe steps"},
+    {"search", OP_OPT_TEXT, 0, 0, NULL, NULL, "how placements are drawn"},
+    {"rounds", OP_OPT_INT, 1, 100000, NULL, NULL, "search rounds"},
+    {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_sgdp = {
     .name = "sgdp",
     .summary = "learned one-shot policy (GraphSAGE + segment attention) trained by PPO; "
@@ -226,4 +251,5 @@ const op_placer op_placer_sgdp = {
     .source = "Zhou et al., SGDP, IEEE Micro 2020",
     .place = place_sgdp,
     .slow = 1,
+    .options = SGDP_OPTIONS,
 };

@@ -343,6 +343,41 @@ static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_er
     return st;
 }
 
+/* What read_opts reads (the learning options are being cut; see --help). */
+static const op_opt_decl TRINITY_OPTIONS[] = {
+    {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
+    {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
+    {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
+    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL, "training iterations on this graph from --weights"},
+    {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
+    {"samples", OP_OPT_INT, 1, 4096, NULL, NULL, "rollouts per iteration"},
+    {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
+    {"epochs", OP_OPT_INT, 1, 1000, NULL, NULL, "PPO epochs per iteration"},
+    {"groups", OP_OPT_INT, 1, 4096, NULL, NULL, "partition groups"},
+    {"slots", OP_OPT_INT, 1, TRINITY_MAX_SLOTS, NULL, NULL, "decision slots"},
+    {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
+    {"schedule-orders", OP_OPT_INT, 0, 1, "1", NULL, "give the result a priority execution order"},
+    {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
+    {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
+    {"prior", OP_OPT_NUM, 0, 1e6, NULL, NULL, "weight of the reference prior"},
+    {"sched-prior", OP_OPT_NUM, 0, 1e6, NULL, NULL, "weight of the schedule prior"},
+    {"explore", OP_OPT_NUM, 0, 1e6, NULL, NULL, "uniform decisions per rollout"},
+    {"n2v-p", OP_OPT_NUM, 1e-06, 1e6, NULL, NULL, "node2vec p"},
+    {"n2v-q", OP_OPT_NUM, 1e-06, 1e6, NULL, NULL, "node2vec q"},
+    {"max-comm", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: communication bound, bytes"},
+    {"max-mem", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: memory bound, bytes"},
+    {"alpha", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of runtime"},
+    {"beta", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of communication"},
+    {"gamma", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of memory"},
+    {"pool", OP_OPT_INT, 1, 1000, NULL, NULL, "placements kept for the final choice"},
+    {"boundary-moves", OP_OPT_INT, 0, 64, NULL, NULL, "boundary chunks per layer scope (0: off)"},
+    {"boundary-all", OP_OPT_INT, 0, 1, "0", NULL, "diagnostic: try every boundary move"},
+    {"boundary-rounds", OP_OPT_INT, 1, 1000, NULL, NULL, "boundary search rounds"},
+    {"boundary-pairs", OP_OPT_INT, 0, 1000, NULL, NULL, "boundary pairs per round"},
+    {"reward-order", OP_OPT_TEXT, 0, 0, NULL, NULL, "auto|none|blevel|cpath|blevel-w: order rollouts are judged by"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_trinity = {
     .name = "trinity",
     .summary = "learned partition (FFN) + seq2seq schedule (LSTM, attention) networks, PPO on "
@@ -350,4 +385,5 @@ const op_placer op_placer_trinity = {
     .source = "Zhang et al., Trinity, Algorithms 2022 (sections 3-4)",
     .place = place_trinity,
     .slow = 1,
+    .options = TRINITY_OPTIONS,
 };
