@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/reorder.sh - what a priority execution order (opplace/reorder.h,
+# bench/reorder.sh - what a priority execution order (opplace/search.h,
 # `opplace place --order`) adds to each placer's placement (prints
 # Markdown).  For every model and placer on 2 and 4 GPUs of PRESET: the
 # placer's step time as it comes (its own schedule, mostly the simulator's

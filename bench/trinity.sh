@@ -7,7 +7,7 @@
 # formats.md 5 rule 3), peak memory (max over devices), and search time
 # (wall seconds of the placer).  Prints Markdown.
 #   expert:         the expert placer, first-ready-first (FIFO) execution;
-#   expert + order: `--algo expert --order peak` (opplace/reorder.h): expert's
+#   expert + order: `--algo expert --order peak` (opplace/search.h): expert's
 #                   placement with the fastest priority list-schedule order
 #                   that keeps its peak memory (the same list schedules
 #                   Trinity's final choice tries);

@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/refine.h"
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_reorder.c - the best priority execution order of a fixed placement
- * (opplace/reorder.h, src/sim/reorder.c) and `opplace place --order`:
+ * (opplace/search.h, src/search/order_search.c) and `opplace place --order`:
  *   - on random DAGs and placements, with roomy and tight memory, the
  *     result keeps device_of, simulates to the reported step, never ranks
  *     after the input, and with keep_peak never raises the largest peak;
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 

@@ -12,8 +12,7 @@
 #include "opplace/io.h"
 #include "opplace/parallel.h"
 #include "opplace/placer.h"
-#include "opplace/refine.h"
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/report.h"
 #include "opplace/simulate.h"
 
@@ -182,127 +181,36 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     return st;
 }
 
-static op_status append_to_name(op_placement *pl, const char *suffix, op_error *err)
-{
-    char name[160];
-    snprintf(name, sizeof name, "%s%s", pl->algorithm ? pl->algorithm : "?", suffix);
-    return op_placement_set_algorithm(pl, name, err);
-}
-
-/* --order fit|peak: the best priority execution order (opplace/reorder.h).
- * rs->priority stays OP_PRIORITY_FIFO when none was chosen. */
-static op_status reorder_result(op_placement *pl, const op_problem *p, int keep_peak,
-                                op_reorder_stats *rs, op_error *err)
-{
-    op_status st = op_placement_reorder(p, pl, keep_peak, rs, err);
-    if (st)
-        return st;
-    if (rs->priority == OP_PRIORITY_FIFO) {
-        fprintf(stderr, "opplace place: reorder: no priority order beats the result's own "
-                        "schedule (%.1f us)\n", rs->initial_us);
-        return OP_OK;
-    }
-    char cap[64] = "capacity";
-    if (rs->cap_share > 0)
-        snprintf(cap, sizeof cap, "%.0f%% of the peak", 100 * rs->cap_share);
-    fprintf(stderr, "opplace place: reorder: %s order, memory cap %s: %.1f -> %.1f us, "
-                    "peak memory %.2f -> %.2f GiB\n",
-            op_priority_name(rs->priority), cap, rs->initial_us, rs->final_us,
-            (double)rs->initial_peak / 1073741824.0, (double)rs->final_peak / 1073741824.0);
-    return append_to_name(pl, "+order", err);
-}
-
-/* The list schedule --refine judges by: the order --order fit|peak chose,
- * or, for a placement with its own order (celeritas, m-sct), the best
- * priority order screened for it (screening it first when no order was
- * searched); NULL: first-ready-first. */
-static op_status refine_judge(const op_problem *p, const op_placement *pl, int reordered,
-                              op_reorder_stats *order, op_reorder_stats *screened,
-                              const op_reorder_stats **judge, op_error *err)
-{
-    *judge = NULL;
-    if (order->priority != OP_PRIORITY_FIFO) {
-        *judge = order;
-        return OP_OK;
-    }
-    if (!pl->has_order)
-        return OP_OK;
-    op_status st = OP_OK;
-    if (!reordered) {
-        op_placement scratch;
-        if ((st = op_placement_copy(&scratch, pl, err)))
-            return st;
-        st = op_placement_reorder(p, &scratch, 0, order, err);
-        op_placement_destroy(&scratch);
-    }
-    if (!st)
-        *judge = op_reorder_as_screened(order, screened);
-    return st;
-}
-
-/* --refine: polish the result by local search (opplace/refine.h), judged
- * as refine_judge says (with --order peak also within the placement's
- * peak). */
-static op_status refine_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
-                               op_reorder_stats *order, int reordered, int keep_peak,
-                               int *improved, op_error *err)
-{
-    double seconds;
-    long iters;
-    op_status st;
-    if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
-        (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
-        return st;
-    op_reorder_stats screened;
-    const op_reorder_stats *judge;
-    if ((st = refine_judge(ctx->p, pl, reordered, order, &screened, &judge, err)))
-        return st;
-    int64_t *cap = op_malloc(((size_t)ctx->p->nd + 1) * sizeof *cap, err);
-    if (!cap)
-        return OP_ENOMEM;
-    if (judge)
-        op_reorder_caps(ctx->p, judge, cap);
-    op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds, .max_iterations = iters,
-                         .seed = ctx->seed, .max_units = 2000,
-                         .order = judge ? judge->priority : OP_PRIORITY_FIFO, .order_cap = cap,
-                         .max_peak = keep_peak ? order->initial_peak : 0};
-    op_refine_stats rs;
-    st = op_refine(ctx, &ro, pl, &rs, err);
-    free(cap);
-    if (st)
-        return st;
-    fprintf(stderr, "opplace place: refine%s%s: %ld candidates, %ld kept, %.1f -> %.1f us in "
-                    "%.1f s\n", ro.order ? " by the order " : "",
-            ro.order ? op_priority_name(ro.order) : "", rs.tried, rs.accepted, rs.initial_us,
-            rs.final_us, rs.seconds);
-    *improved = rs.final_us < rs.initial_us;
-    return *improved ? append_to_name(pl, "+refine", err) : OP_OK;
-}
-
-/* --order fit|peak, then --refine judged by that order, then a second
- * order pass when refinement moved ops (another priority may now be
- * faster); --order none drops the placer's order. */
+/* The finishing pipeline (opplace/search.h, op_finish): --order fit|peak,
+ * --refine judged by that order, the order again; --order none drops the
+ * placer's order.  The stages that changed pl are appended to its name. */
 static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
                                op_error *err)
 {
     const char *how = op_options_str(a->opts, "order", "own");
     if (!strcmp(how, "none"))
         op_placement_drop_order(pl);
-    if (!strcmp(how, "own") || !strcmp(how, "none"))
-        how = NULL;
-    int keep_peak = how && !strcmp(how, "peak"), improved = 0;
-    op_reorder_stats order = {.priority = OP_PRIORITY_FIFO};
-    op_status st = how ? reorder_result(pl, ctx->p, keep_peak, &order, err) : OP_OK;
-    if (!st && op_options_has(a->opts, "refine"))
-        st = refine_result(a, ctx, pl, &order, how != NULL, keep_peak, &improved, err);
-    if (!st && how && improved) {
-        op_reorder_stats again;
-        st = op_placement_reorder(ctx->p, pl, keep_peak, &again, err);
-        if (!st && again.priority != OP_PRIORITY_FIFO)
-            fprintf(stderr, "opplace place: reorder again: %s order: %.1f -> %.1f us\n",
-                    op_priority_name(again.priority), again.initial_us, again.final_us);
-    }
-    return st;
+    double seconds;
+    long iters;
+    op_status st;
+    if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
+        (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
+        return st;
+    op_finish_opts fo = {.order = !strcmp(how, "fit") ? 1 : !strcmp(how, "peak") ? 2 : 0,
+                         .refine = op_options_has(a->opts, "refine"),
+                         .refine_opts = {.budget_seconds = iters > 0 ? 0 : seconds,
+                                         .max_iterations = iters, .seed = ctx->seed,
+                                         .max_units = 2000}};
+    if (!fo.order && !fo.refine)
+        return OP_OK;
+    op_place_ctx fctx = *ctx;
+    fctx.progress = !op_options_has(a->opts, "quiet"); /* say what finishing did */
+    op_stages stages = {{0}};
+    if ((st = op_finish(&fctx, &fo, pl, &stages, NULL, err)) || !stages.seq[0])
+        return st;
+    char name[160];
+    op_stages_name(pl->algorithm, &stages, name, sizeof name);
+    return op_placement_set_algorithm(pl, name, err);
 }
 
 /* The strongest registered algorithm serves as the default. */

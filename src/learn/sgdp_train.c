@@ -336,10 +336,6 @@ static op_status rollouts(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k
     return rl_run_rollouts(t->c.threads, k_total, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
-static int better(int oom_a, double time_a, int oom_b, double time_b)
-{
-    return oom_a != oom_b ? oom_a < oom_b : time_a < time_b;
-}
 
 /* Rewards, old log-probabilities and the best rollout of slot s. */
 static void score(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total)
@@ -359,7 +355,7 @@ static void score(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total)
             s->moves[k] += tk->sg.decides[r] && a[r] != s->input[r];
         if (s->oom[k])
             s->rewards[k] -= t->cfg.oom_penalty * (1.0 + s->overflow[k]);
-        if (s->best_k < 0 || better(s->oom[k], s->step[k], s->oom[s->best_k], s->step[s->best_k]))
+        if (s->best_k < 0 || op_sim_ranks_before(s->oom[k], s->step[k], s->oom[s->best_k], s->step[s->best_k]))
             s->best_k = k;
     }
 }
@@ -367,7 +363,7 @@ static void score(sgdp_trainer *t, slot *s, const nn_tensor *logp, int k_total)
 /* The best-seen record of slot s's problem, from the slot's best rollout. */
 static op_status keep_best(task *tk, int oom, double step, const int *row_dev, op_error *err)
 {
-    if (tk->have_best && !better(oom, step, tk->best_oom, tk->best_time))
+    if (tk->have_best && !op_sim_ranks_before(oom, step, tk->best_oom, tk->best_time))
         return OP_OK;
     if (!tk->have_best) {
         op_status st = op_placement_init(&tk->best, tk->p->n, tk->p->nd, err);
@@ -382,7 +378,7 @@ static op_status keep_best(task *tk, int oom, double step, const int *row_dev, o
     /* the policy will see the new incumbent, once it beats its current input
      * (without a warm start the best sample may still be worse than the
      * reference: the input stays the reference then) */
-    if (tk->have_ref && tk->follow_best && better(oom, step, tk->input_oom, tk->input_time)) {
+    if (tk->have_ref && tk->follow_best && op_sim_ranks_before(oom, step, tk->input_oom, tk->input_time)) {
         memcpy(tk->ref_row, row_dev, (size_t)tk->sg.n * sizeof *row_dev);
         tk->input_time = step;
         tk->input_oom = oom;
@@ -1209,7 +1205,7 @@ op_status sgdp_tr_capacity(sgdp_trainer *t, int k, op_error *err)
 
 int sgdp_tr_better(int oom_a, double time_a, int oom_b, double time_b)
 {
-    return better(oom_a, time_a, oom_b, time_b);
+    return op_sim_ranks_before(oom_a, time_a, oom_b, time_b);
 }
 
 op_status sgdp_tr_keep_best(sgdp_task *tk, int oom, double step, const int *row_dev,

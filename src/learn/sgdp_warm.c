@@ -34,11 +34,6 @@
 #include "opplace/sgdp.h"
 #include "opplace/simulate.h"
 
-static int better_result(int oom_a, double t_a, int oom_b, double t_b)
-{
-    return oom_a != oom_b ? oom_a < oom_b : t_a < t_b;
-}
-
 op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
                          op_placement *out, sgdp_reference_info *info, op_error *err)
 {
@@ -84,7 +79,7 @@ op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t s
             op_placement_destroy(&pl);
             break;
         }
-        if (!found || better_result(r.oom, r.step_time_us, info->oom, info->step_time_us)) {
+        if (!found || op_sim_ranks_before(r.oom, r.step_time_us, info->oom, info->step_time_us)) {
             memcpy(out->device_of, pl.device_of, (size_t)p->n * sizeof(int));
             info->step_time_us = r.step_time_us;
             info->oom = r.oom;

@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "opplace/search.h"
 #include "opplace/trinity.h"
 
 typedef struct block {
@@ -283,16 +284,17 @@ static int admissible(const boundary_search *b, const trinity_metrics *c)
     return c->peak_comm <= b->ref_fifo.peak_comm && c->peak_mem <= b->ref_fifo.peak_mem;
 }
 
-/* a before c: admissible variants (finite step) first, then fewer out of
- * memory, then faster (an out-of-memory reference is best left for one
- * that fits). */
+/* a before c in the plain ranking (op_sim_ranks_before), an inadmissible
+ * variant (infinite step) counting as the most overflow: admissible first,
+ * then fewer out of memory, then faster. */
+static double overflow_rank(const trinity_metrics *m)
+{
+    return isfinite(m->step_us) ? m->oom : INFINITY;
+}
+
 static int ahead(const trinity_metrics *a, const trinity_metrics *c)
 {
-    if (!isfinite(a->step_us) || !isfinite(c->step_us))
-        return isfinite(a->step_us) && !isfinite(c->step_us);
-    if (a->oom != c->oom)
-        return a->oom < c->oom;
-    return a->step_us < c->step_us;
+    return op_sim_ranks_before(overflow_rank(a), a->step_us, overflow_rank(c), c->step_us);
 }
 
 static op_status run_once(boundary_search *b, trinity_metrics *m, op_error *err)
@@ -303,12 +305,43 @@ static op_status run_once(boundary_search *b, trinity_metrics *m, op_error *err)
     return st;
 }
 
+typedef struct variant_visit {
+    boundary_search *b;
+    const int *dev;
+    single *s;
+    int prio_of; /* the priority b->prio holds (OP_PRIORITY_FIFO: none) */
+} variant_visit;
+
+/* One ordered variant of the candidate (an op_order_visit). */
+static op_status judge_variant(void *arg, op_priority k, double share, const int64_t *cap,
+                               int *stop, op_error *err)
+{
+    variant_visit *v = arg;
+    boundary_search *b = v->b;
+    op_status st;
+    (void)share, (void)stop;
+    if (v->prio_of != (int)k &&
+        (st = op_placement_priorities(b->p, v->dev, k, b->prio, err)))
+        return st;
+    v->prio_of = (int)k;
+    trinity_metrics c;
+    op_sim_dispatch_by_priority(b->sim, b->prio, cap);
+    st = run_once(b, &c, err);
+    op_sim_dispatch_by_priority(b->sim, NULL, NULL);
+    if (st)
+        return st;
+    if (c.oom <= b->ref_fifo.oom && c.step_us < v->s->best_any)
+        v->s->best_any = c.step_us;
+    if (admissible(b, &c) && ahead(&c, &v->s->best))
+        v->s->best = c;
+    return OP_OK;
+}
+
 /* Judge the placement dev: s->fifo, s->best (fastest admissible variant,
  * step inf when none), s->best_any. */
 static op_status judge(boundary_search *b, const int *dev, single *s, op_error *err)
 {
     const op_problem *p = b->p;
-    static const double shares[] = {0, 1.0, 0.95, 0.9, -1};
     op_status st;
     memcpy(b->pl.device_of, dev, (size_t)p->n * sizeof(int));
     op_placement_drop_order(&b->pl);
@@ -323,26 +356,10 @@ static op_status judge(boundary_search *b, const int *dev, single *s, op_error *
         return OP_OK; /* no order changes communication */
     if (s->fifo.oom <= b->ref_fifo.oom)
         s->best_any = s->fifo.step_us;
-    for (int k = OP_PRIORITY_FIFO + 1; k < OP_PRIORITY_COUNT; k++) {
-        if ((st = op_placement_priorities(p, dev, (op_priority)k, b->prio, err)))
-            return st;
-        for (size_t v = 0; v < sizeof shares / sizeof *shares; v++) {
-            double bytes = shares[v] < 0 ? (double)s->fifo.peak_mem : shares[v] * b->mem_bound;
-            for (int d = 0; d < p->nd; d++)
-                b->cap[d] = (int64_t)fmin(bytes, 9e18);
-            trinity_metrics c;
-            op_sim_dispatch_by_priority(b->sim, b->prio, shares[v] ? b->cap : NULL);
-            st = run_once(b, &c, err);
-            op_sim_dispatch_by_priority(b->sim, NULL, NULL);
-            if (st)
-                return st;
-            if (c.oom <= b->ref_fifo.oom && c.step_us < s->best_any)
-                s->best_any = c.step_us;
-            if (admissible(b, &c) && ahead(&c, &s->best))
-                s->best = c;
-        }
-    }
-    return OP_OK;
+    op_order_space sp = {.caps = OP_CAPS_ALL, .base = b->mem_bound,
+                         .own_peak = (double)s->fifo.peak_mem, .prio_outer = 1};
+    variant_visit v = {b, dev, s, OP_PRIORITY_FIFO};
+    return op_order_search(p, &sp, b->cap, judge_variant, &v, err);
 }
 
 /* ---------------------------------------------------------------- search */

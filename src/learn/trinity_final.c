@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "opplace/search.h"
 #include "opplace/trinity.h"
 
 /* The state of one final choice: the current best variant, base, the bound. */
@@ -90,6 +91,40 @@ static op_status keep_candidate(op_placement *out, const op_placement *cand, op_
     return OP_OK;
 }
 
+typedef struct order_visit {
+    final_choice *f;
+    int e;
+    const int *dev;
+    trinity_metrics *best;
+    op_placement *out;
+} order_visit;
+
+/* One ordered variant of entry e (an op_order_visit). */
+static op_status try_order(void *arg, op_priority k, double share, const int64_t *cap,
+                           int *stop, op_error *err)
+{
+    order_visit *v = arg;
+    final_choice *f = v->f;
+    trinity_metrics c;
+    op_status st;
+    (void)stop;
+    memcpy(f->cand.device_of, v->dev, (size_t)f->p->n * sizeof(int));
+    if ((st = op_placement_order_by_priority(f->p, &f->cand, k, cap, err)) ||
+        (st = measure_placement(f, &f->cand, &c, err)))
+        return st;
+    if (!admissible(f, &c))
+        return OP_OK;
+    if (c.step_us < v->best->step_us)
+        *v->best = c;
+    if (!(c.step_us < f->cur.step_us))
+        return OP_OK;
+    if ((st = keep_candidate(v->out, &f->cand, err)))
+        return st;
+    f->cur = c;
+    f->cur_entry = v->e, f->cur_prio = (int)k, f->cur_cap_share = share;
+    return OP_OK;
+}
+
 /* Every ordered variant of entry e (devices dev, FIFO metrics fifo);
  * *best receives the entry's fastest admissible variant (its FIFO one
  * when admissible, else step = +inf); out follows the overall fastest. */
@@ -97,40 +132,13 @@ static op_status try_orders_of(final_choice *f, int e, const int *dev,
                                const trinity_metrics *fifo, trinity_metrics *best,
                                op_placement *out, op_error *err)
 {
-    const op_problem *p = f->p;
-    static const double shares[] = {0, 1.0, 0.95, 0.9, -1};
-    enum { N_CAPS = sizeof shares / sizeof shares[0] };
     *best = *fifo;
     if (!admissible(f, fifo))
         best->step_us = 1.0 / 0.0;
-    for (int v = 0; v < N_CAPS; v++) {
-        double share = shares[v], bytes = share < 0 ? (double)fifo->peak_mem
-                                                    : share * f->mem_bound;
-        if (share < 0 && (double)fifo->peak_mem == f->mem_bound)
-            continue; /* the same cap as 100 % */
-        for (int d = 0; d < p->nd; d++)
-            f->cap[d] = (int64_t)fmin(bytes, 9e18);
-        for (int k = OP_PRIORITY_FIFO + 1; k < OP_PRIORITY_COUNT; k++) {
-            trinity_metrics c;
-            op_status st;
-            memcpy(f->cand.device_of, dev, (size_t)p->n * sizeof(int));
-            if ((st = op_placement_order_by_priority(p, &f->cand, (op_priority)k,
-                                                     share ? f->cap : NULL, err)) ||
-                (st = measure_placement(f, &f->cand, &c, err)))
-                return st;
-            if (!admissible(f, &c))
-                continue;
-            if (c.step_us < best->step_us)
-                *best = c;
-            if (!(c.step_us < f->cur.step_us))
-                continue;
-            if ((st = keep_candidate(out, &f->cand, err)))
-                return st;
-            f->cur = c;
-            f->cur_entry = e, f->cur_prio = k, f->cur_cap_share = share;
-        }
-    }
-    return OP_OK;
+    op_order_space sp = {.caps = OP_CAPS_ALL, .base = f->mem_bound,
+                         .own_peak = (double)fifo->peak_mem};
+    order_visit v = {f, e, dev, best, out};
+    return op_order_search(f->p, &sp, f->cap, try_order, &v, err);
 }
 
 static void describe_order(char *buf, size_t len, int prio, double share, double mem_bound)

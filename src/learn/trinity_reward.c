@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "opplace/search.h"
 #include "opplace/trinity.h"
 
 trinity_reward_config trinity_reward_defaults(void)
@@ -107,21 +108,19 @@ int trinity_within_tolerances(const trinity_metrics *m, const trinity_reward_con
     return (double)m->peak_comm <= rc->max_comm_bytes && (double)m->peak_mem <= rc->max_mem_bytes;
 }
 
+static op_judged judged_of(const trinity_metrics *m)
+{
+    return (op_judged){.over = m->oom, .step = m->step_us, .peak = m->peak_mem,
+                       .comm = m->peak_comm, .reward = m->reward};
+}
+
+/* The search layer's comparator with Trinity's tolerances (opplace/search.h). */
 int trinity_metrics_better(const trinity_metrics *a, const trinity_metrics *b,
                            const trinity_reward_config *rc)
 {
-    int wa = trinity_within_tolerances(a, rc), wb = trinity_within_tolerances(b, rc);
-    if (wa != wb)
-        return wa;
-    if (a->oom != b->oom)
-        return a->oom < b->oom;
-    if (!wa)
-        return a->reward > b->reward;
-    if (a->step_us != b->step_us)
-        return a->step_us < b->step_us;
-    if (a->peak_comm != b->peak_comm)
-        return a->peak_comm < b->peak_comm;
-    return a->peak_mem < b->peak_mem;
+    op_judged ja = judged_of(a), jb = judged_of(b);
+    op_tolerance tol = {rc->max_comm_bytes, rc->max_mem_bytes};
+    return op_judged_before(&ja, &jb, &tol);
 }
 
 /* ------------------------------------------- the schedule a rollout is judged by */

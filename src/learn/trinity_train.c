@@ -86,6 +86,7 @@
 
 #include "opplace/list_schedule.h"
 #include "opplace/parallel.h"
+#include "opplace/search.h"
 #include "learn/trinity_internal.h"
 #include "rollout_common.h"
 
@@ -276,9 +277,32 @@ static void set_cap(task *tk, double share)
  * reference (the cap is a target that received tensors may overshoot, so
  * 100 % can leave the reference's ordered peak above M^); the reference
  * judged so seeds the best-seen record and the pool. */
+typedef struct judge_choice {
+    task *tk;
+    int order, first;
+    double share;
+} judge_choice;
+
+/* The reference judged by priority k under cap (in tk->cap; an
+ * op_order_visit, and once with FIFO); keeps the best. */
+static op_status judge_reference(void *arg, op_priority k, double share, const int64_t *cap,
+                                 int *stop, op_error *err)
+{
+    judge_choice *c = arg;
+    task *tk = c->tk;
+    trinity_metrics m;
+    (void)cap, (void)stop;
+    tk->cap_share = share;
+    op_status st = judge_run(tk, 0, (int)k, &m, err);
+    if (!st && (c->first || trinity_metrics_better(&m, &tk->ref.judged, &tk->reward))) {
+        tk->ref.judged = m;
+        c->order = (int)k, c->share = share, c->first = 0;
+    }
+    return st;
+}
+
 static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *err)
 {
-    static const double shares[] = {1.0, 0.95, 0.9};
     set_cap(tk, 1.0);
     tk->order = cfg->reward_order;
     if (!tk->have_ref) {
@@ -287,24 +311,26 @@ static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *
         return OP_OK;
     }
     memcpy(tk->sim.pls[0].device_of, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
-    int lo = tk->order, hi = tk->order, order = tk->order, first = 1;
-    double share = 1.0;
+    int lo = tk->order, hi = tk->order;
+    judge_choice c = {tk, tk->order, 1, 1.0};
     if (tk->order == TRINITY_REWARD_ORDER_AUTO)
         lo = OP_PRIORITY_FIFO, hi = OP_PRIORITY_COUNT - 1;
+    op_status st = OP_OK;
+    if (lo == OP_PRIORITY_FIFO && !(st = judge_reference(&c, OP_PRIORITY_FIFO, 1.0, tk->cap,
+                                                         NULL, err)))
+        lo++;
+    op_priority prios[OP_PRIORITY_COUNT];
     for (int k = lo; k <= hi; k++)
-        for (int v = 0; v < (k == OP_PRIORITY_FIFO ? 1 : 3); v++) {
-            trinity_metrics m;
-            set_cap(tk, shares[v]);
-            op_status st = judge_run(tk, 0, k, &m, err);
-            if (st)
-                return st;
-            if (first || trinity_metrics_better(&m, &tk->ref.judged, &tk->reward)) {
-                tk->ref.judged = m;
-                order = k, share = shares[v], first = 0;
-            }
-        }
-    tk->order = order;
-    set_cap(tk, share);
+        prios[k - lo] = (op_priority)k;
+    /* the priorities x 100, 95 and 90 % of M^ (opplace/search.h) */
+    op_order_space sp = {.caps = OP_CAPS_SHARES, .base = tk->reward.max_mem_bytes,
+                         .prio_outer = 1, .priorities = prios, .n_priorities = hi - lo + 1};
+    if (!st && lo <= hi)
+        st = op_order_search(tk->p, &sp, tk->cap, judge_reference, &c, err);
+    if (st)
+        return st;
+    tk->order = c.order;
+    set_cap(tk, c.share);
     memcpy(tk->best, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
     tk->best_m = tk->ref.judged;
     tk->have_best = 1;

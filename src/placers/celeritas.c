@@ -81,6 +81,7 @@
 #include "coarsen/celeritas_fusion.h"
 #include "opplace/coarsen.h"
 #include "opplace/list_schedule.h"
+#include "opplace/search.h"
 #include "opplace/orders.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
@@ -547,6 +548,36 @@ static int order_pool_cap(int n_ops)
  * better, so this never makes the result worse.  Skipped when the best
  * placement overflows: then the overflow decides, and running ahead on
  * the critical path holds more tensors at once, not fewer. */
+typedef struct order_try {
+    const op_place_ctx *ctx;
+    incumbent *inc;
+    op_placement *cand;
+    int k, runs; /* pool entry; simulator runs left */
+} order_try;
+
+/* Pool entry t->k with priority pk under the capacities (an op_order_visit). */
+static op_status try_order(void *arg, op_priority pk, double share, const int64_t *cap,
+                           int *stop, op_error *err)
+{
+    order_try *t = arg;
+    const op_problem *p = t->ctx->p;
+    (void)share;
+    if (t->runs-- <= 0) {
+        *stop = 1;
+        return OP_OK;
+    }
+    op_placement_drop_order(t->cand);
+    memcpy(t->cand->device_of, cel_pool_entry(&t->inc->pool, t->k),
+           (size_t)p->n * sizeof *t->cand->device_of);
+    op_status st = op_placement_order_by_priority(p, t->cand, pk, cap, err);
+    if (st)
+        return st;
+    char what[96];
+    snprintf(what, sizeof what, "placement %d of the pool with the %s order", t->k + 1,
+             op_priority_name(pk));
+    return offer(t->ctx, t->inc, t->cand, t->inc->pool.n_fallback[t->k], what, err);
+}
+
 static op_status try_orders(const op_place_ctx *ctx, incumbent *inc, op_error *err)
 {
     const op_problem *p = ctx->p;
@@ -554,22 +585,12 @@ static op_status try_orders(const op_place_ctx *ctx, incumbent *inc, op_error *e
     op_placement cand;
     memset(&cand, 0, sizeof cand);
     op_status st = !cap ? OP_ENOMEM : op_placement_init(&cand, p->n, p->nd, err);
-    for (int d = 0; !st && d < p->nd; d++)
-        cap[d] = p->c->dev[d].memory_bytes;
-    int runs = order_runs(p->n);
-    for (int k = 0; !st && k < inc->pool.len; k++) {
-        for (int j = 0; !st && j < N_ORDER_PRIORITIES && runs-- > 0; j++) {
-            op_placement_drop_order(&cand);
-            memcpy(cand.device_of, cel_pool_entry(&inc->pool, k),
-                   (size_t)p->n * sizeof *cand.device_of);
-            if ((st = op_placement_order_by_priority(p, &cand, ORDER_PRIORITIES[j], cap, err)))
-                break;
-            char what[96];
-            snprintf(what, sizeof what, "placement %d of the pool with the %s order", k + 1,
-                     op_priority_name(ORDER_PRIORITIES[j]));
-            st = offer(ctx, inc, &cand, inc->pool.n_fallback[k], what, err);
-        }
-    }
+    /* the priorities under the devices' capacities (opplace/search.h) */
+    op_order_space sp = {.caps = OP_CAPS_LIMIT, .clip = 1, .priorities = ORDER_PRIORITIES,
+                         .n_priorities = N_ORDER_PRIORITIES};
+    order_try t = {ctx, inc, &cand, 0, order_runs(p->n)};
+    for (t.k = 0; !st && t.k < inc->pool.len && t.runs > 0; t.k++)
+        st = op_order_search(p, &sp, cap, try_order, &t, err);
     op_placement_destroy(&cand);
     free(cap);
     return st;

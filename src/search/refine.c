@@ -1,5 +1,5 @@
 /*
- * refine.c - local search over placements (see opplace/refine.h).
+ * refine.c - local search over placements (see opplace/search.h).
  *
  * Beyond the papers: every placer here returns one algorithm's answer;
  * refinement polishes any of them against the simulator itself, so it also
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "opplace/refine.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 
 typedef struct units {
