@@ -32,67 +32,22 @@
 
 #include "opplace/coarsen.h"
 #include "opplace/sgdp.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 
 op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
                          op_placement *out, sgdp_reference_info *info, op_error *err)
 {
+    /* the policy places ops only: judge the heuristics' devices alone */
+    op_place_ctx ctx = {.p = p, .seed = seed};
+    op_portfolio_winner w;
+    op_status st = op_portfolio_best(&ctx, heuristics, 1, "sgdp", out, &w, err);
     memset(info, 0, sizeof *info);
-    if (!heuristics || !*heuristics)
-        return op_fail(err, OP_EUSAGE, "sgdp: no heuristic for the reference placement");
-    op_sim *sim = op_sim_new(p, err);
-    if (!sim)
-        return err && err->code ? err->code : OP_ENOMEM;
-    op_sim_result r;
-    op_status st = op_sim_result_init(&r, p, err);
-    if (st) {
-        op_sim_free(sim);
-        return st;
+    if (!st) {
+        snprintf(info->name, sizeof info->name, "%s", w.name);
+        info->step_time_us = w.j.step;
+        info->oom = w.oom;
     }
-    int found = 0;
-    const char *s = heuristics;
-    while (*s && !st) {
-        size_t len = strcspn(s, ",");
-        char name[64];
-        if (len >= sizeof name) {
-            st = op_fail(err, OP_EUSAGE, "sgdp: heuristic name too long in '%s'", heuristics);
-            break;
-        }
-        memcpy(name, s, len);
-        name[len] = '\0';
-        s += len + (s[len] == ',');
-        if (!len)
-            continue;
-        const op_placer *placer = op_placer_find(name);
-        if (!placer) {
-            st = op_fail(err, OP_EUSAGE, "sgdp: unknown heuristic placer '%s'", name);
-            break;
-        }
-        op_place_ctx ctx = {.p = p, .opts = NULL, .seed = seed, .best_effort = 1};
-        op_error perr = {0};
-        op_placement pl; /* op_place initialises it, and destroys it on failure */
-        if (op_place(placer, &ctx, &pl, &perr) != OP_OK)
-            continue; /* a heuristic that cannot place this graph is skipped */
-        op_placement_drop_order(&pl); /* the policy places ops only: judge devices alone */
-        st = op_sim_run(sim, &pl, &r, NULL, err);
-        if (st) {
-            op_placement_destroy(&pl);
-            break;
-        }
-        if (!found || op_sim_ranks_before(r.oom, r.step_time_us, info->oom, info->step_time_us)) {
-            memcpy(out->device_of, pl.device_of, (size_t)p->n * sizeof(int));
-            info->step_time_us = r.step_time_us;
-            info->oom = r.oom;
-            snprintf(info->name, sizeof info->name, "%.31s", name);
-            found = 1;
-        }
-        op_placement_destroy(&pl);
-    }
-    if (!st && !found)
-        st = op_fail(err, OP_EINFEASIBLE, "sgdp: none of the heuristics '%s' placed the graph",
-                     heuristics);
-    op_sim_result_destroy(&r);
-    op_sim_free(sim);
     return st;
 }
 

@@ -130,25 +130,16 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
     return OP_OK;
 }
 
-/* Run one placer and offer its result. */
+/* Run one placer (opplace/search.h, op_portfolio_run) and offer its result. */
 static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, double index,
                             int reorder, op_sim *sim, op_sim_result *r, finalists *f,
                             op_error *err)
 {
-    op_place_ctx sub = *ctx;
-    sub.opts = NULL;     /* each placer with its defaults */
-    sub.best_effort = 1; /* the portfolio judges memory itself */
-    sub.progress = 0;
     op_placement out;
-    op_error perr = {0};
-    double t0 = op_seconds_now();
-    if (op_place(pl, &sub, &out, &perr) != OP_OK) {
-        if (perr.code == OP_ENOMEM)
-            return op_fail(err, OP_ENOMEM, "%s", perr.msg);
-        op_progress(ctx, "auto: %s failed: %s", pl->name, perr.msg);
-        return OP_OK;
-    }
-    op_progress(ctx, "auto: %s placed in %.2f s", pl->name, op_seconds_now() - t0);
+    int placed;
+    op_status st = op_portfolio_run(ctx, pl, &out, &placed, err);
+    if (st || !placed)
+        return st;
     return offer_result(ctx, &out, pl->name, index, reorder, sim, r, f, err);
 }
 

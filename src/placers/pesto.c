@@ -527,6 +527,12 @@ static const op_opt_decl PESTO_OPTIONS[] = {
     {"auto-seconds", OP_OPT_NUM, 0, 1e6, "5", NULL, "time for the auto warm start (0: none)"},
     {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
     {"warm-start", OP_OPT_TEXT, 0, 0, NULL, NULL, "comma-separated placers to warm-start from"},
+    /* stage, window-*: the large-neighbourhood search of the Pesto work */
+    {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
+     "large-neighbourhood search on the graph, the coarse ILP, or both"},
+    {"window-min", OP_OPT_INT, 2, 10000, "10", NULL, "smallest LNS window, ops"},
+    {"window-max", OP_OPT_INT, 2, 10000, "60", NULL, "largest LNS window, ops"},
+    {"window-seconds", OP_OPT_NUM, 0.01, 1e6, "2", NULL, "CBC time per LNS window"},
     {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL, "also write the problem for TF-Pesto into this folder"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
