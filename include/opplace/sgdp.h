@@ -311,7 +311,6 @@ typedef struct sgdp_search_config {
                          default): stop there */
 } sgdp_search_config;
 
-sgdp_search_config sgdp_search_defaults(void);
 op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *sc,
                               op_error *err);
 

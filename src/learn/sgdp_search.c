@@ -76,14 +76,6 @@ typedef struct search {
     const nn_tensor *acting;  /* calibrated distribution for the samples */
 } search;
 
-sgdp_search_config sgdp_search_defaults(void)
-{
-    return (sgdp_search_config){.rounds = SGDP_DEFAULT_SEARCH_ROUNDS,
-                                .top_k = SGDP_DEFAULT_TOP_K,
-                                .samples = SGDP_DEFAULT_SEARCH_SAMPLES,
-                                .kick_samples = SGDP_DEFAULT_KICK_SAMPLES};
-}
-
 static void search_free(search *z)
 {
     free(z->cur), free(z->dont_look), free(z->mem_off), free(z->mem), free(z->all);
