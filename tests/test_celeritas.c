@@ -618,7 +618,7 @@ Test(placers, range_search_never_worse_than_a_fixed_range, .timeout = 120)
     }
 }
 
-/* Issue 5's target on the paper's testbed (4 x V100 32 GB on PCIe): on
+/* The target on the paper's testbed (4 x V100 32 GB on PCIe): on
  * every zoo model celeritas is at least as good as the best Baechi
  * heuristic (m-topo, m-etf, m-sct), OOM-free first.  (On v100-nvlink it
  * is not: bench/RESULTS.md lists the cases.) */

@@ -1,6 +1,6 @@
 /*
  * test_refine.c - local refinement (first-ready-first and judged by a
- * priority order) and the `auto` portfolio (issue 9).
+ * priority order) and the `auto` portfolio.
  */
 #include <criterion/criterion.h>
 #include <math.h>

@@ -277,7 +277,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err);
 op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *err);
 
 /* ------------------------------------- policy-guided search (sgdp_search.c)
- * BEYOND THE PAPER (issue 7): a steepest descent from problem i's input
+ * BEYOND THE PAPER: a steepest descent from problem i's input
  * placement (its reference, or the incumbent after training) whose moves
  * are ranked by the policy: each round one forward pass, the top_k
  * decisions by the policy's log-odds of moving off the input, each moved
@@ -315,7 +315,7 @@ op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *
                               op_error *err);
 
 /* ------------------------------------- move-ranking labels (sgdp_rank.c)
- * BEYOND THE PAPER (issue 7).  For an input placement given per row, every
+ * BEYOND THE PAPER.  For an input placement given per row, every
  * decision row that can move is moved alone (its whole unit) to each other
  * device it may use and simulated; the label keeps the best other device.
  * improves[k] = the moved placement is better than the input (no OOM

@@ -35,9 +35,9 @@
  * turns a feasible problem infeasible.  Vertices of two different
  * colocation groups may merge: op_coarse_build then unites the groups
  * (every member of both shares a device), so the same compute cap bounds
- * the united group's total compute.  (The previous rule, never merge two
- * groups, stalled on TF-style graphs where each variable is colocated
- * with its update op: Inception-V3 stopped at 579 vertices, one per
+ * the united group's total compute.  (Never merging two groups would
+ * stall on TF-style graphs where each variable is colocated
+ * with its update op: Inception-V3 would stop at 579 vertices, one per
  * group member, far above any target the ILP can solve.)
  * Iteration stops at `target` vertices or when no edge is feasible.
  *

@@ -1,13 +1,13 @@
 /*
  * sgdp_rank.c - supervised move ranking for SGDP's policy-guided search
- * (BEYOND THE PAPER; issue 7).
+ * (BEYOND THE PAPER).
  *
  * The zero-shot search (sgdp_search.c) ranks single-unit moves by the
  * policy's log-odds of moving a decision off its input, score(r) =
  * log P(other devices) - log P(input device).  PPO trains the policy to
  * PLACE, not to rank moves, and measured on a held-out family the trained
  * ranking put no more improving moves in its top 64 than chance
- * (bench/RESULTS.md, "SGDP (issue 7)").  This file trains that score
+ * (bench/RESULTS.md, SGDP).  This file trains that score
  * directly, with labels from the simulator:
  *   1. labels (sgdp_trainer_label_moves): for an input placement, every
  *      decision row that may move is moved alone (its whole unit) to each

@@ -1,10 +1,10 @@
 /*
- * sgdp_search.c - policy-guided zero-shot search (BEYOND THE PAPER; issue
- * 7): a steepest descent over single-decision moves, ordered by the
+ * sgdp_search.c - policy-guided zero-shot search (BEYOND THE PAPER): a
+ * steepest descent over single-decision moves, ordered by the
  * trained policy's own ranking.
  *
  * The paper's zero-shot placement "directly runs inference".  Measured on
- * a held-out family (bench/RESULTS.md, "SGDP (issue 7)"), what the trained
+ * a held-out family (bench/RESULTS.md, SGDP), what the trained
  * policy transfers is a RANKING of moves off its input: the log-odds of
  * moving a decision unit off the input place improving moves first (AUC
  * 0.74 on transformer_xl, against 0.41 for an untrained policy), while

@@ -48,7 +48,7 @@
  * the result is never worse than the reference on step time, peak
  * communication or peak memory.
  *
- * MPI (opplace/parallel.h, issue 9), as in sgdp_train.c and with the same
+ * MPI (opplace/parallel.h), as in sgdp_train.c and with the same
  * code (rollout_common.c, which also holds the worker threads): slot b
  * belongs to rank b mod size, which alone samples, simulates and
  * backpropagates it.  Every rank draws the same problems and generators (the

@@ -22,8 +22,8 @@
  *   4. The ILP (pesto_ilp.c) with --time-limit seconds (default 40, or
  *      --budget-seconds), on the per-source communication model of
  *      pesto_coarse_comm (--comm-model per-source; per-edge: one latency
- *      per coarse edge, the previous model, which under-counted the
- *      original graph's transfers about twofold on rnnlm).
+ *      per coarse edge, which under-counts the original graph's transfers
+ *      about twofold on rnnlm).
  *   5. Candidates on the original graph, all judged by the simulator: the
  *      ILP's placement with its order (merged vertices expanded in
  *      topological order) and with first-ready scheduling (the paper falls

@@ -34,7 +34,7 @@
  * the result is the policy's own (zero-shot).  --slots B: rollout batches
  * per iteration (shared by MPI ranks).
  *
- * --search guided (default with --weights; beyond the paper, issue 7;
+ * --search guided (default with --weights; beyond the paper;
  * src/learn/sgdp_search.c): a steepest descent from the reference input
  * (after fine-tuning: the incumbent) whose candidate moves are the policy's
  * ranking: each of --rounds R rounds (default 20) runs the policy on the
@@ -55,7 +55,7 @@
  * number of improving moves among the policy's top K, and the AUC of its
  * score for "improves", go to the progress lines (--progress).
  *
- * --search sample (the previous default; without --weights the only mode):
+ * --search sample (without --weights the only mode):
  * --rounds R (10 with --weights, 1 without) rounds of greedy + --samples
  * samples, no weight update; the policy's reference input is the best
  * placement seen so far (the reference until a sample beats it), so each
