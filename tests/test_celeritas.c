@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coarsen/celeritas_fusion.h"
-#include "placers/celeritas_place.h"
-#include "opplace/coarsen.h"
+#include "placers/celeritas/celeritas_fusion.h"
+#include "placers/celeritas/celeritas_place.h"
+#include "coarsen/coarsen.h"
 #include "opplace/estimate.h"
 #include "opplace/io.h"
-#include "opplace/orders.h"
+#include "core/orders.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
 #include "testkit.h"

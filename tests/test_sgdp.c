@@ -21,7 +21,7 @@
 
 #include "opplace/io.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "testkit.h"
 
 /* Two independent chains of `len` heavy ops with 1 MB outputs, one of

@@ -16,7 +16,7 @@
 
 #include "opplace/io.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "testkit.h"
 
 static sgdp_config tiny_config(void)

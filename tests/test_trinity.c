@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/node2vec.h"
+#include "learn/node2vec.h"
 #include "opplace/placer.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "testkit.h"
 
 static trinity_config tiny_config(void)

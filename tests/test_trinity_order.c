@@ -23,7 +23,7 @@
 #include "opplace/list_schedule.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

@@ -22,7 +22,7 @@
 
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

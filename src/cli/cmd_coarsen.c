@@ -10,9 +10,9 @@
 
 #include "cli/cli.h"
 #include "io/file_util.h"
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 #include "opplace/io.h"
-#include "opplace/stats.h"
+#include "core/stats.h"
 
 static const char HELP[] =
     "usage: opplace coarsen GRAPH --method NAME [--target N] [method options]\n"

@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/placer.h"
 #include "opplace/search.h"
 #include "opplace/report.h"

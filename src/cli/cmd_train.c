@@ -15,9 +15,9 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "cli/train_trinity.h"
 
 static const char TRAIN_HELP[] =

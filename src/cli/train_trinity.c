@@ -21,8 +21,8 @@
 
 #include "cli/train_trinity.h"
 #include "opplace/list_schedule.h"
-#include "opplace/parallel.h"
-#include "opplace/trinity.h"
+#include "core/parallel.h"
+#include "placers/trinity/trinity.h"
 
 static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_config *tc,
                               op_error *err)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/strtab.h"
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 
 void op_coarse_map_destroy(op_coarse_map *m)
 {

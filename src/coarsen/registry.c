@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 
 extern const op_coarsener op_coarsener_celeritas;
 extern const op_coarsener op_coarsener_pesto;

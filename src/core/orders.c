@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/orders.h"
-#include "opplace/stats.h"
+#include "core/orders.h"
+#include "core/stats.h"
 
 void op_levels_destroy(op_levels *l)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 
 #ifdef OPPLACE_HAVE_MPI
 #include <mpi.h>

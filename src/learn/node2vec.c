@@ -13,13 +13,13 @@
  *   - the graph is unweighted (edge bytes are not used);
  *   - one thread, so a seed fixes the result exactly.
  */
-#include "opplace/node2vec.h"
+#include "learn/node2vec.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 node2vec_config node2vec_defaults(void)
 {

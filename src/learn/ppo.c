@@ -13,7 +13,7 @@
  * leaves the clipping range at once; every decision of a rollout shares the
  * rollout's advantage (one reward per placement, no value network, as SGDP).
  */
-#include "opplace/learn.h"
+#include "learn/learn.h"
 
 #include <math.h>
 

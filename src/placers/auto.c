@@ -33,7 +33,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
 
