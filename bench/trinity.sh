@@ -17,7 +17,7 @@
 #                   with the placer's defaults: reference expert, tolerances =
 #                   its peaks, rollouts judged by a list schedule
 #                   (--reward-order auto), final choice over the search's pool
-#                   and the reference with every order (src/placers/trinity.c);
+#                   and the reference with every order (src/placers/trinity/trinity.c);
 #   FULL=1 adds: celeritas; sgdp (SGDP-one, $SGDP_BUDGET s); trinity-none
 #                   (the same as trinity with --heuristics none).
 # "target" is the issue's: trinity's step time below expert's with its peak
@@ -26,7 +26,7 @@
 # peaks at most expert's, AND trinity's placement (device_of) is not
 # expert's.  "placement" says whose device_of trinity returned: expert's, a
 # learnt one (the search's pool) or a layer-boundary move around expert's
-# (--boundary-moves, src/learn/trinity_boundary.c; its final choice says so).
+# (--boundary-moves, src/placers/trinity/trinity_boundary.c; its final choice says so).
 # Every placer runs with --best-effort so an OOM placement still reports
 # numbers (marked *).
 # usage: bash bench/trinity.sh [path/to/opplace]

@@ -1,6 +1,6 @@
 /*
  * test_sgdp_search.c - SGDP's policy-guided zero-shot search
- * (src/learn/sgdp_search.c, beyond the paper): it never returns worse than
+ * (src/placers/sgdp/sgdp_search.c, beyond the paper): it never returns worse than
  * its input (with kicks too) and reports the simulator's time of what it
  * returns; its moves keep pins, kinds, colocation and absent devices; it
  * improves an input

@@ -1,6 +1,6 @@
 /*
- * test_trinity.c - Trinity (src/learn/trinity_*, node2vec.c,
- * src/placers/trinity.c): the gradients of the assembled networks
+ * test_trinity.c - Trinity (src/placers/trinity/, node2vec.c,
+ * src/placers/trinity/trinity.c): the gradients of the assembled networks
  * (partition FFN, LSTM encoder over the group sequence, LSTM decoder with
  * additive attention and device embeddings) match central finite
  * differences, and the step-by-step sampling pass gives the same

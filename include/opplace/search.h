@@ -17,6 +17,8 @@
  *                `auto` both finish a result; op_stages records what ran.
  *   portfolio    op_portfolio_run runs one member (auto's portfolio),
  *                op_portfolio_best keeps the best of a list of placers.
+ * Files: src/search/order_search.c (ranking, order search, reorder),
+ * refine.c, finish.c, portfolio.c.
  *
  * Reorder.  Every placer can leave each device's order to the simulator's
  * first-ready-first rule (formats.md section 5, rule 2), which on layer

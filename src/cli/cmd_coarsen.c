@@ -1,6 +1,6 @@
 /*
  * cmd_coarsen.c - `opplace coarsen`: shrink a graph with a registered
- * coarsening method (opplace/coarsen.h) and report what it did: nodes,
+ * coarsening method (coarsen/coarsen.h) and report what it did: nodes,
  * edges and CCR (Celeritas eq. 1, on the cluster's reference link) before
  * and after, as in Celeritas's Table 2.  Writes the coarse graph and,
  * optionally, the mapping {"groups": {"op name": coarse index}}.

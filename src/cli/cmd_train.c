@@ -44,7 +44,7 @@ static const char TRAIN_HELP[] =
     "         first, --clone-steps N (150); --slots B (1) rollout batches per\n"
     "         iteration, shared by MPI ranks (mpirun -np B opplace train ...);\n"
     "         --rank-steps N (0) --rank-states S (4) --rank-lr X --rank-relabel P\n"
-    "         (0): supervised move ranking after PPO (src/learn/sgdp_rank.c;\n"
+    "         (0): supervised move ranking after PPO (src/placers/sgdp/sgdp_rank.c;\n"
     "         with --iterations 0 --budget-seconds 0 the ranking alone)\n"
     TRINITY_TRAIN_HELP
     "Default: --budget-seconds 60 when no --iterations is given.\n";
@@ -75,7 +75,7 @@ static void on_sigint(int sig)
 
 /* ----------------------------------------------------------------- sgdp */
 
-/* The warm start and units (beyond the paper, src/learn/sgdp_warm.c):
+/* The warm start and units (beyond the paper, src/placers/sgdp/sgdp_warm.c):
  * --heuristics LIST ("none" = the paper's plain PPO), --units N,
  * --warm-start 0|1, --clone-steps N; --slots B rollout batches per
  * iteration (shared by MPI ranks). */

@@ -1,14 +1,14 @@
 /*
  * train_trinity.c - `opplace train trinity ...` (papers/trinity.txt): reads
  * the Trinity options, trains a new policy (or continues --init W.bin) on
- * the graphs with PPO (src/learn/trinity_train.c), saves the weights and
+ * the graphs with PPO (src/placers/trinity/trinity_train.c), saves the weights and
  * prints, per graph, the best placement's step time, peak communication and
  * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
  * the graphs and the cluster and dispatches here.  Under mpirun the
  * --slots rollout batches of an iteration are shared by the ranks; only
  * rank 0 prints and writes the weights.  As in the placer
- * (src/placers/trinity.c), a reference placement (--heuristics, default
- * expert; src/learn/trinity_warm.c, beyond the paper) centres the priors
+ * (src/placers/trinity/trinity.c), a reference placement (--heuristics, default
+ * expert; src/placers/trinity/trinity_warm.c, beyond the paper) centres the priors
  * and gives decision units, and its peaks are the tolerances unless
  * --max-comm / --max-mem are given; rollouts are judged by the list
  * schedule of --reward-order (auto: the priority best for the reference;
@@ -32,7 +32,7 @@ static op_status read_options(cli_args *a, trinity_config *pc, trinity_train_con
     tc->heuristics = op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
     if (!strcmp(tc->heuristics, "none"))
         tc->heuristics = NULL;
-    /* absent tolerances: the reference's peaks (src/learn/trinity_warm.c) */
+    /* absent tolerances: the reference's peaks (src/placers/trinity/trinity_warm.c) */
     tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
     tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
     if (tc->heuristics) {

@@ -1,6 +1,6 @@
 /*
  * coarse_graph.c - building the coarse graph of a grouping, and expanding a
- * coarse placement back to the original ops (see opplace/coarsen.h).
+ * coarse placement back to the original ops (see coarsen/coarsen.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * opplace/coarsen.h - shrinking a graph by merging ops into groups.
+ * coarsen/coarsen.h - shrinking a graph by merging ops into groups.
  *
  * Pesto (section 3.3) and Celeritas (section 5.1, Optimal Operation Fusion)
  * both place a coarse graph whose vertices are groups of original ops, then

@@ -1,5 +1,5 @@
 /*
- * opplace/orders.h - node levels and topological orders shared by placers.
+ * core/orders.h - node levels and topological orders shared by placers.
  *
  * Levels (Celeritas section 5.1.3, after Wang & Sinnen 2018), with w_i an
  * op's compute time and c_ij an edge's transfer time:
@@ -7,8 +7,8 @@
  *   blevel(v) = w_v for a sink,  else w_v + max over succs s of c_vs + blevel(s)
  *   cpath(v)  = tlevel(v) + blevel(v)   (the longest path through v)
  * op_levels_init takes w = the op's fastest eligible time at speed 1 (the
- * problem's `work`, as the CCR of opplace/stats.h) and c = the edge's bytes
- * on the reference link of opplace/stats.h (the mean over device pairs).
+ * problem's `work`, as the CCR of core/stats.h) and c = the edge's bytes
+ * on the reference link of core/stats.h (the mean over device pairs).
  *
  * Orders (each a sequence listing every op once, sources before sinks):
  *   DFS-TOPO (Celeritas 4.2.2)  a queue of ready ops; the head is emitted and

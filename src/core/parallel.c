@@ -1,5 +1,5 @@
 /*
- * parallel.c - the MPI layer of opplace/parallel.h.  Built against Open MPI
+ * parallel.c - the MPI layer of core/parallel.h.  Built against Open MPI
  * when CMake finds it (OPPLACE_HAVE_MPI); otherwise a single-rank stand-in.
  */
 #include <stdint.h>

@@ -1,5 +1,5 @@
 /*
- * opplace/parallel.h - running one search over several processes (MPI).
+ * core/parallel.h - running one search over several processes (MPI).
  *
  * `mpirun -np N opplace place ...` starts N ranks of the same command.  The
  * portfolio of `auto` and the refinement streams are split across ranks,

@@ -1,5 +1,5 @@
 /*
- * opplace/stats.h - summary numbers of a problem, as `opplace info` prints
+ * core/stats.h - summary numbers of a problem, as `opplace info` prints
  * them and the benchmark tables report them.
  */
 #ifndef OPPLACE_STATS_H

@@ -1,5 +1,5 @@
 /*
- * opplace/commfit.h - fitting the linear link model T = latency + bytes * us_per_byte
+ * cost/commfit.h - fitting the linear link model T = latency + bytes * us_per_byte
  * (Pesto section 3.1, Celeritas section 4) to measured transfers.
  *
  * Input is the CSV of formats.md section 4: a header

@@ -1,5 +1,5 @@
 /*
- * opplace/learn.h - reinforcement-learning pieces shared by the learned
+ * learn/learn.h - reinforcement-learning pieces shared by the learned
  * placers (SGDP now, Trinity later): Proximal Policy Optimization (Schulman
  * et al., 2017) for policies that factor into many independent decisions.
  *

@@ -1,5 +1,5 @@
 /*
- * opplace/node2vec.h - Node2vec structure embeddings of an op graph (Grover
+ * learn/node2vec.h - Node2vec structure embeddings of an op graph (Grover
  * and Leskovec, KDD 2016), the "structure" feature of Trinity (papers/
  * trinity.txt, section 4.1.1, Table 1).
  *

@@ -1,5 +1,5 @@
 /*
- * opplace/nn.h - the small neural-network engine behind the learned placers
+ * nn/nn.h - the small neural-network engine behind the learned placers
  * (SGDP: GraphSAGE + segment-recurrent attention; Trinity: feed-forward
  * partitioner + LSTM seq2seq with additive attention).
  *

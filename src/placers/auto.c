@@ -19,7 +19,7 @@
  * algorithm name records the winner, e.g. "auto:expert+order" or
  * "auto:celeritas+refine+order".
  *
- * Under MPI (opplace/parallel.h) placer i of the portfolio runs on rank
+ * Under MPI (core/parallel.h) placer i of the portfolio runs on rank
  * i mod N, and refinement runs K independent streams (--refine-streams,
  * default: one per rank; stream k uses seed + k) spread over the ranks.
  * The winner is chosen by (memory overflow, step time, index) on every rank

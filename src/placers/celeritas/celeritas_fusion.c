@@ -23,7 +23,7 @@
  *    (conservative: outputs consumed inside the run are freed early).  A run
  *    of one op is always allowed, even above M (there is no other choice).
  *  - Edge costs c_ij are transfer times on the reference link of
- *    opplace/stats.h (the CCR's link); compute times do not enter the DP.
+ *    core/stats.h (the CCR's link); compute times do not enter the DP.
  *  - Ties between equal costs take the longest run (fewest coarse ops).
  *  - A run may only hold ops that can share a device (kind, per-kind times,
  *    device pins, the devices of their colocation group), so the coarse ops

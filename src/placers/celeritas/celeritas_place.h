@@ -1,6 +1,6 @@
 /*
  * celeritas_place.h - the placement passes of Celeritas, shared by the
- * placers dfs-topo, order-place and celeritas (src/placers/celeritas.c).
+ * placers dfs-topo, order-place and celeritas (src/placers/celeritas/celeritas.c).
  *
  * A pass walks a sequence of ops (DFS-TOPO or CPD-TOPO) once and gives each
  * op a device:
@@ -26,6 +26,16 @@
  * once.  When no allowed device has room, the op goes to the allowed device
  * with the most room left (the paper's best-effort fallback) and n_fallback
  * counts it.
+ *
+ * Files of src/placers/celeritas/ (Celeritas: placers celeritas,
+ * order-place, dfs-topo):
+ *   celeritas.c           the three placers and the search over R
+ *   celeritas_fusion.c/.h Optimal Operation Fusion (section 5.1)
+ *   celeritas_fill.c      memory-bounded sequential placement
+ *   celeritas_adjust.c    Adjusting Placement (section 5.2)
+ *   celeritas_memory.c    the memory check of the passes
+ *   celeritas_pool.c      the few best placements, given orders at the end
+ *   celeritas_place.h     this header
  */
 #ifndef OPPLACE_CELERITAS_PLACE_H
 #define OPPLACE_CELERITAS_PLACE_H

@@ -2,6 +2,14 @@
  * pesto_ilp.h - the Pesto ILP (paper section 3.2.2): joint placement and
  * scheduling of a (coarse) graph, solved with COIN-OR CBC.  Used by the
  * pesto placer (pesto.c) and the tests; see pesto_ilp.c for the model.
+ *
+ * Files of src/placers/pesto/ (Hafeez et al., Middleware '21):
+ *   pesto.c             the placer end to end
+ *   pesto_coarsen.c/.h  cycle-free batch coarsening (section 3.3)
+ *   pesto_ilp.c/.h      the ILP (section 3.2.2)
+ *   pesto_ilp_eval.c    makespan of a fixed placement and order in the
+ *                       ILP's model
+ *   pesto_export.c/.h   the files the TF-Pesto runtime reads (section 4)
  */
 #ifndef OPPLACE_PESTO_ILP_H
 #define OPPLACE_PESTO_ILP_H

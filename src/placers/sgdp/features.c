@@ -38,7 +38,7 @@
  * successors, at most knn of them, those joined by the largest edges first
  * (GraphSAGE samples a fixed-size neighbourhood; we keep the heaviest, so
  * the result is deterministic).  Masks and colocation leaders are described
- * in opplace/sgdp.h.
+ * in placers/sgdp/sgdp.h.
  */
 #include "placers/sgdp/sgdp.h"
 

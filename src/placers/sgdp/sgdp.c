@@ -1,6 +1,6 @@
 /*
  * sgdp.c - the SGDP placer (papers/sgdp.txt): a learned, single-shot
- * placement policy (src/learn/, opplace/sgdp.h) used three ways:
+ * placement policy (src/learn/, placers/sgdp/sgdp.h) used three ways:
  *
  *   --weights W.bin             zero-shot: the trained policy places the graph
  *                               without training on it, by the policy-guided
@@ -24,7 +24,7 @@
  * returns OP_EINFEASIBLE unless --best-effort.  Eligibility, pins and
  * colocation are enforced by the policy's action mask.
  *
- * Beyond the paper (src/learn/sgdp_warm.c): --heuristics LIST (default
+ * Beyond the paper (src/placers/sgdp/sgdp_warm.c): --heuristics LIST (default
  * expert,metis,m-topo,single; "none" = the paper's plain policy) gives a
  * reference placement that the policy sees as input (then the best placement
  * found so far), --units N (256; 0 = per op) decision units built from it,
@@ -35,7 +35,7 @@
  * per iteration (shared by MPI ranks).
  *
  * --search guided (default with --weights; beyond the paper;
- * src/learn/sgdp_search.c): a steepest descent from the reference input
+ * src/placers/sgdp/sgdp_search.c): a steepest descent from the reference input
  * (after fine-tuning: the incumbent) whose candidate moves are the policy's
  * ranking: each of --rounds R rounds (default 20) runs the policy on the
  * incumbent, simulates the --top-k K (64) decision units it most wants to
@@ -50,7 +50,7 @@
  * never worse than the input placement (the best placement seen; the input
  * itself when nothing improves it).  The defaults were chosen on a validation family (gnmt
  * held out of training), not on the family RESULTS reports as held out.
- * --rank-probe K (a diagnostic, default 0 = off; src/learn/sgdp_rank.c):
+ * --rank-probe K (a diagnostic, default 0 = off; src/placers/sgdp/sgdp_rank.c):
  * before the search, every single move off the input is simulated and the
  * number of improving moves among the policy's top K, and the AUC of its
  * score for "improves", go to the progress lines (--progress).
@@ -65,7 +65,7 @@
  *
  * --moves M (beyond the paper; default 2 with --weights, 0 without): the
  * samples of either search come from the policy calibrated to move M
- * decisions off its input per sample on average (src/learn/sgdp_train.c,
+ * decisions off its input per sample on average (src/placers/sgdp/sgdp_train.c,
  * "calibrated proposals": one offset on every reference logit, so which
  * decisions move is the policy's choice); 0 samples the policy mixed with
  * the uniform exploration floor, as SGDP-one's training does.  Batch

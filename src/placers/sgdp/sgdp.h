@@ -1,5 +1,5 @@
 /*
- * opplace/sgdp.h - SGDP, the single-shot generalized device placer (Zhou et
+ * placers/sgdp/sgdp.h - SGDP, the single-shot generalized device placer (Zhou et
  * al., IEEE Micro 2020; papers/sgdp.txt): a policy that places every op of
  * a graph in one shot, trained with PPO on simulated step times, whose
  * weights transfer to graphs it has never seen.
@@ -42,6 +42,18 @@
  * the group's decision, masked to the devices every member may use
  * (problem->group_ok); the other members copy its device and are not
  * decisions (they get no probability and no gradient).
+ *
+ * Files of src/placers/sgdp/:
+ *   sgdp.c          the placer (options, zero-shot, fine-tuning)
+ *   features.c      what the policy sees of a problem
+ *   graphsage.c     the graph embedding network
+ *   placement_net.c the placement network (Transformer-XL)
+ *   sgdp_policy.c   the end-to-end policy; sgdp_internal.h its halves
+ *   sgdp_train.c    PPO training on simulated step times
+ *   sgdp_warm.c     reference placement and decision units (beyond the paper)
+ *   sgdp_search.c   policy-guided zero-shot search (beyond the paper)
+ *   sgdp_rank.c     supervised move ranking for that search (beyond the paper)
+ * Shared learning pieces: src/learn/ (ppo.c, rollout_common.c).
  */
 #ifndef OPPLACE_SGDP_H
 #define OPPLACE_SGDP_H
@@ -177,7 +189,7 @@ void sgdp_policy_free(sgdp_policy *pol);
 const sgdp_config *sgdp_policy_config(const sgdp_policy *pol);
 nn_params *sgdp_policy_params(sgdp_policy *pol);
 
-/* Weights files are nn_params files (opplace/nn.h) that also hold the
+/* Weights files are nn_params files (nn/nn.h) that also hold the
  * architecture as the parameter "sgdp.arch".  Load fails with a message
  * naming both architectures when the file's differs from the policy's. */
 op_status sgdp_policy_save(const sgdp_policy *pol, const char *path, op_error *err);

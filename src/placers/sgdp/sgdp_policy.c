@@ -7,7 +7,7 @@
  * pass yields the distribution of every op, and any number of placements
  * can be sampled from it.
  *
- * The mask (opplace/sgdp.h) removes devices the op may not use and the
+ * The mask (placers/sgdp/sgdp.h) removes devices the op may not use and the
  * head's slots beyond the cluster's device count.  Its "mask attention"
  * over nodes ("Our Method", last paragraph) is not implemented: every op is
  * placed.  The head's weights start 10x smaller than Glorot so the first
@@ -237,7 +237,7 @@ static int read_f64(FILE *f, double *v)
     return 1;
 }
 
-/* Walks the nn_params file layout (opplace/nn.h) to the "sgdp.arch"
+/* Walks the nn_params file layout (nn/nn.h) to the "sgdp.arch"
  * entry; the full checks (checksum, shapes) happen in nn_params_load. */
 op_status sgdp_weights_config(const char *path, sgdp_config *cfg, op_error *err)
 {

@@ -24,7 +24,7 @@
  * The best placement ever simulated for each problem is kept (no OOM first,
  * then the shortest step), which is what the placer returns.
  *
- * MPI (opplace/parallel.h): slot b belongs to rank b mod size,
+ * MPI (core/parallel.h): slot b belongs to rank b mod size,
  * which alone samples, simulates and backpropagates it.  Every rank draws
  * the same problems and generators (the shared RNG advances identically),
  * the slots' rewards, best placements and gradients are exchanged with

@@ -16,7 +16,7 @@
  *      order cut at cheap edges), each group split by the reference's
  *      devices and merged with colocation groups.  A unit's first op in
  *      topological order is its decision; the other members copy it, the
- *      same mechanism as colocation (opplace/sgdp.h).  Any placement the
+ *      same mechanism as colocation (placers/sgdp/sgdp.h).  Any placement the
  *      reference can express, the units can express, and a sampled move
  *      shifts a whole fused chain instead of one op.
  *

@@ -1,6 +1,6 @@
 /*
- * trinity.c - the Trinity placer (papers/trinity.txt; src/learn/trinity_*,
- * opplace/trinity.h): a partition network groups the ops, a seq2seq
+ * trinity.c - the Trinity placer (papers/trinity.txt; src/placers/trinity/,
+ * placers/trinity/trinity.h): a partition network groups the ops, a seq2seq
  * schedule network maps groups to devices, both trained by PPO on the MDPE
  * reward (runtime, peak communication, peak memory).  Used like SGDP:
  *
@@ -14,7 +14,7 @@
  *
  * Options: --samples K (16), --threads T, --lr, --epochs, --entropy,
  * --groups G (64), --prior P (1) and --sched-prior S (2) (the order and
- * block priors, opplace/trinity.h; --prior 0 --sched-prior 0 --heuristics
+ * block priors, placers/trinity/trinity.h; --prior 0 --sched-prior 0 --heuristics
  * none --explore 0 is the paper's method) for new policies only,
  * --max-comm BYTES and --max-mem BYTES
  * (the user's tolerances C^ and M^ of eqs. 6-7; default: the reference's
@@ -24,7 +24,7 @@
  * (1; rollout batches per iteration, shared by MPI ranks under mpirun),
  * --pool K (4; placements the final choice considers besides the
  * reference), --reward-order (below).
- * Beyond the paper (src/learn/trinity_warm.c): --heuristics LIST (default
+ * Beyond the paper (src/placers/trinity/trinity_warm.c): --heuristics LIST (default
  * expert; "none" gives the paper's start) picks a reference placement that
  * seeds the best-seen record and centres the priors (then --prior 2 and
  * --sched-prior 4 by default: samples stay near it); --units N (256; 0 =
@@ -46,7 +46,7 @@
  *       with an order, not only first-ready-first; auto takes the priority
  *       and cap best for the reference (first-ready-first included);
  *   --schedule-orders 1 (default; 0 = off, the result has no order as in
- *       the paper): the final choice (src/learn/trinity_final.c) takes the
+ *       the paper): the final choice (src/placers/trinity/trinity_final.c) takes the
  *       search's --pool K (4) best distinct placements and the reference,
  *       each first-ready-first and list-scheduled with every priority
  *       without and with memory caps, and returns the fastest variant that
@@ -57,7 +57,7 @@
  *       reference's placement with any of these orders (communication
  *       does not depend on the order, memory may).  Progress lines report
  *       each candidate, the choice, and "reference + order" beside it.
- * Also beyond the paper (src/learn/trinity_boundary.c): --boundary-moves C
+ * Also beyond the paper (src/placers/trinity/trinity_boundary.c): --boundary-moves C
  * (4; 0 = off; needs the reference and --schedule-orders 1) enumerates
  * layer-boundary moves around the reference after the search (each layer
  * scope cut into C chunks; whole scopes and prefixes / suffixes of chunks
@@ -72,7 +72,7 @@
  * --seed makes a run with a fixed --iterations reproducible, for any rank
  * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
  * MPI).  Eligibility, pins and colocation are enforced by the policy's
- * masks (opplace/trinity.h);
+ * masks (placers/trinity/trinity.h);
  * if the best placement runs out of memory the placer returns
  * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
  * runtime, peak communication and peak memory as the paper's Table 4.

@@ -1,11 +1,11 @@
 /*
- * opplace/trinity.h - Trinity (Zhang et al., Algorithms 2022; papers/
+ * placers/trinity/trinity.h - Trinity (Zhang et al., Algorithms 2022; papers/
  * trinity.txt sections 3-4): a two-level RL placer.  A partition network
  * puts every op into one of G groups; a seq2seq schedule network reads the
  * groups in order and emits a device per group; both are trained jointly
  * with PPO on the MDPE reward (runtime, communication and memory).
  *
- *   node2vec.c          structure vectors of the op graph (opplace/node2vec.h)
+ *   node2vec.c          structure vectors of the op graph (learn/node2vec.h)
  *   trinity_features.c  per-op features (Table 1), colocation leaders, masks,
  *                       and the group features of a sampled partition (Table 2)
  *   trinity_policy.c    the networks: partition FFN 64-128 with dropout;
@@ -24,12 +24,12 @@
  *                       baseline, Adam, clipping, logit noise in the first
  *                       iterations, best placement and a pool kept;
  *                       --slots rollout batches per iteration shared by MPI
- *                       ranks (gradients all-reduced, opplace/parallel.h)
+ *                       ranks (gradients all-reduced, core/parallel.h)
  *   trinity_final.c     beyond the paper: the placer's final choice tries
  *                       priority list-schedule orders (opplace/
  *                       list_schedule.h) on the pool and the reference and
  *                       keeps the fastest within the tolerances
- *   src/placers/trinity.c  the placer (--schedule-orders 0: no final
+ *   src/placers/trinity/trinity.c  the placer (--schedule-orders 0: no final
  *                       choice, no orders)
  *
  * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
@@ -47,6 +47,21 @@
  * device it may not use is REPAIRED to its first allowed device (with its
  * whole colocation group).  Empty groups still get a device from the
  * decoder but are not decisions (no probability, no gradient).
+ *
+ * Files of src/placers/trinity/:
+ *   trinity.c          the placer (options, zero-shot, fine-tuning)
+ *   trinity_features.c the inputs (section 4.1.1), with node2vec (src/learn)
+ *   trinity_anchor.c   each op's anchor group
+ *   trinity_policy.c   the partition and schedule networks
+ *   trinity_reward.c   the MDPE reward and the constrained order
+ *   trinity_train.c    joint PPO training
+ *   trinity_warm.c     the reference placement (beyond the paper)
+ *   trinity_boundary.c layer-boundary moves around the reference (search,
+ *                      not learning; beyond the paper)
+ *   trinity_final.c    the final choice over pool, reference and orders
+ *                      (search, not learning; beyond the paper)
+ *   trinity_internal.h what these files share
+ * The command `opplace train trinity`: src/cli/train_trinity.c.
  */
 #ifndef OPPLACE_TRINITY_H
 #define OPPLACE_TRINITY_H

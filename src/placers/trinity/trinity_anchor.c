@@ -1,6 +1,6 @@
 /*
  * trinity_anchor.c - the anchor group of every op, which Trinity's order
- * prior (opplace/trinity.h) pulls the untrained partition network towards.
+ * prior (placers/trinity/trinity.h) pulls the untrained partition network towards.
  * Not in the paper.
  *
  * Anchors are a METIS recursive-bisection partition (Karypis and Kumar

@@ -3,7 +3,7 @@
  * (BEYOND THE PAPER; Trinity's search, papers/trinity.txt section 4, only
  * samples placements from its networks).
  *
- * The reference (by default expert, src/placers/expert.c) gives contiguous
+ * The reference (by default expert, src/placers/baselines/expert.c) gives contiguous
  * runs of layers to devices.  PPO's per-unit moves around it rarely shift
  * where one device's run ends and the next begins, so this file enumerates
  * that neighbourhood directly and judges every candidate with its best

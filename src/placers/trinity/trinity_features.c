@@ -4,7 +4,7 @@
  * leaders and device masks.
  *
  * Op features (Table 1): runtime (fastest eligible execution time,
- * z-scored over the graph), structure (Node2vec, opplace/node2vec.h), node
+ * z-scored over the graph), structure (Node2vec, learn/node2vec.h), node
  * type (an index into a fixed vocabulary of common TensorFlow op names,
  * looked up in a trainable embedding by the policy; unknown names hash into
  * a few extra buckets), output size (output_bytes, log-scaled and

@@ -2,7 +2,7 @@
  * trinity_policy.c - Trinity's two policy networks (papers/trinity.txt,
  * section 4.1, Figure 2) with their forward and backward passes.
  *
- * Partition network N_g (4.1.1): op features (opplace/trinity.h) and a
+ * Partition network N_g (4.1.1): op features (placers/trinity/trinity.h) and a
  * trainable op-type embedding -> linear 64 -> ReLU -> dropout 30% ->
  * linear 128 -> ReLU -> linear G -> softmax: each op's group.
  *
@@ -343,7 +343,7 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
 
 /* ------------------------------------------------------ partition network */
 
-/* u[i][g] -= prior * |anchor_i - g| (opplace/trinity.h); a constant of
+/* u[i][g] -= prior * |anchor_i - g| (placers/trinity/trinity.h); a constant of
  * the input, so backward needs nothing. */
 static void add_order_prior(const trinity_config *c, const trinity_graph *tg, nn_tensor *u)
 {
@@ -487,7 +487,7 @@ static void encoder_backward(trinity_policy *pol, const trinity_graph *tg, trini
 /* ------------------------------------------------------------- decoder */
 
 /* Output head for rows of o: u = o W + b, logits (+ the block prior of
- * row i's group step[i], opplace/trinity.h), masked log-softmax.  The
+ * row i's group step[i], placers/trinity/trinity.h), masked log-softmax.  The
  * prior is a constant: squash_backward works from u, not the logits. */
 static op_status head_forward(trinity_policy *pol, const trinity_graph *tg, const nn_tensor *o,
                               const int *step, nn_tensor *u, nn_tensor *logits,

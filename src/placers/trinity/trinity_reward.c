@@ -23,7 +23,7 @@
  * the trainer replaces them by the reference's peaks (trinity_warm.c).
  *
  * Beyond the paper, the placement kept and returned is chosen by a
- * constrained order (trinity_metrics_better, opplace/trinity.h): fastest
+ * constrained order (trinity_metrics_better, placers/trinity/trinity.h): fastest
  * among the placements within both tolerances, not highest reward.  The
  * reward trades a slower step against a smaller excess, so its maximum can
  * lie outside the tolerances the user asked for; the order cannot.

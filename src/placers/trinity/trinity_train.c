@@ -21,7 +21,7 @@
  *      deviation;
  *   4. `epochs` PPO epochs: per slot, a teacher-forced pass with the same
  *      dropout masks, the clipped surrogate (eq. 14) per decision (per op
- *      for the partition, per group for the schedule; opplace/learn.h
+ *      for the partition, per group for the schedule; learn/learn.h
  *      explains why the ratio is per decision), an entropy bonus; the
  *      slots' gradients are summed in slot order and divided by `slots`,
  *      then gradient clipping (norm 1.0) and one Adam step.  The two
@@ -48,7 +48,7 @@
  * the result is never worse than the reference on step time, peak
  * communication or peak memory.
  *
- * MPI (opplace/parallel.h), as in sgdp_train.c and with the same
+ * MPI (core/parallel.h), as in sgdp_train.c and with the same
  * code (rollout_common.c, which also holds the worker threads): slot b
  * belongs to rank b mod size, which alone samples, simulates and
  * backpropagates it.  Every rank draws the same problems and generators (the

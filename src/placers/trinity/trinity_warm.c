@@ -10,7 +10,7 @@
  * three changes centre the search on a good placement:
  *
  *   1. a reference placement: the best of a list of fast heuristics
- *      (TRINITY_DEFAULT_HEURISTICS = expert; opplace/sgdp.h,
+ *      (TRINITY_DEFAULT_HEURISTICS = expert; placers/sgdp/sgdp.h,
  *      sgdp_reference), judged by its devices alone;
  *   2. priors centred on it (trinity_graph_set_reference): the G groups
  *      are cut into one block per device, sized by the reference's work on
@@ -25,7 +25,7 @@
  *      Celeritas fusion groups split by the reference's devices and merged
  *      with colocation groups (sgdp_units_build).  A unit's first op in
  *      topological order picks the group for all its members, the same
- *      mechanism as colocation (opplace/trinity.h), so a sampled move
+ *      mechanism as colocation (placers/trinity/trinity.h), so a sampled move
  *      shifts a fused chain, and the partition network has a few hundred
  *      decisions instead of thousands.  Any placement the reference can
  *      express, the units can express.
