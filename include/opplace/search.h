@@ -15,10 +15,9 @@
  *                swaps, judged first-ready-first or by a priority order.
  *   finishing    op_finish: order, refine, order again, as `place` and
  *                `auto` both finish a result; op_stages records what ran.
- *   portfolio    op_portfolio_run runs one member (auto's portfolio),
- *                op_portfolio_best keeps the best of a list of placers.
  * Files: src/search/order_search.c (ranking, order search, reorder),
- * refine.c, finish.c, portfolio.c.
+ * refine.c, finish.c.  The portfolio, which runs placers, sits above them
+ * (opplace/placer.h, src/placers/portfolio.c).
  *
  * Reorder.  Every placer can leave each device's order to the simulator's
  * first-ready-first rule (formats.md section 5, rule 2), which on layer
@@ -235,27 +234,5 @@ const op_reorder_stats *op_finish_judge(const op_placement *pl, const op_reorder
  * NULL) refinement's stats. */
 op_status op_finish(const op_place_ctx *ctx, const op_finish_opts *fo, op_placement *pl,
                     op_stages *stages, op_refine_stats *rs, op_error *err);
-
-/* -------------------------------------------------------------- portfolio */
-
-/* Run pl as a portfolio member: its default options, best effort, silent.
- * *placed = 0 when it could not place the graph (not an error; only
- * running out of memory is). */
-op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_placement *out,
-                           int *placed, op_error *err);
-
-typedef struct op_portfolio_winner {
-    char name[32]; /* the placer that won */
-    op_judged j;   /* its overflow and step */
-    int oom;
-} op_portfolio_winner;
-
-/* The best (plain ranking) of the comma-separated placers in names, e.g.
- * "expert,metis,m-topo,single", judged without their orders when
- * drop_order; its device_of into out (initialised for ctx->p).  who
- * prefixes the messages. */
-op_status op_portfolio_best(const op_place_ctx *ctx, const char *names, int drop_order,
-                            const char *who, op_placement *out, op_portfolio_winner *w,
-                            op_error *err);
 
 #endif

@@ -32,7 +32,7 @@
 
 #include "coarsen/coarsen.h"
 #include "placers/sgdp/sgdp.h"
-#include "opplace/search.h"
+#include "opplace/placer.h"
 #include "opplace/simulate.h"
 
 op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
@@ -45,7 +45,7 @@ op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t s
     memset(info, 0, sizeof *info);
     if (!st) {
         snprintf(info->name, sizeof info->name, "%s", w.name);
-        info->step_time_us = w.j.step;
+        info->step_time_us = w.step;
         info->oom = w.oom;
     }
     return st;

@@ -1,12 +1,13 @@
 /*
  * portfolio.c - run several placers on one problem and keep the best
- * (opplace/search.h): the member runner auto's portfolio uses, and the
+ * (opplace/placer.h): the member runner auto's portfolio uses, and the
  * best-of-a-list that SGDP and Trinity take their reference from.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "opplace/search.h"
+#include "opplace/placer.h"
+#include "opplace/simulate.h"
 
 op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_placement *out,
                            int *placed, op_error *err)
@@ -81,10 +82,10 @@ op_status op_portfolio_best(const op_place_ctx *ctx, const char *names, int drop
         if (drop_order)
             op_placement_drop_order(&pl);
         if (!(st = op_sim_run(sim, &pl, &r, NULL, err))) {
-            op_judged j = {.over = op_sim_overflow_bytes(p, &r), .step = r.step_time_us};
-            if (!found || op_judged_before(&j, &w->j, NULL)) {
+            double over = op_sim_overflow_bytes(p, &r), step = r.step_time_us;
+            if (!found || op_sim_ranks_before(over, step, w->over, w->step)) {
                 memcpy(out->device_of, pl.device_of, (size_t)p->n * sizeof(int));
-                w->j = j;
+                w->over = over, w->step = step;
                 w->oom = r.oom;
                 snprintf(w->name, sizeof w->name, "%.31s", name);
                 found = 1;
