@@ -96,43 +96,44 @@ int op_options_has(op_options *o, const char *name)
     return take(o, name) != NULL;
 }
 
+/* Parse v as a number (whole: an integer) within [lo, hi] into *out;
+ * the messages name the option. */
+static op_status parse_number(const char *name, const char *v, int whole, double lo, double hi,
+                              double *out, op_error *err)
+{
+    char *end = NULL;
+    errno = 0;
+    double x = !v ? NAN : whole ? (double)strtol(v, &end, 10) : strtod(v, &end);
+    if (!v || *end || end == v || errno || !isfinite(x))
+        return op_fail(err, OP_EUSAGE, "--%s needs a %s (got '%s')", name,
+                       whole ? "whole number" : "number", v ? v : "nothing");
+    if (x < lo || x > hi)
+        return whole ? op_fail(err, OP_EUSAGE, "--%s must be between %.0f and %.0f (got %.0f)",
+                               name, lo, hi, x)
+                     : op_fail(err, OP_EUSAGE, "--%s must be between %g and %g (got %g)", name,
+                               lo, hi, x);
+    *out = x;
+    return OP_OK;
+}
+
 op_status op_options_double(op_options *o, const char *name, double def, double lo, double hi,
                             double *out, op_error *err)
 {
     entry *e = take(o, name);
     *out = def;
-    if (!e)
-        return OP_OK;
-    char *end = NULL;
-    errno = 0;
-    double v = e->value ? strtod(e->value, &end) : NAN;
-    if (!e->value || *end || end == e->value || errno || !isfinite(v))
-        return op_fail(err, OP_EUSAGE, "--%s needs a number (got '%s')", name,
-                       e->value ? e->value : "nothing");
-    if (v < lo || v > hi)
-        return op_fail(err, OP_EUSAGE, "--%s must be between %g and %g (got %g)", name, lo, hi, v);
-    *out = v;
-    return OP_OK;
+    return e ? parse_number(name, e->value, 0, lo, hi, out, err) : OP_OK;
 }
 
 op_status op_options_int(op_options *o, const char *name, long def, long lo, long hi, long *out,
                          op_error *err)
 {
     entry *e = take(o, name);
+    double v;
     *out = def;
-    if (!e)
-        return OP_OK;
-    char *end = NULL;
-    errno = 0;
-    long v = e->value ? strtol(e->value, &end, 10) : 0;
-    if (!e->value || *end || end == e->value || errno)
-        return op_fail(err, OP_EUSAGE, "--%s needs a whole number (got '%s')", name,
-                       e->value ? e->value : "nothing");
-    if (v < lo || v > hi)
-        return op_fail(err, OP_EUSAGE, "--%s must be between %ld and %ld (got %ld)", name, lo, hi,
-                       v);
-    *out = v;
-    return OP_OK;
+    op_status st = e ? parse_number(name, e->value, 1, (double)lo, (double)hi, &v, err) : OP_OK;
+    if (e && !st)
+        *out = (long)v;
+    return st;
 }
 
 op_status op_options_u64(op_options *o, const char *name, uint64_t def, uint64_t *out,
@@ -200,39 +201,14 @@ static int is_choice(const char *choices, const char *v)
 /* Check one given value against its declaration. */
 static op_status check_value(const op_opt_decl *d, const char *v, op_error *err)
 {
-    char *end = NULL;
-    errno = 0;
-    switch (d->type) {
-    case OP_OPT_FLAG:
-        return OP_OK;
-    case OP_OPT_INT: {
-        long x = v ? strtol(v, &end, 10) : 0;
-        if (!v || *end || end == v || errno)
-            return op_fail(err, OP_EUSAGE, "--%s needs a whole number (got '%s')", d->name,
-                           v ? v : "nothing");
-        if ((double)x < d->lo || (double)x > d->hi)
-            return op_fail(err, OP_EUSAGE, "--%s must be between %.0f and %.0f (got %ld)",
-                           d->name, d->lo, d->hi, x);
-        return OP_OK;
-    }
-    case OP_OPT_NUM: {
-        double x = v ? strtod(v, &end) : NAN;
-        if (!v || *end || end == v || errno || !isfinite(x))
-            return op_fail(err, OP_EUSAGE, "--%s needs a number (got '%s')", d->name,
-                           v ? v : "nothing");
-        if (x < d->lo || x > d->hi)
-            return op_fail(err, OP_EUSAGE, "--%s must be between %g and %g (got %g)", d->name,
-                           d->lo, d->hi, x);
-        return OP_OK;
-    }
-    case OP_OPT_TEXT:
-        if (!v)
-            return op_fail(err, OP_EUSAGE, "--%s needs a value", d->name);
-        if (d->choices && !is_choice(d->choices, v))
-            return op_fail(err, OP_EUSAGE, "--%s must be one of %s (got '%s')", d->name,
-                           d->choices, v);
-        return OP_OK;
-    }
+    double x;
+    if (d->type == OP_OPT_INT || d->type == OP_OPT_NUM)
+        return parse_number(d->name, v, d->type == OP_OPT_INT, d->lo, d->hi, &x, err);
+    if (d->type == OP_OPT_TEXT && !v)
+        return op_fail(err, OP_EUSAGE, "--%s needs a value", d->name);
+    if (d->type == OP_OPT_TEXT && d->choices && !is_choice(d->choices, v))
+        return op_fail(err, OP_EUSAGE, "--%s must be one of %s (got '%s')", d->name, d->choices,
+                       v);
     return OP_OK;
 }
 
