@@ -30,8 +30,9 @@ op_status etf_schedule(const op_place_ctx *ctx, const etf_options *o, op_placeme
  * communication): ETF's tie-breaker.  out has n entries. */
 void etf_static_level(const op_problem *p, double *out);
 
-/* `--order yes|no` (default yes): whether a list scheduler (m-ETF, m-SCT,
- * HEFT) hands its own per-device order to the simulator.  Defined in m_etf.c. */
+/* `--order` (op_place_options; none: no order): whether a list scheduler
+ * (m-ETF, m-SCT, HEFT) hands its own per-device order to the simulator.
+ * Defined in m_etf.c. */
 op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_error *err);
 
 /* etf_schedule under pmem_place_checked (the simulator check); o->margin

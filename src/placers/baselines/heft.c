@@ -23,7 +23,7 @@
  * a fraction of a second, never by scanning the timeline.
  *
  * Output: the placement and HEFT's schedule as the per-device order (ops by
- * planned start), unless `--order no`.  HEFT's own estimate ignores channel
+ * planned start), unless `--order none`.  HEFT's own estimate ignores channel
  * contention; the simulator judges, and checks memory (pmem_place_checked:
  * when it runs out of memory, HEFT runs again with a tighter margin).
  */

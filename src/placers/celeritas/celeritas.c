@@ -227,7 +227,7 @@ static void fused_run_destroy(fused_run *f)
 }
 
 /* Has this fused graph's pass produced this coarse placement already in
- * the current attempt?  (Only placements without a --schedule order.)
+ * the current attempt?  (Only placements without a planned-schedule order.)
  * Remembers it if not. */
 static int seen_before(fused_run *f)
 {
@@ -304,7 +304,7 @@ typedef struct incumbent {
     op_placement best;
     int have, oom, n_fallback;
     double step_us, overflow;
-    cel_pool pool; /* cap 0 without --schedule-orders */
+    cel_pool pool; /* cap 0 with --order none */
 } incumbent;
 
 /* With the pool on, runs are cut off only this far above the incumbent,
@@ -540,8 +540,8 @@ static int order_pool_cap(int n_ops)
     return cap > ORDER_POOL_MAX ? ORDER_POOL_MAX : cap;
 }
 
-/* --schedule-orders (BEYOND THE PAPER): the search judged its candidates
- * under the simulator's first-ready-first order; give the pool's
+/* Orders (BEYOND THE PAPER; off with --order none): the search judged its
+ * candidates under the simulator's first-ready-first order; give the pool's
  * placements, best first, the per-device order of a priority list
  * schedule (memory-aware, capped at the devices' capacities) and offer
  * them.  An ordered placement wins only when the simulator ranks it

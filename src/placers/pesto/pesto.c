@@ -516,13 +516,17 @@ done:
 
 static const op_opt_decl PESTO_OPTIONS[] = {
     {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
-    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "--budget-seconds or 40", NULL, "ILP time limit, seconds"},
+    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "--budget-seconds or 40", NULL,
+     "ILP time limit, seconds"},
     {"balance", OP_OPT_NUM, 0, 100, "0.2", NULL, "load balance slack of --memory balanced|both"},
-    {"cp-slack", OP_OPT_NUM, -1, 1e6, NULL, NULL, "critical-path slack of the coarsening (-1: off)"},
+    {"cp-slack", OP_OPT_NUM, -1, 1e6, NULL, NULL,
+     "critical-path slack of the coarsening (-1: off)"},
     {"max-pairs", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL, "most transfer pairs the ILP models"},
-    {"max-binaries", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL, "most binaries before the ILP is skipped"},
+    {"max-binaries", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL,
+     "most binaries before the ILP is skipped"},
     {"congestion", OP_OPT_TEXT, 0, 0, "on", "on|off", "model link congestion in the ILP"},
-    {"comm-model", OP_OPT_TEXT, 0, 0, "per-source", "per-source|per-edge", "one transfer per source or per edge"},
+    {"comm-model", OP_OPT_TEXT, 0, 0, "per-source", "per-source|per-edge",
+     "one transfer per source or per edge"},
     {"align", OP_OPT_TEXT, 0, 0, "best", "best|none", "align the warm start to the coarse groups"},
     {"auto-seconds", OP_OPT_NUM, 0, 1e6, "5", NULL, "time for the auto warm start (0: none)"},
     {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
@@ -533,7 +537,8 @@ static const op_opt_decl PESTO_OPTIONS[] = {
     {"window-min", OP_OPT_INT, 2, 10000, "10", NULL, "smallest LNS window, ops"},
     {"window-max", OP_OPT_INT, 2, 10000, "60", NULL, "largest LNS window, ops"},
     {"window-seconds", OP_OPT_NUM, 0.01, 1e6, "2", NULL, "CBC time per LNS window"},
-    {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL, "also write the problem for TF-Pesto into this folder"},
+    {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "also write the problem for TF-Pesto into this folder"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 

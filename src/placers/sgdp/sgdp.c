@@ -223,7 +223,8 @@ static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error
 static const op_opt_decl SGDP_OPTIONS[] = {
     {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
     {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
-    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL, "training iterations on this graph from --weights"},
+    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL,
+     "training iterations on this graph from --weights"},
     {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
     {"samples", OP_OPT_INT, 1, 4096, "32", NULL, "placements sampled per iteration"},
     {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},

@@ -348,7 +348,8 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
     {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
     {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
     {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
-    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL, "training iterations on this graph from --weights"},
+    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL,
+     "training iterations on this graph from --weights"},
     {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
     {"samples", OP_OPT_INT, 1, 4096, NULL, NULL, "rollouts per iteration"},
     {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
@@ -374,7 +375,8 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
     {"boundary-all", OP_OPT_INT, 0, 1, "0", NULL, "diagnostic: try every boundary move"},
     {"boundary-rounds", OP_OPT_INT, 1, 1000, NULL, NULL, "boundary search rounds"},
     {"boundary-pairs", OP_OPT_INT, 0, 1000, NULL, NULL, "boundary pairs per round"},
-    {"reward-order", OP_OPT_TEXT, 0, 0, NULL, NULL, "auto|none|blevel|cpath|blevel-w: order rollouts are judged by"},
+    {"reward-order", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "auto|none|blevel|cpath|blevel-w: order rollouts are judged by"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 
