@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
-# bench/reorder.sh - what a priority execution order (opplace/reorder.h,
-# `opplace place --reorder`) adds to each placer's placement (prints
+# bench/reorder.sh - what a priority execution order (opplace/search.h,
+# `opplace place --order`) adds to each placer's placement (prints
 # Markdown).  For every model and placer on 2 and 4 GPUs of PRESET: the
 # placer's step time as it comes (its own schedule, mostly the simulator's
-# first-ready-first), with `--reorder fit` (fastest order that fits) and
-# with `--reorder peak` (no higher peak memory); then per placer the
+# first-ready-first), with `--order fit` (fastest order that fits) and
+# with `--order peak` (no higher peak memory); then per placer the
 # geometric mean of the ratios.  With AUTO_BUDGET=B > 0 also auto without
-# its reorder stage (--no-reorder), refining first-ready-first
-# (--refine-by fifo) and as it is (refinement judged by the order), B
-# seconds each; ALGOS="" skips the placers' tables.
+# its order stage (--order none) and as it is, B seconds each; ALGOS="" skips the placers' tables.
 # usage: [PRESET=v100-nvlink] [AUTO_BUDGET=0] bash bench/reorder.sh [path/to/opplace] [models...]
 set -euo pipefail
 BIN=${1:-./build/opplace}
@@ -33,7 +31,7 @@ print(f\"{d['step_time_us']/1000:.2f} {max(d['peak_memory_bytes'].values())/2**3
 
 for g in 2 4; do
   [ -n "$ALGOS" ] || break
-  echo "#### $g x $PRESET: step time (ms) as placed / --reorder fit / --reorder peak; * = out of memory"
+  echo "#### $g x $PRESET: step time (ms) as placed / --order fit / --order peak; * = out of memory"
   echo
   printf '| model |'; for a in $ALGOS; do printf ' %s |' "$a"; done; echo
   printf '|---|'; for a in $ALGOS; do printf -- '---:|'; done; echo
@@ -42,8 +40,8 @@ for g in 2 4; do
     printf '| %s |' "$m"
     for a in $ALGOS; do
       read -r s0 p0 o0 < <(run "$m" "$g" --algo "$a")
-      read -r s1 p1 o1 < <(run "$m" "$g" --algo "$a" --reorder fit)
-      read -r s2 p2 o2 < <(run "$m" "$g" --algo "$a" --reorder peak)
+      read -r s1 p1 o1 < <(run "$m" "$g" --algo "$a" --order fit)
+      read -r s2 p2 o2 < <(run "$m" "$g" --algo "$a" --order peak)
       star() { [ "$1" = 1 ] && printf '*'; true; }
       printf ' %s%s / %s%s / %s%s |' "$s0" "$(star "$o0")" "$s1" "$(star "$o1")" "$s2" "$(star "$o2")"
       echo "$a $s0 $s1 $s2 $p0 $p1 $p2" >> "$TMP/ratios.$g"
@@ -68,21 +66,20 @@ PY
 done
 
 if [ "$AUTO_BUDGET" != 0 ]; then
-  echo "#### auto, --budget-seconds $AUTO_BUDGET: without its order stage, refining first-ready-first, and refining judged by the order (default): step time (ms)"
+  echo "#### auto, --budget-seconds $AUTO_BUDGET: without its order stage, and as it is (default): step time (ms)"
   echo
-  echo "| model | GPUs | auto --no-reorder | auto --refine-by fifo | auto | auto / fifo | winner |"
-  echo "|---|---:|---:|---:|---:|---:|---|"
+  echo "| model | GPUs | auto --order none | auto | auto / none | winner |"
+  echo "|---|---:|---:|---:|---:|---|"
   : > "$TMP/auto.ratios"
   for g in 2 4; do
     for m in $MODELS; do
-      read -r s0 _ o0 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --no-reorder)
-      read -r s1 _ o1 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --refine-by fifo)
+      read -r s0 _ o0 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" --order none)
       read -r s2 _ o2 < <(run "$m" "$g" --budget-seconds "$AUTO_BUDGET" -o "$TMP/auto.json")
       w=$(python3 -c "import json; print(json.load(open('$TMP/auto.json'))['algorithm'])")
-      q=$(python3 -c "print(f'{$s2/$s1:.3f}')")
-      echo "$s0 $s1 $s2" >> "$TMP/auto.ratios"
+      q=$(python3 -c "print(f'{$s2/$s0:.3f}')")
+      echo "$s0 $s2" >> "$TMP/auto.ratios"
       star() { [ "$1" = 1 ] && printf '*'; true; }
-      echo "| $m | $g | $s0$(star "$o0") | $s1$(star "$o1") | $s2$(star "$o2") | $q | $w |"
+      echo "| $m | $g | $s0$(star "$o0") | $s2$(star "$o2") | $q | $w |"
     done
   done
   echo
@@ -90,10 +87,6 @@ if [ "$AUTO_BUDGET" != 0 ]; then
 import math, sys
 r = [list(map(float, l.split())) for l in open(sys.argv[1])]
 gm = lambda v: math.exp(sum(map(math.log, v)) / len(v))
-q = [x[2] / x[1] for x in r]
-print(f"auto / auto --refine-by fifo: geometric mean {gm(q):.3f}; faster in "
-      f"{sum(v < 0.999 for v in q)}, within 0.1 % in {sum(abs(v - 1) <= 0.001 for v in q)}, "
-      f"slower in {sum(v > 1.001 for v in q)} of {len(q)}")
-print(f"auto / auto --no-reorder: geometric mean {gm([x[2] / x[0] for x in r]):.3f}")
+print(f"auto / auto --order none: geometric mean {gm([x[1] / x[0] for x in r]):.3f}")
 PY
 fi

@@ -11,14 +11,14 @@
 #      without samples, the previous default (--search sample), fine-tuned
 #      ($FINETUNE iterations); each against an untrained policy of the same
 #      seed placed the same way (the control: what the trained weights add);
-#      Also (issue 7, src/learn/sgdp_rank.c) the trained weights after a
+#      Also (issue 7, src/placers/sgdp/sgdp_rank.c) the trained weights after a
 #      supervised move-ranking stage of $RANK_STEPS steps (`train sgdp --init
 #      batch$s.bin --iterations 0 --rank-steps N`);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
 # SGDP runs with its defaults, i.e. with the reference/warm start that goes
-# beyond the paper (src/learn/sgdp_warm.c); the reference column names the
+# beyond the paper (src/placers/sgdp/sgdp_warm.c); the reference column names the
 # heuristic it started from.
 # Total time about 5 x SGDP_BUDGET + 3 x TRAIN_BUDGET + fine-tuning (< 25 min
 # with the defaults).  Baselines run with --best-effort so an OOM placement
@@ -41,7 +41,7 @@ ONE_ITERS=${ONE_ITERS:-}       # set: SGDP-one in the gen part runs this many it
 EXCLUDE=${EXCLUDE:-}           # families also left out of batch training (validation runs)
 WEIGHTS_DIR=${WEIGHTS_DIR:-}   # reuse batch$s.bin from here (trained by the same command)
 RANK_STEPS=${RANK_STEPS:-200} # ranking stage after batch training (0: skip its rows)
-# what `place --algo sgdp --weights W` does by default (src/placers/sgdp.c)
+# what `place --algo sgdp --weights W` does by default (src/placers/sgdp/sgdp.c)
 DEFAULT_ROUNDS=20   # guided search (--search sample: 10)
 DEFAULT_TOP_K=64
 PARTS=${PARTS:-one gen mpi}

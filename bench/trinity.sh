@@ -7,7 +7,7 @@
 # formats.md 5 rule 3), peak memory (max over devices), and search time
 # (wall seconds of the placer).  Prints Markdown.
 #   expert:         the expert placer, first-ready-first (FIFO) execution;
-#   expert + order: `--algo expert --reorder peak` (opplace/reorder.h): expert's
+#   expert + order: `--algo expert --order peak` (opplace/search.h): expert's
 #                   placement with the fastest priority list-schedule order
 #                   that keeps its peak memory (the same list schedules
 #                   Trinity's final choice tries);
@@ -17,7 +17,7 @@
 #                   with the placer's defaults: reference expert, tolerances =
 #                   its peaks, rollouts judged by a list schedule
 #                   (--reward-order auto), final choice over the search's pool
-#                   and the reference with every order (src/placers/trinity.c);
+#                   and the reference with every order (src/placers/trinity/trinity.c);
 #   FULL=1 adds: celeritas; sgdp (SGDP-one, $SGDP_BUDGET s); trinity-none
 #                   (the same as trinity --paper).
 # "target" is the issue's: trinity's step time below expert's with its peak
@@ -26,7 +26,7 @@
 # peaks at most expert's, AND trinity's placement (device_of) is not
 # expert's.  "placement" says whose device_of trinity returned: expert's, a
 # learnt one (the search's pool) or a layer-boundary move around expert's
-# (--boundary-moves, src/learn/trinity_boundary.c; its final choice says so).
+# (--boundary-moves, src/placers/trinity/trinity_boundary.c; its final choice says so).
 # Every placer runs with --best-effort so an OOM placement still reports
 # numbers (marked *).
 # usage: bash bench/trinity.sh [path/to/opplace]
@@ -95,7 +95,7 @@ echo "### Trinity vs expert and expert + order (Table 4 columns), v100-nvlink"
 echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
 echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
-echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --reorder peak; seed ${SEED}."
+echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --order peak; seed ${SEED}."
 [ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity --paper (the paper's method)."
 echo
 hdr="| model | ops | GPUs | expert | expert + order |"
@@ -112,7 +112,7 @@ for m in $MODELS; do
   ops=$("$BIN" info "$g" | awk '/^ops/ {print $4}')
   for n in $GPUS; do
     e=$(place "$g" "$n" expert expert)
-    eo=$(place "$g" "$n" expert expert-order --reorder peak)
+    eo=$(place "$g" "$n" expert expert-order --order peak)
     extra=""
     if [ "$FULL" = 1 ]; then
       c=$(place "$g" "$n" celeritas celeritas)

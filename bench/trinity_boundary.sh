@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/trinity_boundary.sh - the layer-boundary neighbourhood of expert's
-# placement (src/learn/trinity_boundary.c): is there an admissible
+# placement (src/placers/trinity/trinity_boundary.c): is there an admissible
 # placement (peak communication and peak memory at most expert's, no more
 # out of memory) faster than expert + order?  For each model and GPU count
 # it runs Trinity with --boundary-moves $CHUNKS and $TRINITY_ITERATIONS PPO

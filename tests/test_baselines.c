@@ -18,8 +18,8 @@
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
 #include "opplace/zoo.h"
-#include "placers/baselines.h"
-#include "placers/etf_engine.h"
+#include "placers/baselines/baselines.h"
+#include "placers/baselines/etf_engine.h"
 #include "testkit.h"
 
 static const char *const MINE[] = {"m-etf", "m-sct", "heft", "m-topo", "metis", "expert"};

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coarsen/celeritas_fusion.h"
-#include "placers/celeritas_place.h"
-#include "opplace/coarsen.h"
+#include "placers/celeritas/celeritas_fusion.h"
+#include "placers/celeritas/celeritas_place.h"
+#include "coarsen/coarsen.h"
 #include "opplace/estimate.h"
 #include "opplace/io.h"
-#include "opplace/orders.h"
+#include "core/orders.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
@@ -520,7 +520,7 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
      * the simulator's own order */
     const char *paper[] = {"guard",        "0",   "contention",        "0",
                            "fusion-range", "200", "balanced-fallback", "0",
-                           "schedule-orders", "0", NULL};
+                           "order", "none", NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
                  err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
@@ -621,7 +621,7 @@ Test(placers, range_search_never_worse_than_a_fixed_range, .timeout = 120)
     }
 }
 
-/* Issue 5's target on the paper's testbed (4 x V100 32 GB on PCIe): on
+/* The target on the paper's testbed (4 x V100 32 GB on PCIe): on
  * every zoo model celeritas is at least as good as the best Baechi
  * heuristic (m-topo, m-etf, m-sct), OOM-free first.  (On v100-nvlink it
  * is not: bench/RESULTS.md lists the cases.) */
@@ -713,7 +713,7 @@ Test(pool, keeps_the_best_distinct_placements_in_rank_order)
     }
 }
 
-/* --schedule-orders (the default) only adds candidates, so it never
+/* Orders (the default; --order none is without) only add candidates, so it never
  * returns a worse placement than the search without them; an ordered
  * result runs each device's ops exactly as its order lists them. */
 Test(placers, schedule_orders_never_worse, .timeout = 120)
@@ -724,7 +724,7 @@ Test(placers, schedule_orders_never_worse, .timeout = 120)
         tk_bind(&tp, g, tk_cluster(2 + (int)(seed % 3), 20, 2e-4, total_memory(g) / 2));
         op_placement with, without;
         op_error err = {0};
-        const char *off[] = {"schedule-orders", "0", NULL};
+        const char *off[] = {"order", "none", NULL};
         cr_assert_eq(run_placer("celeritas", &tp.p, 1, &with, &err), OP_OK, "%s", err.msg);
         cr_assert_eq(run_placer_opts("celeritas", &tp.p, 1, off, &without, &err), OP_OK, "%s",
                      err.msg);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_hostile_inputs.sh OPPLACE DATA_DIR - giant and hostile inputs fail
-# cleanly (issue 10, item 3): exit code 1 with a message, no crash, no
+# cleanly: exit code 1 with a message, no crash, no
 # sanitizer report, and bounded memory (ulimit -v; skipped under ASan, which
 # reserves terabytes of address space).
 #   - JSON nested 100,000 deep

@@ -1,6 +1,6 @@
 /*
  * test_incremental.c - incremental re-simulation must give exactly the
- * answer of a full simulation (issue 9).
+ * answer of a full simulation.
  */
 #include <criterion/criterion.h>
 #include <string.h>

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
-#include "opplace/orders.h"
+#include "core/orders.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/coarsen.h"
-#include "opplace/commfit.h"
+#include "coarsen/coarsen.h"
+#include "cost/commfit.h"
 #include "opplace/io.h"
-#include "opplace/stats.h"
+#include "core/stats.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

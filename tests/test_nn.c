@@ -15,7 +15,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 /* ---------------------------------------------------------------- rng */
 

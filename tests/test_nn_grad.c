@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #define EPS 1e-6
 #define ATOL 1e-6

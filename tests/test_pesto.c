@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coarsen/pesto_coarsen.h"
-#include "opplace/coarsen.h"
+#include "placers/pesto/pesto_coarsen.h"
+#include "coarsen/coarsen.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
-#include "placers/pesto_ilp.h"
+#include "placers/pesto/pesto_ilp.h"
 #include "testkit.h"
 
 /* ---- coarsening ------------------------------------------------------------ */

@@ -1,6 +1,6 @@
 /*
  * test_refine.c - local refinement (first-ready-first and judged by a
- * priority order) and the `auto` portfolio (issue 9).
+ * priority order) and the `auto` portfolio.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -8,8 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/refine.h"
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 
@@ -223,7 +222,7 @@ Test(refine, judged_by_an_order_never_worse_and_returns_that_order)
     cr_expect_geq(improved, 1, "refinement by the order never moved anything");
 }
 
-/* `place --reorder fit --refine`: refinement judged by the chosen order is
+/* `place --order fit --refine`: refinement judged by the chosen order is
  * never slower than the order alone, and its written placement simulates
  * to the printed step. */
 Test(refine, cli_refines_judged_by_the_chosen_order)
@@ -235,12 +234,12 @@ Test(refine, cli_refines_judged_by_the_chosen_order)
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "%s place %s/g.json --preset v100-nvlink --gpus 2 --algo expert "
-             "--json --reorder fit 2>/dev/null", OPPLACE_BIN, dir);
+             "--json --order fit 2>/dev/null", OPPLACE_BIN, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     double ordered = tk_json_number(out, "step_time_us");
     free(out);
     snprintf(cmd, sizeof cmd, "%s place %s/g.json --preset v100-nvlink --gpus 2 --algo expert "
-             "--json --reorder fit --refine --refine-iters 300 -o %s/p.json", OPPLACE_BIN, dir,
+             "--json --order fit --refine --refine-iters 300 -o %s/p.json", OPPLACE_BIN, dir,
              dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     double refined = tk_json_number(out, "step_time_us");

@@ -1,6 +1,6 @@
 /*
  * test_reorder.c - the best priority execution order of a fixed placement
- * (opplace/reorder.h, src/sim/reorder.c) and `opplace place --reorder`:
+ * (opplace/search.h, src/search/order_search.c) and `opplace place --order`:
  *   - on random DAGs and placements, with roomy and tight memory, the
  *     result keeps device_of, simulates to the reported step, never ranks
  *     after the input, and with keep_peak never raises the largest peak;
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "testkit.h"
 
@@ -140,7 +140,7 @@ Test(reorder, cli_writes_an_order_that_simulates_to_the_printed_step)
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     double fifo = tk_json_number(out, "step_time_us");
     free(out);
-    snprintf(cmd, sizeof cmd, "%s --reorder peak -o %s/p.json 2>/dev/null", place, dir);
+    snprintf(cmd, sizeof cmd, "%s --order peak -o %s/p.json 2>/dev/null", place, dir);
     char full[4200];
     snprintf(full, sizeof full, cmd, OPPLACE_BIN, dir, dir);
     cr_assert_eq(tk_run(full, &out), 0, "%s", out);
@@ -152,9 +152,9 @@ Test(reorder, cli_writes_an_order_that_simulates_to_the_printed_step)
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert_eq(tk_json_number(out, "step_time_us"), ordered);
     free(out);
-    snprintf(cmd, sizeof cmd, "%s place %s/g.json --algo expert --reorder sideways", OPPLACE_BIN,
+    snprintf(cmd, sizeof cmd, "%s place %s/g.json --algo expert --order sideways", OPPLACE_BIN,
              dir);
     cr_assert_eq(tk_run(cmd, &out), 2, "%s", out);
-    cr_assert(strstr(out, "'fit' or 'peak'") != NULL, "%s", out);
+    cr_assert(strstr(out, "--order must be one of own|none|fit|peak") != NULL, "%s", out);
     free(out);
 }

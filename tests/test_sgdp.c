@@ -1,5 +1,5 @@
 /*
- * test_sgdp.c - SGDP (src/learn, src/placers/sgdp.c): PPO training finds
+ * test_sgdp.c - SGDP (src/learn, src/placers/sgdp/sgdp.c): PPO training finds
  * the brute-force optimum of a tiny graph and its greedy policy learns it;
  * weights files round-trip exactly and reject other architectures; training
  * is reproduced bit for bit from the seed with 1 or 2 simulation threads;
@@ -21,7 +21,7 @@
 
 #include "opplace/io.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "testkit.h"
 
 /* Two independent chains of `len` heavy ops with 1 MB outputs, one of
@@ -530,7 +530,7 @@ Test(sgdp, train_command_then_zero_shot_placer)
 }
 
 /* ------------------------------------------- reference, units, warm start
- * (beyond the paper: src/learn/sgdp_warm.c) */
+ * (beyond the paper: src/placers/sgdp/sgdp_warm.c) */
 
 static double simulate_placer(const op_problem *p, const char *name)
 {
@@ -681,7 +681,7 @@ Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
 
 /* ----------------------------- generalisation aids (beyond the paper:
  * the reference skip in sgdp_policy.c, varied inputs in sgdp_train.c,
- * --rounds in src/placers/sgdp.c) */
+ * --rounds in src/placers/sgdp/sgdp.c) */
 
 /* sum over allowed (row, device) of c * logp, and its gradient */
 static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double *c, int backward)

@@ -1,5 +1,5 @@
 /*
- * test_sgdp_rank.c - SGDP's supervised move ranking (src/learn/sgdp_rank.c,
+ * test_sgdp_rank.c - SGDP's supervised move ranking (src/placers/sgdp/sgdp_rank.c,
  * beyond the paper): every label equals an independent simulation of the
  * moved placement and keeps the best other device; the ranking loss's
  * gradient matches finite differences (pairwise part and, with three
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "opplace/io.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "testkit.h"
 
 static sgdp_config tiny_config(void)

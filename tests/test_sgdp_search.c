@@ -1,6 +1,6 @@
 /*
  * test_sgdp_search.c - SGDP's policy-guided zero-shot search
- * (src/learn/sgdp_search.c, beyond the paper): it never returns worse than
+ * (src/placers/sgdp/sgdp_search.c, beyond the paper): it never returns worse than
  * its input (with kicks too) and reports the simulator's time of what it
  * returns; its moves keep pins, kinds, colocation and absent devices; it
  * improves an input
@@ -16,7 +16,7 @@
 
 #include "opplace/io.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "testkit.h"
 
 static sgdp_config tiny_config(void)

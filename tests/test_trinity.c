@@ -1,6 +1,6 @@
 /*
- * test_trinity.c - Trinity (src/learn/trinity_*, node2vec.c,
- * src/placers/trinity.c): the gradients of the assembled networks
+ * test_trinity.c - Trinity (src/placers/trinity/, node2vec.c,
+ * src/placers/trinity/trinity.c): the gradients of the assembled networks
  * (partition FFN, LSTM encoder over the group sequence, LSTM decoder with
  * additive attention and device embeddings) match central finite
  * differences, and the step-by-step sampling pass gives the same
@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/node2vec.h"
+#include "learn/node2vec.h"
 #include "opplace/placer.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "testkit.h"
 
 static trinity_config tiny_config(void)

@@ -1,6 +1,6 @@
 /*
  * test_trinity_boundary.c - Trinity's layer-boundary moves around the
- * reference placement (src/learn/trinity_boundary.c, beyond the paper):
+ * reference placement (src/placers/trinity/trinity_boundary.c, beyond the paper):
  *   - every candidate judged keeps the problem's rules (eligibility, pins,
  *     colocation) and places every op, and differs from the reference;
  *   - the kept candidates are admissible (within expert's peaks, no more
@@ -20,7 +20,7 @@
 #include "opplace/list_schedule.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

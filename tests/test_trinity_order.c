@@ -1,7 +1,7 @@
 /*
  * test_trinity_order.c - Trinity judged by list-scheduled step times
- * (--reward-order, src/learn/trinity_train.c) and its final choice over the
- * search's pool (src/placers/trinity.c), both beyond the paper:
+ * (--reward-order, src/placers/trinity/trinity_train.c) and its final choice over the
+ * search's pool (src/placers/trinity/trinity.c), both beyond the paper:
  *   - a rollout's metrics are exactly the priority list schedule's of its
  *     placement under the memory cap M^ (op_sim_dispatch_by_priority), for
  *     every pool entry and for the reference;
@@ -23,7 +23,7 @@
 #include "opplace/list_schedule.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

@@ -1,6 +1,6 @@
 /*
  * test_trinity_warm.c - what Trinity does beyond the paper
- * (src/learn/trinity_warm.c, trinity_reward.c, trinity_policy.c):
+ * (src/placers/trinity/trinity_warm.c, trinity_reward.c, trinity_policy.c):
  *   - the constrained order: within the tolerances beats outside, then no
  *     OOM, then faster; outside, the higher reward;
  *   - the reference's blocks and units can express the reference exactly
@@ -22,7 +22,7 @@
 
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
-#include "opplace/trinity.h"
+#include "placers/trinity/trinity.h"
 #include "opplace/zoo.h"
 #include "testkit.h"
 

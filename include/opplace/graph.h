@@ -98,7 +98,6 @@ void op_graph_builder_set_origin(op_graph_builder *b, const char *origin);
 int op_graph_add_op(op_graph_builder *b, const op_op_spec *spec, op_error *err);
 /* Index of an op already added, or -1. */
 int op_graph_builder_find(const op_graph_builder *b, const char *name);
-int op_graph_builder_n_ops(const op_graph_builder *b);
 /* bytes < 0: use the source op's output_bytes. */
 op_status op_graph_add_edge(op_graph_builder *b, int src, int dst, int64_t bytes, op_error *err);
 /* Validate and freeze; always consumes b.  NULL on error. */
@@ -116,9 +115,5 @@ int op_graph_find_kind(const op_graph *g, const char *kind);
 double op_graph_time_on_kind(const op_graph *g, int op, const char *kind);
 /* Edge id of src->dst, or -1. */
 int op_graph_find_edge(const op_graph *g, int src, int dst);
-
-/* Build a new graph from g keeping all ops and edges (a deep copy through
- * the builder), useful for transformations that add or rename things. */
-op_graph_builder *op_graph_to_builder(const op_graph *g, op_error *err);
 
 #endif

@@ -21,7 +21,7 @@
  * The modelled makespan is reported; the simulator remains the judge (ties
  * of transfers issued at the same instant may be queued differently).
  *
- * Priorities (op_placement_priorities), levels of opplace/orders.h with the
+ * Priorities (op_placement_priorities), levels of core/orders.h with the
  * placement's own costs: w_v = the op's time on its device, c_uv = the
  * transfer time of the edge on the link between the two devices (0 when
  * both run on one device):

@@ -40,7 +40,14 @@ typedef struct op_placer {
     op_place_fn place;
     int slow;            /* may take more than a few seconds (solvers, training):
                             the default run and quick benchmarks skip it */
+    const op_opt_decl *options; /* the options it reads besides op_place_options
+                                   (NULL: none); `place --algo NAME --help` prints them */
 } op_placer;
+
+/* The options every placement run accepts (--seed, --budget-seconds,
+ * --best-effort, --order, --refine...): the finishing stage's and the
+ * context's. */
+extern const op_opt_decl op_place_options[];
 
 /* Every registered placer, in display order. */
 const op_placer *const *op_placers(int *count);
@@ -66,5 +73,27 @@ double op_seconds_left(const op_place_ctx *ctx);
 /* printf-style progress line on stderr, only when ctx->progress is set. */
 void op_progress(const op_place_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* -------------------------------------------------------------- portfolio */
+
+/* Run pl as a portfolio member: its default options, best effort, silent.
+ * *placed = 0 when it could not place the graph (not an error; only
+ * running out of memory is). */
+op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_placement *out,
+                           int *placed, op_error *err);
+
+typedef struct op_portfolio_winner {
+    char name[32]; /* the placer that won */
+    double over, step; /* its overflow and step */
+    int oom;
+} op_portfolio_winner;
+
+/* The best (plain ranking) of the comma-separated placers in names, e.g.
+ * "expert,metis,m-topo,single", judged without their orders when
+ * drop_order; its device_of into out (initialised for ctx->p).  who
+ * prefixes the messages. */
+op_status op_portfolio_best(const op_place_ctx *ctx, const char *names, int drop_order,
+                            const char *who, op_placement *out, op_portfolio_winner *w,
+                            op_error *err);
 
 #endif

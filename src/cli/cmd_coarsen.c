@@ -1,6 +1,6 @@
 /*
  * cmd_coarsen.c - `opplace coarsen`: shrink a graph with a registered
- * coarsening method (opplace/coarsen.h) and report what it did: nodes,
+ * coarsening method (coarsen/coarsen.h) and report what it did: nodes,
  * edges and CCR (Celeritas eq. 1, on the cluster's reference link) before
  * and after, as in Celeritas's Table 2.  Writes the coarse graph and,
  * optionally, the mapping {"groups": {"op name": coarse index}}.
@@ -10,9 +10,9 @@
 
 #include "cli/cli.h"
 #include "io/file_util.h"
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 #include "opplace/io.h"
-#include "opplace/stats.h"
+#include "core/stats.h"
 
 static const char HELP[] =
     "usage: opplace coarsen GRAPH --method NAME [--target N] [method options]\n"

@@ -5,7 +5,7 @@
 
 #include "cli/cli.h"
 #include "io/file_util.h"
-#include "opplace/commfit.h"
+#include "cost/commfit.h"
 #include "opplace/io.h"
 
 static const char HELP[] =

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
-#include "opplace/stats.h"
+#include "core/stats.h"
 
 static const char HELP[] =
     "usage: opplace info GRAPH [--cluster FILE | --preset P --gpus N [--cpu]] [--json]\n"

@@ -10,10 +10,9 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/placer.h"
-#include "opplace/refine.h"
-#include "opplace/reorder.h"
+#include "opplace/search.h"
 #include "opplace/report.h"
 #include "opplace/simulate.h"
 
@@ -23,8 +22,8 @@ static const char PLACE_HELP[] =
     "                     [--report out.html] [--svg timeline.svg] [--dot graph.dot]\n"
     "                     [--seed S] [--budget-seconds B] [--best-effort] [--quiet]\n"
     "                     [--refine [--refine-seconds S | --refine-iters N]] [--progress]\n"
-    "                     [--reorder fit|peak]\n"
-    "                     [algorithm options, e.g. --time-limit 60]\n"
+    "                     [--order own|none|fit|peak]\n"
+    "                     [algorithm options: 'opplace place --algo NAME --help']\n"
     "\n"
     "Places GRAPH (an opplace-graph file) on the cluster with one algorithm\n"
     "(see 'opplace algos'), simulates one training step and prints the step\n"
@@ -36,12 +35,13 @@ static const char PLACE_HELP[] =
     "  --dot FILE       write the graph colored by device as Graphviz DOT\n"
     "  --json           print only the metrics object on stdout\n"
     "  --best-effort    return a placement even when memory does not suffice\n"
-    "  --reorder fit    give each device the priority execution order (critical\n"
+    "  --order fit      give each device the priority execution order (critical\n"
     "                   path first) the simulator finds fastest, if it beats the\n"
     "                   result's own schedule and still fits; 'peak' also keeps\n"
-    "                   peak memory no higher (auto does 'fit')\n"
+    "                   peak memory no higher (auto does 'fit'); 'none' drops the\n"
+    "                   placer's order (first-ready-first); 'own' (default) keeps it\n"
     "  --refine         polish the result by local search against the simulator,\n"
-    "                   judged by the --reorder order when one was chosen (or,\n"
+    "                   judged by the --order order when one was chosen (or,\n"
     "                   for a placer that orders its result, the best priority\n"
     "                   order), else by first-ready-first\n"
     "                   (--refine-iters N makes it deterministic for a --seed)\n"
@@ -62,6 +62,26 @@ static const char SIMULATE_HELP[] =
     "  --svg FILE     write the timeline alone as SVG\n"
     "  --dot FILE     write the graph colored by device as Graphviz DOT\n"
     "  -o FILE        write the placement again with the recomputed metrics\n";
+
+/* The command's own options; op_place_options and the placer's table
+ * complete the list op_options_check accepts. */
+static const op_opt_decl CLI_OPTIONS[] = {
+    {"algo", OP_OPT_TEXT, 0, 0, NULL, NULL, "placement algorithm (see 'opplace algos')"},
+    {"cluster", OP_OPT_TEXT, 0, 0, NULL, NULL, "cluster file"},
+    {"preset", OP_OPT_TEXT, 0, 0, "v100-nvlink", NULL, "cluster preset"},
+    {"gpus", OP_OPT_INT, 1, 64, "4", NULL, "GPUs of the preset"},
+    {"cpu", OP_OPT_FLAG, 0, 0, NULL, NULL, "add the host CPU to the preset"},
+    {"output", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the placement (-o)"},
+    {"trace", OP_OPT_TEXT, 0, 0, NULL, NULL, "write a Chrome/Perfetto trace"},
+    {"json", OP_OPT_FLAG, 0, 0, NULL, NULL, "print only the metrics object"},
+    {"report", OP_OPT_TEXT, 0, 0, NULL, NULL, "write an HTML report"},
+    {"svg", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the timeline as SVG"},
+    {"dot", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the graph as Graphviz DOT"},
+    {"placement", OP_OPT_TEXT, 0, 0, NULL, NULL, "placement file (simulate)"},
+    {"quiet", OP_OPT_FLAG, 0, 0, NULL, NULL, "no progress lines"},
+    {"progress", OP_OPT_FLAG, 0, 0, NULL, NULL, "progress lines even when not a terminal"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
 
 static void on_sigint(int sig)
 {
@@ -161,124 +181,36 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     return st;
 }
 
-static op_status append_to_name(op_placement *pl, const char *suffix, op_error *err)
+/* The finishing pipeline (opplace/search.h, op_finish): --order fit|peak,
+ * --refine judged by that order, the order again; --order none drops the
+ * placer's order.  The stages that changed pl are appended to its name. */
+static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
+                               op_error *err)
 {
-    char name[160];
-    snprintf(name, sizeof name, "%s%s", pl->algorithm ? pl->algorithm : "?", suffix);
-    return op_placement_set_algorithm(pl, name, err);
-}
-
-/* --reorder fit|peak: the best priority execution order (opplace/reorder.h).
- * rs->priority stays OP_PRIORITY_FIFO when none was chosen. */
-static op_status reorder_result(op_placement *pl, const op_problem *p, int keep_peak,
-                                op_reorder_stats *rs, op_error *err)
-{
-    op_status st = op_placement_reorder(p, pl, keep_peak, rs, err);
-    if (st)
-        return st;
-    if (rs->priority == OP_PRIORITY_FIFO) {
-        fprintf(stderr, "opplace place: reorder: no priority order beats the result's own "
-                        "schedule (%.1f us)\n", rs->initial_us);
-        return OP_OK;
-    }
-    char cap[64] = "capacity";
-    if (rs->cap_share > 0)
-        snprintf(cap, sizeof cap, "%.0f%% of the peak", 100 * rs->cap_share);
-    fprintf(stderr, "opplace place: reorder: %s order, memory cap %s: %.1f -> %.1f us, "
-                    "peak memory %.2f -> %.2f GiB\n",
-            op_priority_name(rs->priority), cap, rs->initial_us, rs->final_us,
-            (double)rs->initial_peak / 1073741824.0, (double)rs->final_peak / 1073741824.0);
-    return append_to_name(pl, "+order", err);
-}
-
-/* The list schedule --refine judges by: the order --reorder chose, or,
- * for a placement with its own order (celeritas, m-sct), the best priority
- * order screened for it (screening it first when --reorder was not
- * given); NULL: first-ready-first. */
-static op_status refine_judge(const op_problem *p, const op_placement *pl, int reordered,
-                              op_reorder_stats *order, op_reorder_stats *screened,
-                              const op_reorder_stats **judge, op_error *err)
-{
-    *judge = NULL;
-    if (order->priority != OP_PRIORITY_FIFO) {
-        *judge = order;
-        return OP_OK;
-    }
-    if (!pl->has_order)
-        return OP_OK;
-    op_status st = OP_OK;
-    if (!reordered) {
-        op_placement scratch;
-        if ((st = op_placement_copy(&scratch, pl, err)))
-            return st;
-        st = op_placement_reorder(p, &scratch, 0, order, err);
-        op_placement_destroy(&scratch);
-    }
-    if (!st)
-        *judge = op_reorder_as_screened(order, screened);
-    return st;
-}
-
-/* --refine: polish the result by local search (opplace/refine.h), judged
- * as refine_judge says (with --reorder peak also within the placement's
- * peak). */
-static op_status refine_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
-                               op_reorder_stats *order, int reordered, int keep_peak,
-                               int *improved, op_error *err)
-{
+    const char *how = op_options_str(a->opts, "order", "own");
+    if (!strcmp(how, "none"))
+        op_placement_drop_order(pl);
     double seconds;
     long iters;
     op_status st;
     if ((st = op_options_double(a->opts, "refine-seconds", 10, 0, 1e9, &seconds, err)) ||
         (st = op_options_int(a->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
         return st;
-    op_reorder_stats screened;
-    const op_reorder_stats *judge;
-    if ((st = refine_judge(ctx->p, pl, reordered, order, &screened, &judge, err)))
+    op_finish_opts fo = {.order = !strcmp(how, "fit") ? 1 : !strcmp(how, "peak") ? 2 : 0,
+                         .refine = op_options_has(a->opts, "refine"),
+                         .refine_opts = {.budget_seconds = iters > 0 ? 0 : seconds,
+                                         .max_iterations = iters, .seed = ctx->seed,
+                                         .max_units = 2000}};
+    if (!fo.order && !fo.refine)
+        return OP_OK;
+    op_place_ctx fctx = *ctx;
+    fctx.progress = !op_options_has(a->opts, "quiet"); /* say what finishing did */
+    op_stages stages = {{0}};
+    if ((st = op_finish(&fctx, &fo, pl, &stages, NULL, err)) || !stages.seq[0])
         return st;
-    int64_t *cap = op_malloc(((size_t)ctx->p->nd + 1) * sizeof *cap, err);
-    if (!cap)
-        return OP_ENOMEM;
-    if (judge)
-        op_reorder_caps(ctx->p, judge, cap);
-    op_refine_opts ro = {.budget_seconds = iters > 0 ? 0 : seconds, .max_iterations = iters,
-                         .seed = ctx->seed, .max_units = 2000,
-                         .order = judge ? judge->priority : OP_PRIORITY_FIFO, .order_cap = cap,
-                         .max_peak = keep_peak ? order->initial_peak : 0};
-    op_refine_stats rs;
-    st = op_refine(ctx, &ro, pl, &rs, err);
-    free(cap);
-    if (st)
-        return st;
-    fprintf(stderr, "opplace place: refine%s%s: %ld candidates, %ld kept, %.1f -> %.1f us in "
-                    "%.1f s\n", ro.order ? " by the order " : "",
-            ro.order ? op_priority_name(ro.order) : "", rs.tried, rs.accepted, rs.initial_us,
-            rs.final_us, rs.seconds);
-    *improved = rs.final_us < rs.initial_us;
-    return *improved ? append_to_name(pl, "+refine", err) : OP_OK;
-}
-
-/* --reorder, then --refine judged by that order, then a second --reorder
- * pass when refinement moved ops (another priority may now be faster). */
-static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placement *pl,
-                               op_error *err)
-{
-    const char *how = op_options_str(a->opts, "reorder", NULL);
-    int keep_peak = how && !strcmp(how, "peak"), improved = 0;
-    if (how && !keep_peak && strcmp(how, "fit"))
-        return op_fail(err, OP_EUSAGE, "--reorder: expected 'fit' or 'peak', got '%s'", how);
-    op_reorder_stats order = {.priority = OP_PRIORITY_FIFO};
-    op_status st = how ? reorder_result(pl, ctx->p, keep_peak, &order, err) : OP_OK;
-    if (!st && op_options_has(a->opts, "refine"))
-        st = refine_result(a, ctx, pl, &order, how != NULL, keep_peak, &improved, err);
-    if (!st && how && improved) {
-        op_reorder_stats again;
-        st = op_placement_reorder(ctx->p, pl, keep_peak, &again, err);
-        if (!st && again.priority != OP_PRIORITY_FIFO)
-            fprintf(stderr, "opplace place: reorder again: %s order: %.1f -> %.1f us\n",
-                    op_priority_name(again.priority), again.initial_us, again.final_us);
-    }
-    return st;
+    char name[160];
+    op_stages_name(pl->algorithm, &stages, name, sizeof name);
+    return op_placement_set_algorithm(pl, name, err);
 }
 
 /* The strongest registered algorithm serves as the default. */
@@ -299,11 +231,18 @@ static op_status run_place(cli_args *a, op_error *err)
     const op_placer *placer = op_placer_find(algo);
     if (!placer)
         return op_fail(err, OP_EUSAGE, "unknown algorithm '%s' (see 'opplace algos')", algo);
+    char help[160];
+    snprintf(help, sizeof help, "opplace place --algo %s --help", placer->name);
+    op_status st;
+    if ((st = op_options_declare(a->opts, CLI_OPTIONS, err)) ||
+        (st = op_options_declare(a->opts, op_place_options, err)) ||
+        (st = op_options_declare(a->opts, placer->options, err)) ||
+        (st = op_options_check(a->opts, help, err)))
+        return st;
     outputs o = read_outputs(a);
     op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
     int quiet = op_options_has(a->opts, "quiet");
     ctx.progress = !quiet && (isatty(STDERR_FILENO) || op_options_has(a->opts, "progress"));
-    op_status st;
     if ((st = op_options_u64(a->opts, "seed", 1, &ctx.seed, err)) ||
         (st = op_options_double(a->opts, "budget-seconds", 0, 0, 1e9, &ctx.budget_seconds, err)))
         return st;
@@ -319,9 +258,8 @@ static op_status run_place(cli_args *a, op_error *err)
     if ((st = finish_result(a, &ctx, &pl, err)))
         goto done_pl;
     double seconds = cli_now() - t0;
-    /* unknown options are errors, but only after the placer had its look;
-     * under MPI every rank holds the same answer and rank 0 reports it */
-    if (!(st = cli_check_unused(a, err)) && op_par_rank() == 0)
+    /* under MPI every rank holds the same answer and rank 0 reports it */
+    if (op_par_rank() == 0)
         st = judge(a, &o, &cp, &pl, seconds, err);
 done_pl:
     op_placement_destroy(&pl);
@@ -354,19 +292,35 @@ static op_status run_simulate(cli_args *a, op_error *err)
     return st;
 }
 
+/* `place --algo NAME --help`: the command's help and NAME's options. */
+static void print_help(const char *help, cli_args *a)
+{
+    fputs(help, stdout);
+    const char *algo = op_options_str(a->opts, "algo", NULL);
+    const op_placer *pl = algo ? op_placer_find(algo) : NULL;
+    if (!pl)
+        return;
+    printf("\n%s: %s\nOptions of every placer:\n", pl->name, pl->summary);
+    op_options_print_help(stdout, op_place_options);
+    if (pl->options) {
+        printf("Options of %s:\n", pl->name);
+        op_options_print_help(stdout, pl->options);
+    }
+}
+
 static int run_cmd(const char *cmd, const char *help, op_status (*fn)(cli_args *, op_error *),
                    int argc, char **argv)
 {
-    static const char *const flags[] = {"json",     "best-effort", "quiet", "progress",
-                                        "cpu",      "refine",      "no-refine", "no-ilp",
-                                        "no-reorder", "paper", NULL};
+    static const char *const flags[] = {"json",  "best-effort", "quiet",     "progress",
+                                        "cpu",   "refine",      "no-refine", "paper",
+                                         NULL};
     cli_args a;
     op_error err = {0};
     int code = 0;
     if (cli_parse(&a, cmd, argc, argv, flags, &err))
         code = cli_report(cmd, &err);
     else if (a.help)
-        fputs(help, stdout);
+        print_help(help, &a);
     else if (fn(&a, &err))
         code = cli_report(cmd, &err);
     cli_args_destroy(&a);

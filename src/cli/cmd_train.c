@@ -15,9 +15,9 @@
 
 #include "cli/cli.h"
 #include "opplace/io.h"
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/placer.h"
-#include "opplace/sgdp.h"
+#include "placers/sgdp/sgdp.h"
 #include "cli/train_trinity.h"
 
 static const char TRAIN_HELP[] =
@@ -44,7 +44,7 @@ static const char TRAIN_HELP[] =
     "         reference) reference placement, --units N (256) decision units,\n"
     "         --warm-start 0|1 (1 unless --init) clone the reference first,\n"
     "         --rank-steps N (0): supervised move ranking after PPO\n"
-    "         (src/learn/sgdp_rank.c; with --iterations 0 the ranking alone);\n"
+    "         (src/placers/sgdp/sgdp_rank.c; with --iterations 0 the ranking alone);\n"
     "         --slots B (1) rollout batches per iteration, shared by MPI ranks\n"
     "         (mpirun -np B opplace train ...)\n"
     TRINITY_TRAIN_HELP
@@ -80,7 +80,7 @@ static void on_sigint(int sig)
 
 /* `opplace train sgdp`'s options.  --paper: the paper's plain PPO (no
  * reference, units, warm start or ranking stage; those options are refused
- * with it).  Beyond the paper (src/learn/sgdp_warm.c, sgdp_rank.c):
+ * with it).  Beyond the paper (src/placers/sgdp/sgdp_warm.c, sgdp_rank.c):
  * --heuristics LIST ("none": no reference), --units N, --warm-start 0|1
  * (1 for a new policy), --rank-steps N (supervised move ranking after PPO);
  * --slots B rollout batches per iteration (shared by MPI ranks). */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 
 typedef struct command {
     const char *name;

@@ -1,19 +1,19 @@
 /*
  * train_trinity.c - `opplace train trinity ...` (papers/trinity.txt): reads
  * the Trinity options, trains a new policy (or continues --init W.bin) on
- * the graphs with PPO (src/learn/trinity_train.c), saves the weights and
+ * the graphs with PPO (src/placers/trinity/trinity_train.c), saves the weights and
  * prints, per graph, the best placement's step time, peak communication and
  * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
  * the graphs and the cluster and dispatches here.  Under mpirun the
  * --slots rollout batches of an iteration are shared by the ranks; only
  * rank 0 prints and writes the weights.  As in the placer
- * (src/placers/trinity.c), a reference placement (--heuristics, default
- * expert; src/learn/trinity_warm.c, beyond the paper) centres the priors
+ * (src/placers/trinity/trinity.c), a reference placement (--heuristics, default
+ * expert; src/placers/trinity/trinity_warm.c, beyond the paper) centres the priors
  * and gives decision units, and its peaks are the tolerances unless
  * --max-comm / --max-mem are given; rollouts are judged by the list
  * schedule of --reward-order (auto: the priority best for the reference;
  * none: first-ready-first); --paper trains exactly the paper's way.  The
- * options are read by trinity_options_read (src/learn/trinity_options.c),
+ * options are read by trinity_options_read (src/placers/trinity/trinity_options.c),
  * shared with the placer.
  */
 #include <stdio.h>
@@ -21,8 +21,8 @@
 
 #include "cli/train_trinity.h"
 #include "opplace/list_schedule.h"
-#include "opplace/parallel.h"
-#include "opplace/trinity.h"
+#include "core/parallel.h"
+#include "placers/trinity/trinity.h"
 
 static void print_results(const trinity_trainer *t, const op_problem *const *problems,
                           op_graph *const *graphs, int n, const char *weights)

@@ -1,13 +1,13 @@
 /*
  * coarse_graph.c - building the coarse graph of a grouping, and expanding a
- * coarse placement back to the original ops (see opplace/coarsen.h).
+ * coarse placement back to the original ops (see coarsen/coarsen.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/strtab.h"
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 
 void op_coarse_map_destroy(op_coarse_map *m)
 {

@@ -1,5 +1,5 @@
 /*
- * registry.c - the list of coarsening methods (opplace/coarsen.h).
+ * registry.c - the list of coarsening methods (coarsen/coarsen.h).
  *
  * To add a method: define `const op_coarsener op_coarsener_<name>` in its
  * own file under src/coarsen/, declare it below and add it to COARSENERS.
@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "opplace/coarsen.h"
+#include "coarsen/coarsen.h"
 
 extern const op_coarsener op_coarsener_celeritas;
 extern const op_coarsener op_coarsener_pesto;

@@ -42,11 +42,6 @@ void op_graph_builder_set_origin(op_graph_builder *b, const char *origin)
     }
 }
 
-int op_graph_builder_n_ops(const op_graph_builder *b)
-{
-    return b->n_ops;
-}
-
 int op_graph_builder_find(const op_graph_builder *b, const char *name)
 {
     return op_name_index_get(&b->names, name);

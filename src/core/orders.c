@@ -1,6 +1,6 @@
 /*
  * orders.c - tlevel/blevel/cpath and the DFS-TOPO and CPD-TOPO orders
- * (Celeritas sections 4.2.2 and 5.1.3; see opplace/orders.h).
+ * (Celeritas sections 4.2.2 and 5.1.3; see core/orders.h).
  *
  * The paper's queue only ever takes from and adds to its head, so it is a
  * stack: the initial ready ops are pushed lowest priority first, and each
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/orders.h"
-#include "opplace/stats.h"
+#include "core/orders.h"
+#include "core/stats.h"
 
 void op_levels_destroy(op_levels *l)
 {

@@ -1,12 +1,12 @@
 /*
- * parallel.c - the MPI layer of opplace/parallel.h.  Built against Open MPI
+ * parallel.c - the MPI layer of core/parallel.h.  Built against Open MPI
  * when CMake finds it (OPPLACE_HAVE_MPI); otherwise a single-rank stand-in.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 
 #ifdef OPPLACE_HAVE_MPI
 #include <mpi.h>

@@ -1,5 +1,5 @@
-/* stats.c - summary numbers of a problem (see opplace/stats.h). */
-#include "opplace/stats.h"
+/* stats.c - summary numbers of a problem (see core/stats.h). */
+#include "core/stats.h"
 
 static void reference_link(const op_cluster *c, double *lat, double *upb)
 {

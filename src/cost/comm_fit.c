@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "io/file_util.h"
-#include "opplace/commfit.h"
+#include "cost/commfit.h"
 
 op_status op_linear_fit(const double *x, const double *y, int n, double *a, double *b,
                         double *r2, op_error *err)

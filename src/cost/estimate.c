@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/commfit.h"
+#include "cost/commfit.h"
 #include "opplace/estimate.h"
 
 typedef struct fit_ctx {

@@ -3,7 +3,7 @@
  * view of an op graph: biased second-order random walks, then skip-gram
  * with negative sampling (Mikolov et al., 2013) trained by SGD.  Trinity
  * (papers/trinity.txt, section 4.1.1) uses the vectors as each op's
- * "structure" feature.  opplace/node2vec.h states the method.
+ * "structure" feature.  learn/node2vec.h states the method.
  *
  * Assumptions and differences from the reference implementation:
  *   - the transition weights are computed on the fly at each step (a scan
@@ -13,13 +13,13 @@
  *   - the graph is unweighted (edge bytes are not used);
  *   - one thread, so a seed fixes the result exactly.
  */
-#include "opplace/node2vec.h"
+#include "learn/node2vec.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 node2vec_config node2vec_defaults(void)
 {

@@ -4,7 +4,7 @@
  *
  * What it implements: the moving-average reward baseline, advantages, and
  * the clipped surrogate objective with an entropy bonus, as a loss and its
- * gradient with respect to the policy's log-probabilities (opplace/learn.h
+ * gradient with respect to the policy's log-probabilities (learn/learn.h
  * has the formula).  The network and its backward pass belong to the
  * caller.
  *
@@ -13,7 +13,7 @@
  * leaves the clipping range at once; every decision of a rollout shares the
  * rollout's advantage (one reward per placement, no value network, as SGDP).
  */
-#include "opplace/learn.h"
+#include "learn/learn.h"
 
 #include <math.h>
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opplace/parallel.h"
+#include "core/parallel.h"
 #include "opplace/placer.h"
 
 double rl_now_seconds(void)

@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "opplace/learn.h"
-#include "opplace/nn.h"
+#include "learn/learn.h"
+#include "nn/nn.h"
 #include "opplace/simulate.h"
 
 #define RL_MAX_THREADS 64

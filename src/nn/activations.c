@@ -5,7 +5,7 @@
  * functions f'(x) is a function of f(x) (ReLU: y > 0, sigmoid: y(1-y),
  * tanh: 1-y^2), which lets the forward pass run in place without keeping x.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 #include <math.h>

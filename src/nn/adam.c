@@ -5,7 +5,7 @@
  * The moments live in each nn_param (m, v), so one nn_adam can drive any
  * nn_params; only the step counter for bias correction is kept here.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <math.h>
 

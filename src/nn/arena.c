@@ -10,7 +10,7 @@
  * zeroed, because every gradient buffer must start at zero (backward passes
  * accumulate).
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <stdalign.h>
 #include <stdlib.h>

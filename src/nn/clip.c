@@ -5,7 +5,7 @@
  * all parameters taken together (as torch.nn.utils.clip_grad_norm_), which
  * keeps one huge advantage from wrecking the policy.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
  * eq. 3, and Trinity's [decoder state ; context]; row concat builds
  * Transformer-XL's [memory ; segment].  Backward splits the gradient back.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 #include <string.h>

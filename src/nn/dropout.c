@@ -6,7 +6,7 @@
  * mask (0 or the scale) is kept in the arena for backward; drawing it from
  * the caller's nn_rng makes a training run reproducible from its seed.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 

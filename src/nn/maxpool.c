@@ -10,7 +10,7 @@
  * element's gradient to the neighbor that won the max (first one on ties),
  * remembered in the cache.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 

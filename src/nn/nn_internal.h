@@ -8,7 +8,7 @@
 #ifndef OPPLACE_NN_INTERNAL_H
 #define OPPLACE_NN_INTERNAL_H
 
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 /* nn_params_add with the name "prefix.suffix". */
 op_status nn_add_named_param(nn_params *ps, const char *prefix, const char *suffix, int rows,

@@ -12,7 +12,7 @@
  * copying any value, so a rejected file leaves the model untouched.  Each
  * failure names the file and what to do about it.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -8,7 +8,7 @@
  * seed.  Box-Muller keeps no spare value, so the stream position after a
  * call depends only on the number of calls.  Other modules may use it too.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 #include <math.h>

@@ -6,7 +6,7 @@
  * matrix products go through nn_matmul, one place that maps the row-major
  * convention onto cblas_dgemm and handles the empty cases BLAS rejects.
  */
-#include "opplace/nn.h"
+#include "nn/nn.h"
 
 #include <assert.h>
 #include <cblas.h>

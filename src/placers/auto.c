@@ -1,27 +1,25 @@
 /*
  * auto.c - the default algorithm: a portfolio of every fast placer, the
- * best of them refined by local search, and (when the budget allows) Pesto's
- * ILP warm-started from it.  Beyond the papers: each of them returns one
+ * best of them refined by local search.  Beyond the papers: each of them returns one
  * algorithm's answer; users want the best placement they can get in the
  * time they have.
  *
  * Options: --budget-seconds B (default 10): total time; refinement gets
- * what the portfolio leaves, split with Pesto when B >= 60 s.  The portfolio
+ * what the portfolio leaves.  The portfolio
  * runs every fast placer unless the budget runs out first (only on graphs of
  * hundreds of thousands of ops): then the remaining placers are skipped.
- * Execution orders (opplace/reorder.h): each placer's result, while the
+ * Execution orders (opplace/search.h): each placer's result, while the
  * first half of the budget lasts, is also tried with its best priority
  * execution order.  Refinement then starts from the better of the best
  * ordered placement, judging candidates by that order's list schedule
- * (opplace/refine.h), and the best placement as placed, judged
+ * (opplace/search.h), and the best placement as placed, judged
  * first-ready-first; the refined placement gets its best order again at
- * the end, and the result is the better of it and the other finalist
- * (`--refine-by fifo` always refines the plain one, the previous way).
- * --no-refine, --no-ilp, --no-reorder switch stages off.  The placement's
+ * the end, and the result is the better of it and the other finalist.
+ * --no-refine and --order none switch stages off.  The placement's
  * algorithm name records the winner, e.g. "auto:expert+order" or
  * "auto:celeritas+refine+order".
  *
- * Under MPI (opplace/parallel.h) placer i of the portfolio runs on rank
+ * Under MPI (core/parallel.h) placer i of the portfolio runs on rank
  * i mod N, and refinement runs K independent streams (--refine-streams,
  * default: one per rank; stream k uses seed + k) spread over the ranks.
  * The winner is chosen by (memory overflow, step time, index) on every rank
@@ -35,9 +33,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "opplace/parallel.h"
-#include "opplace/refine.h"
-#include "opplace/reorder.h"
+#include "core/parallel.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 
 typedef struct candidate {
@@ -48,7 +45,8 @@ typedef struct candidate {
     op_reorder_stats order; /* the order stage's stats of this placement as placed
                              * (priority FIFO: no order kept, or not run) */
     double fifo_step;       /* its step without its own order, if it has one */
-    char name[96];
+    char name[64];          /* the placer */
+    op_stages stages;       /* what auto did to it since (opplace/search.h) */
 } candidate;
 
 static int beats(double step, double over, const candidate *best)
@@ -60,7 +58,8 @@ static int beats(double step, double over, const candidate *best)
 
 /* Keep pl (consumed) in c if it ranks before what c holds.  Returns 1
  * when kept. */
-static int offer(candidate *c, op_placement *pl, double step, double over, const char *name)
+static int offer(candidate *c, op_placement *pl, double step, double over, const char *name,
+                 int ordered)
 {
     if (!beats(step, over, c)) {
         op_placement_destroy(pl);
@@ -73,12 +72,15 @@ static int offer(candidate *c, op_placement *pl, double step, double over, const
     c->over = over;
     c->have = 1;
     snprintf(c->name, sizeof c->name, "%s", name);
+    c->stages = (op_stages){{0}};
+    if (ordered)
+        op_stages_add(&c->stages, 'o');
     return 1;
 }
 
 /* The two best placements so far: as the placers returned them (refinement
  * starts from this one: it judges placements by first-ready-first), and
- * with their best execution order (opplace/reorder.h).  Indexes order the
+ * with their best execution order (opplace/search.h).  Indexes order the
  * candidates for the MPI election. */
 typedef struct finalists {
     candidate plain, ordered;
@@ -110,7 +112,7 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
         return st;
     }
     op_progress(ctx, "auto: %-12s %12.1f us%s", name, step, over > 0 ? " (OOM)" : "");
-    if (offer(&f->plain, out, step, over, name)) {
+    if (offer(&f->plain, out, step, over, name, 0)) {
         f->plain_index = index;
         f->plain.order = rs;
         f->plain.fifo_step = fifo_step;
@@ -121,33 +123,23 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
     if (ordered)
         op_progress(ctx, "auto: %-12s %12.1f us%s with the %s order", name, rs.final_us,
                     rs.final_over > 0 ? " (OOM)" : "", op_priority_name(rs.priority));
-    char oname[96];
-    snprintf(oname, sizeof oname, "%s%s", name, ordered ? "+order" : "");
-    if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, oname)) {
+    if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, name, ordered)) {
         f->ordered_index = index;
         f->ordered.order = rs;
     }
     return OP_OK;
 }
 
-/* Run one placer and offer its result. */
+/* Run one placer (opplace/search.h, op_portfolio_run) and offer its result. */
 static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, double index,
                             int reorder, op_sim *sim, op_sim_result *r, finalists *f,
                             op_error *err)
 {
-    op_place_ctx sub = *ctx;
-    sub.best_effort = 1; /* the portfolio judges memory itself */
-    sub.progress = 0;
     op_placement out;
-    op_error perr = {0};
-    double t0 = op_seconds_now();
-    if (op_place(pl, &sub, &out, &perr) != OP_OK) {
-        if (perr.code == OP_ENOMEM)
-            return op_fail(err, OP_ENOMEM, "%s", perr.msg);
-        op_progress(ctx, "auto: %s failed: %s", pl->name, perr.msg);
-        return OP_OK;
-    }
-    op_progress(ctx, "auto: %s placed in %.2f s", pl->name, op_seconds_now() - t0);
+    int placed;
+    op_status st = op_portfolio_run(ctx, pl, &out, &placed, err);
+    if (st || !placed)
+        return st;
     return offer_result(ctx, &out, pl->name, index, reorder, sim, r, f, err);
 }
 
@@ -202,6 +194,7 @@ static op_status elect(candidate *best, double index, op_error *err)
     }
     if ((st = share_placement(&best->pl, win, err)) ||
         (st = op_par_bcast(best->name, sizeof best->name, win, err)) ||
+        (st = op_par_bcast(&best->stages, sizeof best->stages, win, err)) ||
         (st = op_par_bcast(&best->order, sizeof best->order, win, err)) ||
         (st = op_par_bcast(&best->fifo_step, sizeof best->fifo_step, win, err)))
         return st;
@@ -242,186 +235,130 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double 
     return f->plain.have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
 }
 
-/* K refinement streams from best, spread over ranks; `how` gives the
- * judge (first-ready-first or an order) and the iteration limit, the
- * streams get their seeds and a share of `seconds`. */
-static op_status run_refinement(const op_place_ctx *ctx, const op_refine_opts *how,
-                                double seconds, int streams, candidate *best, op_error *err)
+/* The refinement op_finish runs for auto: K streams from pl, spread over
+ * ranks, each with its seed (seed + k) and a share of `seconds`; pl
+ * becomes the best stream's result when it is faster (an op_refine_runner). */
+typedef struct streams {
+    int k;
+    double seconds;
+} streams;
+
+static op_status run_streams(void *arg, const op_place_ctx *ctx, const op_refine_opts *how,
+                             op_placement *pl, op_refine_stats *out, op_error *err)
 {
+    const streams *ss = arg;
     int P = op_par_size(), me = op_par_rank();
-    int mine = streams / P + (me < streams % P ? 1 : 0);
-    candidate start = *best, local = {0};
-    double local_index = INFINITY;
+    int mine = ss->k / P + (me < ss->k % P ? 1 : 0);
+    candidate local = {.n_ops = pl->n_ops, .n_dev = pl->n_dev};
+    double local_index = INFINITY, initial = INFINITY;
+    long tried = 0, accepted = 0;
     op_status st = OP_OK;
-    for (int s = me; s < streams && !st; s += P) {
-        op_placement pl;
-        if ((st = op_placement_copy(&pl, &start.pl, err)))
+    for (int s = me; s < ss->k && !st; s += P) {
+        op_placement c;
+        if ((st = op_placement_copy(&c, pl, err)))
             break;
         op_refine_opts ro = *how;
-        ro.budget_seconds = how->max_iterations > 0 ? 0 : seconds / (mine ? mine : 1);
+        ro.budget_seconds = how->max_iterations > 0 ? 0 : ss->seconds / (mine ? mine : 1);
         ro.seed = ctx->seed + (uint64_t)s;
         op_refine_stats rs;
-        st = op_refine(ctx, &ro, &pl, &rs, err);
+        st = op_refine(ctx, &ro, &c, &rs, err);
         op_progress(ctx, "auto: refine stream %d tried %ld, kept %ld: %.1f -> %.1f us", s,
                     rs.tried, rs.accepted, rs.initial_us, rs.final_us);
+        initial = rs.initial_us;
+        tried += rs.tried, accepted += rs.accepted;
         if (!st && (!local.have || rs.final_us < local.step)) {
             if (local.have)
                 op_placement_destroy(&local.pl);
-            local.pl = pl;
+            local.pl = c;
             local.have = 1;
             local.step = rs.final_us;
-            local.over = start.over; /* refinement never adds overflow */
             local_index = s;
         } else {
-            op_placement_destroy(&pl);
+            op_placement_destroy(&c);
         }
     }
-    local.n_ops = best->n_ops;
-    local.n_dev = best->n_dev;
     if (!st)
         st = elect(&local, local_index, err);
-    if (!st && local.have && local.step < best->step) {
-        op_placement_destroy(&best->pl);
-        best->pl = local.pl;
-        best->step = local.step;
-        strncat(best->name, "+refine", sizeof best->name - strlen(best->name) - 1);
+    if (!st && op_par_size() > 1)
+        st = op_par_bcast(&initial, sizeof initial, 0, err);
+    *out = (op_refine_stats){.tried = tried, .accepted = accepted, .initial_us = initial,
+                             .final_us = initial};
+    if (!st && local.have && local.step < initial) {
+        op_placement_destroy(pl);
+        *pl = local.pl;
+        out->final_us = local.step;
     } else if (local.have) {
         op_placement_destroy(&local.pl);
     }
     return st;
 }
 
-static op_status run_ilp(const op_place_ctx *ctx, double seconds, int reorder, op_sim *sim,
-                         op_sim_result *r, finalists *f, op_error *err)
+/* Finish c (opplace/search.h, op_finish): refinement for `seconds` (or
+ * iters per stream) judged by judge's order (NULL: first-ready-first),
+ * then its best order unless it carries one it was refined by without
+ * change; c's step and overflow are simulated again. */
+static op_status finish_one(const op_place_ctx *ctx, candidate *c, const op_reorder_stats *judge,
+                            int refine, double seconds, long iters, int n_streams, int reorder,
+                            op_error *err)
 {
-    const op_placer *pesto = op_placer_find("pesto");
-    /* the ILP helps on coarse graphs of tens of ops; on huge graphs its
-     * coarsening alone would spend the budget */
-    if (!pesto || seconds < 20 || ctx->p->n > 100000)
-        return OP_OK;
-    char limit[32];
-    snprintf(limit, sizeof limit, "%.0f", seconds);
-    op_place_ctx sub = *ctx;
-    sub.opts = op_options_new(err);
-    if (!sub.opts)
-        return OP_ENOMEM;
-    op_options_set(sub.opts, "time-limit", limit, err);
-    /* the portfolio already ran: warm-start from its winner, no second auto */
-    op_options_set(sub.opts, "auto-seconds", "0", err);
-    if (op_placer_find(f->plain.name))
-        op_options_set(sub.opts, "warm-start", f->plain.name, err);
-    char before[96], name[96];
-    snprintf(before, sizeof before, "%s", f->plain.name);
-    snprintf(name, sizeof name, "pesto (warm start: %.60s)", before);
-    op_placement out;
-    op_error perr = {0};
-    op_status st = OP_OK;
-    if (op_place(pesto, &sub, &out, &perr) == OP_OK)
-        st = offer_result(ctx, &out, name, -1, reorder, sim, r, f, err);
-    else if (perr.code == OP_ENOMEM)
-        st = op_fail(err, OP_ENOMEM, "%s", perr.msg);
-    else
-        op_progress(ctx, "auto: pesto failed: %s", perr.msg);
-    op_options_free(sub.opts);
-    return st;
-}
-
-/* Give the refined placement its best execution order.  Every rank holds
- * the same one and reorders it the same way (the reorder is
- * deterministic), so no election is needed. */
-static op_status reorder_refined(const op_place_ctx *ctx, candidate *c, op_error *err)
-{
-    op_reorder_stats rs;
-    op_status st = op_placement_reorder(ctx->p, &c->pl, 0, &rs, err);
-    if (st || rs.priority == OP_PRIORITY_FIFO)
-        return st;
-    op_progress(ctx, "auto: %s with the %s order: %.1f -> %.1f us", c->name,
-                op_priority_name(rs.priority), rs.initial_us, rs.final_us);
-    c->step = rs.final_us;
-    c->over = rs.final_over;
-    if (!strstr(c->name, "+order"))
-        strncat(c->name, "+order", sizeof c->name - strlen(c->name) - 1);
-    return OP_OK;
-}
-
-/* Refine c for `seconds` (or iters per stream), judged by the list
- * schedule of judge's priority and memory caps, or first-ready-first when
- * judge is NULL; then give it its best order. */
-static op_status refine_one(const op_place_ctx *ctx, candidate *c, const op_reorder_stats *judge,
-                            double seconds, long iters, int streams, int reorder, op_error *err)
-{
-    const op_problem *p = ctx->p;
-    int64_t *cap = op_malloc(((size_t)p->nd + 1) * sizeof *cap, err);
-    if (!cap)
-        return OP_ENOMEM;
-    op_refine_opts how = {.max_iterations = iters, .max_units = 2000,
-                          .order = judge ? judge->priority : OP_PRIORITY_FIFO, .order_cap = cap};
-    char as_given[sizeof c->name];
-    memcpy(as_given, c->name, sizeof as_given);
-    double step = c->step;
-    if (judge) {
-        op_reorder_caps(p, judge, cap);
+    op_reorder_stats none = {.priority = OP_PRIORITY_FIFO, .screened = OP_PRIORITY_FIFO};
+    streams ss = {n_streams, seconds};
+    op_finish_opts fo = {.order = reorder, .refine = refine,
+                         .refine_opts = {.max_iterations = iters, .max_units = 2000},
+                         .run = run_streams, .run_arg = &ss, .ordered = judge ? judge : &none,
+                         .is_ordered = strchr(c->stages.seq, 'o') != NULL,
+                         .fifo_step = c->fifo_step};
+    if (judge)
         op_progress(ctx, "auto: refining %s judged by the %s order", c->name,
-                    op_priority_name(how.order));
-        /* a refined result carries that order: name it like ordered ones */
-        if (!strstr(c->name, "+order"))
-            strncat(c->name, "+order", sizeof c->name - strlen(c->name) - 1);
+                    op_priority_name(judge->priority));
+    op_status st = op_finish(ctx, &fo, &c->pl, &c->stages, NULL, err);
+    op_sim_result r;
+    if (!st && !(st = op_sim_result_init(&r, ctx->p, err))) {
+        if (!(st = op_simulate(ctx->p, &c->pl, &r, NULL, err))) {
+            c->step = r.step_time_us;
+            c->over = op_sim_overflow_bytes(ctx->p, &r);
+        }
+        op_sim_result_destroy(&r);
     }
-    op_status st = run_refinement(ctx, &how, seconds, streams, c, err);
-    if (!st && !(c->step < step)) /* not refined: the placement as it was */
-        memcpy(c->name, as_given, sizeof as_given);
-    free(cap);
-    return !st && reorder ? reorder_refined(ctx, c, err) : st;
+    return st;
 }
 
 /* Judging by an order costs a whole simulator run per candidate where
  * first-ready-first resumes from snapshots; an order that gains less than
- * this share over its placement as placed is not worth it (bench/RESULTS.md:
- * WaveNet x 2, where celeritas's order gains nothing). */
+ * this share over its placement as placed is not worth it. */
 static const double MIN_ORDER_GAIN = 0.01;
 
-/* How to judge the plain finalist: a placement that comes with its own
- * order (celeritas, m-sct) loses it under first-ready-first refinement
- * (PNASNet x 4: 736 -> 889 ms), so when an order matters for it (the best
- * priority order screened for it, even if slower than its own, gains
- * MIN_ORDER_GAIN over first-ready-first) it is judged by that order. */
-static const op_reorder_stats *plain_judge(const candidate *c, op_reorder_stats *tmp)
-{
-    if (!c->pl.has_order || c->order.screened_us > (1 - MIN_ORDER_GAIN) * c->fifo_step)
-        return NULL;
-    return op_reorder_as_screened(&c->order, tmp);
-}
-
-/* Refinement by `mode`: "order" refines the ordered finalist judged by its
- * order when that order gains at least MIN_ORDER_GAIN and it ranks first,
- * else the plain one (judged by plain_judge); "fifo" always the plain one
- * first-ready-first (the previous behaviour); "both" splits the time
- * between the two. */
-static op_status refine_best(const op_place_ctx *ctx, double seconds, long iters, int streams,
-                             int reorder, const char *mode, finalists *f, op_error *err)
+/* Refine the ordered finalist judged by its order when that order gains at
+ * least MIN_ORDER_GAIN and it ranks first, else the plain one (judged as
+ * op_finish_judge says); without refinement, give the plain one its
+ * order. */
+static op_status refine_best(const op_place_ctx *ctx, int refine, double seconds, long iters,
+                             int streams, int reorder, finalists *f, op_error *err)
 {
     const op_reorder_stats *o = &f->ordered.order;
     int can_order = reorder && f->ordered.have && o->priority != OP_PRIORITY_FIFO &&
                     (o->final_over < o->initial_over ||
                      o->final_us <= (1 - MIN_ORDER_GAIN) * o->initial_us);
     int ordered_first = can_order && !beats(f->plain.step, f->plain.over, &f->ordered);
+    if (refine && ordered_first)
+        return finish_one(ctx, &f->ordered, o, 1, seconds, iters, streams, reorder, err);
     op_reorder_stats tmp;
-    const op_reorder_stats *pj = strcmp(mode, "fifo") ? plain_judge(&f->plain, &tmp) : NULL;
-    if (!strcmp(mode, "both") && can_order) {
-        op_status st = refine_one(ctx, &f->ordered, o, seconds / 2, iters, streams, reorder, err);
-        return st ? st : refine_one(ctx, &f->plain, pj, seconds / 2, iters, streams, reorder, err);
+    const op_reorder_stats *pj = op_finish_judge(&f->plain.pl, NULL, 0, &tmp);
+    if (refine && f->plain.pl.has_order) {
+        op_reorder_stats screened_only = f->plain.order;
+        screened_only.priority = OP_PRIORITY_FIFO;
+        pj = op_finish_judge(&f->plain.pl, &screened_only, f->plain.fifo_step, &tmp);
     }
-    if (ordered_first && !strcmp(mode, "order"))
-        return refine_one(ctx, &f->ordered, o, seconds, iters, streams, reorder, err);
-    return refine_one(ctx, &f->plain, pj, seconds, iters, streams, reorder, err);
+    return finish_one(ctx, &f->plain, pj, refine, seconds, iters, streams, reorder, err);
 }
 
 /* Copy the winner into out and name it. */
 static op_status emit(const op_problem *p, const candidate *best, op_placement *out,
                       op_error *err)
 {
-    char name[128];
-    snprintf(name, sizeof name, "auto:%s", best->name);
+    char base[80], name[128];
+    snprintf(base, sizeof base, "auto:%s", best->name);
+    op_stages_name(base, &best->stages, name, sizeof name);
     memcpy(out->device_of, best->pl.device_of, (size_t)p->n * sizeof(int));
     op_status st = OP_OK;
     if (best->pl.has_order && !(st = op_placement_alloc_order(out, err))) {
@@ -436,13 +373,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     const op_problem *p = ctx->p;
     double t0 = op_seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
     int refine = !op_options_has(ctx->opts, "no-refine");
-    int ilp = !op_options_has(ctx->opts, "no-ilp");
-    int reorder = !op_options_has(ctx->opts, "no-reorder");
-    const char *refine_by = op_options_str(ctx->opts, "refine-by", "order");
-    if (strcmp(refine_by, "order") && strcmp(refine_by, "fifo") && strcmp(refine_by, "both"))
-        return op_fail(err, OP_EUSAGE,
-                       "auto: --refine-by: expected 'order', 'fifo' or 'both', got '%s'",
-                       refine_by);
+    int reorder = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
                    .ordered = {.n_ops = p->n, .n_dev = p->nd}};
     long iters, streams;
@@ -456,14 +387,9 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     if (!st)
         st = run_portfolio(ctx, t0 + budget, reorder ? t0 + 0.5 * budget : 0, sim, &r, &f, err);
     double left = budget - (op_seconds_now() - t0);
-    if (!st && ilp && budget >= 60 && left > 0) {
-        st = run_ilp(ctx, left * 0.5, reorder, sim, &r, &f, err);
-        left = budget - (op_seconds_now() - t0);
-    }
-    if (!st && refine && (left > 0.05 || iters > 0))
-        st = refine_best(ctx, left, iters, (int)streams, reorder, refine_by, &f, err);
-    else if (!st && reorder)
-        st = reorder_refined(ctx, &f.plain, err);
+    refine = refine && (left > 0.05 || iters > 0);
+    if (!st && (refine || reorder))
+        st = refine_best(ctx, refine, left, iters, (int)streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;
     if (f.ordered.have && !beats(f.plain.step, f.plain.over, &f.ordered))
@@ -472,7 +398,8 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
         st = op_fail(err, OP_EINFEASIBLE, "auto: no placement found that fits in memory "
                      "(use --best-effort to get the best one anyway)");
     if (!st) {
-        op_progress(ctx, "auto: winner %s, %.1f us, %.3f x the lower bound", best->name,
+        op_progress(ctx, "auto: winner %s%s, %.1f us, %.3f x the lower bound", best->name,
+                    best->stages.seq,
                     best->step, best->step / p->lower_bound_us);
         st = emit(p, best, out, err);
     }
@@ -487,10 +414,17 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     return st;
 }
 
+static const op_opt_decl AUTO_OPTIONS[] = {
+    {"no-refine", OP_OPT_FLAG, 0, 0, NULL, NULL, "skip the refinement"},
+    {"refine-streams", OP_OPT_INT, 1, 1024, "one per MPI rank", NULL,
+     "independent refinement streams (stream k uses seed + k)"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer op_placer_auto = {
     .name = "auto",
-    .summary = "portfolio of every fast placer, best one refined by local search "
-               "(and Pesto's ILP when --budget-seconds >= 60)",
+    .summary = "portfolio of every fast placer, best one refined by local search",
     .source = "opplace (beyond the papers)",
     .place = place_auto,
+    .options = AUTO_OPTIONS,
 };

@@ -47,6 +47,23 @@ static const op_placer *const PLACERS[] = {
     &op_placer_pesto,
 };
 
+const op_opt_decl op_place_options[] = {
+    {"seed", OP_OPT_INT, 0, 9.2e18, "1", NULL, "random seed"},
+    {"budget-seconds", OP_OPT_NUM, 0, 1e9, NULL, NULL,
+     "time budget of the placer (auto: 10)"},
+    {"best-effort", OP_OPT_FLAG, 0, 0, NULL, NULL,
+     "return a placement even when memory does not suffice"},
+    {"order", OP_OPT_TEXT, 0, 0, "own", "own|none|fit|peak",
+     "devices' execution order: the placer's own, none (first-ready-first), or the best "
+     "priority order under a memory cap if it is faster and fits (peak: and no higher peak)"},
+    {"refine", OP_OPT_FLAG, 0, 0, NULL, NULL,
+     "polish the result by local search against the simulator"},
+    {"refine-seconds", OP_OPT_NUM, 0, 1e9, "10", NULL, "time for --refine"},
+    {"refine-iters", OP_OPT_INT, 0, 1e9, NULL, NULL,
+     "candidates for --refine (and auto's refinement) instead of a time limit: deterministic"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 const op_placer *const *op_placers(int *count)
 {
     *count = (int)(sizeof PLACERS / sizeof PLACERS[0]);

@@ -8,7 +8,7 @@
  * when there are few groups, each is cut into stretches of its members),
  * otherwise by (stretch of the topological order, device) with enough
  * stretches to stay under max_nodes.  Every group lies on one device, so a
- * node's color is exact.  Unlike op_coarse_build (opplace/coarsen.h) the
+ * node's color is exact.  Unlike op_coarse_build (coarsen/coarsen.h) the
  * groups may form cycles: this view is for the eye, never for placing.
  *
  * Layout (a simple Sugiyama-style drawing, left to right): a node's column

@@ -1,7 +1,7 @@
 /*
  * checkpoint.c - incremental evaluation: re-simulating a placement that
  * differs from a recorded one in a few ops, faster than a full run, with
- * exactly the same answer (issue 9).
+ * exactly the same answer.
  *
  * op_sim_record runs the base placement once and keeps up to K snapshots of
  * the whole simulator state, each taken after a time step is complete.

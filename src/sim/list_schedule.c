@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
-#include "opplace/orders.h"
+#include "core/orders.h"
 #include "sim/sim_internal.h"
 
 const char *op_priority_name(op_priority k)

@@ -1,0 +1,33 @@
+/*
+ * baselines.h - inner steps of the baseline placers, exposed so tests can
+ * check each heuristic against its definition (tests/test_baselines.c).
+ *
+ * Files of src/placers/baselines/ (`opplace algos` lists the placers):
+ *   single.c       single: every op on one device
+ *   round_robin.c  round-robin: ops dealt to devices in topological order
+ *   expert.c       expert: the human, layer-wise placement of the papers
+ *   metis.c        metis: k-way partition with the METIS library
+ *   m_topo.c       m-topo: Baechi's memory-bounded topological fill
+ *   m_etf.c        m-etf: Baechi's memory-constrained Earliest Time First
+ *   m_sct.c        m-sct: Baechi's m-ETF with SCT favorite children
+ *   etf_engine.c/.h  the list scheduler m-etf and m-sct share
+ *   heft.c         heft: Heterogeneous Earliest Finish Time
+ * Shared with other placers, one folder up: placer_mem.c/.h (the memory
+ * estimate and the simulator-checked retry), placer_util.h, placer_heap.h.
+ */
+#ifndef OPPLACE_BASELINES_H
+#define OPPLACE_BASELINES_H
+
+#include "opplace/placer.h"
+
+/* HEFT (heft.c): ops in processing order (decreasing upward rank, ties by
+ * topological position) and each op's upward rank. */
+op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_error *err);
+
+/* m-TOPO (m_topo.c): the BFS-like topological order it fills devices in. */
+op_status m_topo_bfs_order(const op_graph *g, int *order, op_error *err);
+
+/* m-SCT (m_sct.c): favorite child of each op (-1: none). */
+op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err);
+
+#endif

@@ -1,0 +1,294 @@
+/*
+ * m_sct.c - Baechi's m-SCT: memory-constrained Small Communication Time
+ * scheduling with the favorite-child rule (Jeon et al., SoCC 2020, section
+ * 4.3, after Hanen and Munier's SCT algorithm; the Celeritas paper,
+ * section 6.2, and Pesto, section 5.2, compare against it).
+ *
+ * Favorite children come from the LP relaxation Baechi solves (its
+ * FavoriteChildLPSolver; here solved with COIN-OR CBC/Clp instead of
+ * MOSEK).  Variables: x_e in [0,1] per edge (0: the child is the parent's
+ * favorite, so no transfer), s_v >= 0 per op, makespan w.  Minimize w s.t.
+ *     s_i + p_i + c_ij x_ij <= s_j              for every edge i -> j
+ *     sum_j x_ij >= outdeg(i) - 1                at most one favorite child
+ *     sum_i x_ij >= indeg(j) - 1                 at most one favorite parent
+ *     s_i + p_i <= w                             for every exit op
+ * with p_i the fastest execution time and c_ij the mean transfer time of
+ * the edge over all ordered device pairs.  Rounding as Baechi: x_e < 0.5
+ * makes the child favorite; processing edges in order, a later favorite
+ * replaces an earlier one of the same parent, and a child keeps only its
+ * last favorite parent.
+ *
+ * The LP has edges + ops + 1 columns; on large graphs it takes long (the
+ * Celeritas paper measured Baechi's m-SCT at 129 s on a 36k-op
+ * Transformer).  `--favorite lp|greedy|auto` (default auto: LP when the
+ * graph has at most `--lp-max-edges` edges, default 4000, else greedy);
+ * `--lp-seconds` bounds the solver (default 60; an unfinished LP falls back
+ * to greedy).  Greedy (not in the paper): in topological order each op
+ * picks as favorite the child with the costliest edge that has no favorite
+ * parent yet.
+ *
+ * Scheduling is etf_engine.c with the favorite-child rule (a device whose
+ * last op's favorite child is ready and starts earliest there waits for
+ * it unless another op is urgent), Baechi's communication model (one
+ * channel per device, tensors cached per device), ties by the graph
+ * file's op order as m-ETF (Baechi's BFS topo_order is 1.56x slower on
+ * VGG-16 and 3.5% faster on Inception-V3, bench/notes/baselines.md),
+ * memory by placer_mem.h's liveness estimate, checked by the simulator.
+ */
+#include <coin/Cbc_C_Interface.h>
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/baselines/baselines.h"
+#include "placers/baselines/etf_engine.h"
+
+/* Mean transfer time model over ordered device pairs. */
+static void mean_link(const op_problem *p, double *lat, double *upb)
+{
+    int pairs = 0;
+    *lat = *upb = 0;
+    for (int a = 0; a < p->nd; a++)
+        for (int b = 0; b < p->nd; b++)
+            if (a != b) {
+                *lat += p->c->lat[a * p->nd + b];
+                *upb += p->c->upb[a * p->nd + b];
+                pairs++;
+            }
+    if (pairs) {
+        *lat /= pairs;
+        *upb /= pairs;
+    }
+}
+
+static double edge_comm(const op_problem *p, int e, double lat, double upb)
+{
+    return p->nd > 1 ? lat + upb * (double)p->g->edge_bytes[e] : 0;
+}
+
+/* Baechi's assignment of rounded favorite edges (x_e == 0 favorite). */
+static void assign_favorites(const op_problem *p, const unsigned char *fav_edge, int *favorite)
+{
+    const op_graph *g = p->g;
+    int *parent = malloc((size_t)p->n * sizeof(int) + 1);
+    for (int i = 0; i < p->n; i++)
+        favorite[i] = -1;
+    if (!parent)
+        return; /* no favorites: plain m-ETF */
+    for (int i = 0; i < p->n; i++)
+        parent[i] = -1;
+    for (int e = 0; e < g->n_edges; e++) {
+        if (!fav_edge[e])
+            continue;
+        int a = g->edge_src[e], b = g->edge_dst[e];
+        favorite[a] = b;
+        if (parent[b] >= 0 && parent[b] != a)
+            favorite[parent[b]] = -1;
+        parent[b] = a;
+    }
+    /* a parent whose favorite was later claimed by another parent */
+    for (int i = 0; i < p->n; i++)
+        if (favorite[i] >= 0 && parent[favorite[i]] != i)
+            favorite[i] = -1;
+    free(parent);
+}
+
+static void greedy_favorites(const op_problem *p, int *favorite)
+{
+    const op_graph *g = p->g;
+    double lat, upb;
+    mean_link(p, &lat, &upb);
+    unsigned char *taken = calloc((size_t)p->n + 1, 1);
+    for (int i = 0; i < p->n; i++)
+        favorite[i] = -1;
+    if (!taken)
+        return; /* no favorites: plain m-ETF */
+    for (int t = 0; t < p->n; t++) {
+        int v = g->topo[t], best = -1;
+        double best_c = -1;
+        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++) {
+            double c = edge_comm(p, g->succ_edge[k], lat, upb);
+            if (!taken[g->succ[k]] && c > best_c) {
+                best_c = c;
+                best = g->succ[k];
+            }
+        }
+        if (best >= 0) {
+            favorite[v] = best;
+            taken[best] = 1;
+        }
+    }
+    free(taken);
+}
+
+/* Triplets of the constraint matrix, turned into compressed columns. */
+typedef struct lp_build {
+    int n_rows, n_nz, cap;
+    int *row, *col;
+    double *val;
+    double *row_lb;
+} lp_build;
+
+static void lp_add(lp_build *b, int row, int col, double v)
+{
+    b->row[b->n_nz] = row;
+    b->col[b->n_nz] = col;
+    b->val[b->n_nz++] = v;
+}
+
+/* Solve the LP; returns 1 and fills fav_edge on success, 0 otherwise. */
+static int lp_favorites(const op_problem *p, double seconds, unsigned char *fav_edge)
+{
+    const op_graph *g = p->g;
+    int E = g->n_edges, N = p->n, ncol = E + N + 1, W = E + N;
+    double lat, upb;
+    mean_link(p, &lat, &upb);
+    int max_rows = E + 3 * N + 1, max_nz = 3 * E + 3 * E + 2 * N + 1;
+    lp_build b = {0};
+    b.row = malloc((size_t)max_nz * sizeof(int));
+    b.col = malloc((size_t)max_nz * sizeof(int));
+    b.val = malloc((size_t)max_nz * sizeof(double));
+    b.row_lb = malloc((size_t)max_rows * sizeof(double));
+    int *start = calloc((size_t)ncol + 1, sizeof(int));
+    int *index = malloc((size_t)max_nz * sizeof(int));
+    double *value = malloc((size_t)max_nz * sizeof(double));
+    double *collb = calloc((size_t)ncol, sizeof(double));
+    double *colub = malloc((size_t)ncol * sizeof(double));
+    double *obj = calloc((size_t)ncol, sizeof(double));
+    double *row_ub = malloc((size_t)max_rows * sizeof(double));
+    int ok = 0;
+    if (!b.row || !b.col || !b.val || !b.row_lb || !start || !index || !value || !collb ||
+        !colub || !obj || !row_ub)
+        goto done;
+    for (int e = 0; e < E; e++) { /* s_j - s_i - c x_e >= p_i */
+        int i = g->edge_src[e], j = g->edge_dst[e];
+        lp_add(&b, b.n_rows, E + j, 1);
+        lp_add(&b, b.n_rows, E + i, -1);
+        lp_add(&b, b.n_rows, e, -edge_comm(p, e, lat, upb));
+        b.row_lb[b.n_rows++] = p->min_exec[i];
+    }
+    for (int v = 0; v < N; v++) {
+        int out = g->succ_off[v + 1] - g->succ_off[v], in = g->pred_off[v + 1] - g->pred_off[v];
+        if (out >= 2) {
+            for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
+                lp_add(&b, b.n_rows, g->succ_edge[k], 1);
+            b.row_lb[b.n_rows++] = out - 1;
+        }
+        if (in >= 2) {
+            for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+                lp_add(&b, b.n_rows, g->pred_edge[k], 1);
+            b.row_lb[b.n_rows++] = in - 1;
+        }
+        if (out == 0) { /* w - s_v >= p_v */
+            lp_add(&b, b.n_rows, W, 1);
+            lp_add(&b, b.n_rows, E + v, -1);
+            b.row_lb[b.n_rows++] = p->min_exec[v];
+        }
+    }
+    for (int k = 0; k < b.n_nz; k++)
+        start[b.col[k] + 1]++;
+    for (int c = 0; c < ncol; c++)
+        start[c + 1] += start[c];
+    int *fill = malloc((size_t)ncol * sizeof(int));
+    if (!fill)
+        goto done;
+    memcpy(fill, start, (size_t)ncol * sizeof(int));
+    for (int k = 0; k < b.n_nz; k++) {
+        int at = fill[b.col[k]]++;
+        index[at] = b.row[k];
+        value[at] = b.val[k];
+    }
+    free(fill);
+    for (int c = 0; c < ncol; c++)
+        colub[c] = c < E ? 1.0 : DBL_MAX;
+    obj[W] = 1;
+    for (int r = 0; r < b.n_rows; r++)
+        row_ub[r] = DBL_MAX;
+    Cbc_Model *m = Cbc_newModel();
+    Cbc_loadProblem(m, ncol, b.n_rows, start, index, value, collb, colub, obj, b.row_lb, row_ub);
+    Cbc_setObjSense(m, 1);
+    Cbc_setLogLevel(m, 0);
+    Cbc_setMaximumSeconds(m, seconds);
+    Cbc_solve(m);
+    if (Cbc_isProvenOptimal(m)) {
+        const double *x = Cbc_getColSolution(m);
+        for (int e = 0; e < E; e++)
+            fav_edge[e] = x[e] < 0.5;
+        ok = 1;
+    }
+    Cbc_deleteModel(m);
+done:
+    free(b.row);
+    free(b.col);
+    free(b.val);
+    free(b.row_lb);
+    free(start);
+    free(index);
+    free(value);
+    free(collb);
+    free(colub);
+    free(obj);
+    free(row_ub);
+    return ok;
+}
+
+/* Favorite child per op (-1 none), by the chosen method. */
+op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    const char *method = op_options_str(ctx->opts, "favorite", "auto");
+    long max_edges;
+    double seconds;
+    if (op_options_int(ctx->opts, "lp-max-edges", 4000, 0, 100000000, &max_edges, err) ||
+        op_options_double(ctx->opts, "lp-seconds", 60, 0.1, 1e6, &seconds, err))
+        return OP_EUSAGE;
+    if (strcmp(method, "lp") && strcmp(method, "greedy") && strcmp(method, "auto"))
+        return op_fail(err, OP_EUSAGE, "--favorite must be lp, greedy or auto, not '%s'", method);
+    int use_lp = !strcmp(method, "lp") || (!strcmp(method, "auto") && p->g->n_edges <= max_edges);
+    if (use_lp && p->g->n_edges > 0) {
+        unsigned char *fav_edge = op_calloc((size_t)p->g->n_edges, 1, err);
+        if (!fav_edge)
+            return OP_ENOMEM;
+        int ok = lp_favorites(p, seconds, fav_edge);
+        if (ok)
+            assign_favorites(p, fav_edge, favorite);
+        free(fav_edge);
+        if (ok)
+            return OP_OK;
+        op_progress(ctx, "m-sct: the favorite-child LP did not finish; using the greedy rule");
+    }
+    greedy_favorites(p, favorite);
+    return OP_OK;
+}
+
+static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    etf_options o = {.name = "m-sct", .tie = ETF_TIE_INDEX};
+    if (placer_read_order_option(ctx, &o.set_order, err))
+        return OP_EUSAGE;
+    int *favorite = op_malloc((size_t)ctx->p->n * sizeof(int) + 1, err);
+    if (!favorite)
+        return OP_ENOMEM;
+    op_status st = m_sct_favorites(ctx, favorite, err);
+    o.favorite = favorite;
+    if (!st)
+        st = etf_schedule_checked(ctx, &o, out, err);
+    free(favorite);
+    return st;
+}
+
+static const op_opt_decl M_SCT_OPTIONS[] = {
+    {"favorite", OP_OPT_TEXT, 0, 0, "auto", "lp|greedy|auto",
+     "favorite children from the LP relaxation, the greedy rule, or LP up to --lp-max-edges"},
+    {"lp-max-edges", OP_OPT_INT, 0, 1e8, "4000", NULL, "largest graph auto solves the LP for"},
+    {"lp-seconds", OP_OPT_NUM, 0.1, 1e6, "60", NULL, "time limit of the LP"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+const op_placer op_placer_m_sct = {
+    .name = "m-sct",
+    .summary = "Baechi m-SCT: ETF with LP-derived favorite children kept on their parent's device",
+    .source = "Baechi (SoCC 2020) section 4.3; Hanen & Munier SCT; Celeritas 6.2",
+    .place = place_m_sct,
+    .options = M_SCT_OPTIONS,
+};

@@ -1,0 +1,277 @@
+/*
+ * celeritas_adjust.c - Adjusting Placement (Celeritas section 5.2,
+ * Algorithm 2).
+ *
+ * Ops are taken in sequence (CPD-TOPO of the fused graph).  For each op v
+ * and device d with room (else EST = +inf):
+ *     pre_t(v) = max over preds u of Fin_t[u] + (d_u != d) * c(u -> d)
+ *     EST(d)   = the start of the earliest idle slot of d at or after pre_t
+ *                that is long enough for v (insertion into idle slots, eq. 7)
+ * v stays on d_k, the device of the previous op in the sequence, unless the
+ * device d_1 with the smallest EST starts it earlier by more than
+ *     back_cost = max over v's out-edges of the transfer time d_1 -> d_k (eq. 8)
+ * (condition 9).  When d_k has no room the earliest device with room is
+ * taken; when no device has room, the best-effort fallback (the allowed
+ * device with the most memory left) is, and v is scheduled there at its
+ * earliest slot.  The first op of the sequence has no d_k and takes d_1.
+ *
+ * Differences from the paper, all where it is silent:
+ *  - transfer times use the cluster's actual link between the two devices
+ *    (latency + bytes * us_per_byte);
+ *  - with ps->contention (a departure: the paper's c_{p,i} is
+ *    contention-free, which is ps->contention = 0), transfers are planned
+ *    like the simulator moves them (formats.md 5.3-5.4): one per (source
+ *    op, destination device), reused by later consumers on that device
+ *    unless they need more bytes, each in the earliest gap of its channel's
+ *    timeline after the source finishes (insertion, as for devices).  An
+ *    op's own inputs do not queue behind each other in its EST (they do
+ *    once committed).  On high-CCR graphs over PCIe the contention-free
+ *    plan was off by up to 10x from the simulator;
+ *  - memory: placer_mem.h's liveness estimate (celeritas_place.h);
+ *  - colocation: an op whose group is already placed may only use that
+ *    device; ties in EST go to the smaller device index.
+ * The planned start times are returned in start_us so the caller may hand
+ * the simulator the per-device order of this schedule.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/celeritas/celeritas_place.h"
+
+typedef struct slot {
+    double start, end;
+} slot;
+
+/* Busy intervals of each device, sorted by start, non-overlapping. */
+typedef struct timeline {
+    int nd;
+    slot **iv;
+    int *len, *cap;
+} timeline;
+
+static op_status timeline_init(timeline *t, int nd, op_error *err)
+{
+    t->nd = nd;
+    t->iv = op_calloc((size_t)nd, sizeof *t->iv, err);
+    t->len = op_calloc((size_t)nd, sizeof *t->len, err);
+    t->cap = op_calloc((size_t)nd, sizeof *t->cap, err);
+    return t->iv && t->len && t->cap ? OP_OK : OP_ENOMEM;
+}
+
+static void timeline_destroy(timeline *t)
+{
+    for (int d = 0; t->iv && d < t->nd; d++)
+        free(t->iv[d]);
+    free(t->iv);
+    free(t->len);
+    free(t->cap);
+}
+
+/* Earliest start >= ready where [start, start + w) fits between busy slots. */
+static double earliest_slot(const timeline *t, int d, double ready, double w)
+{
+    const slot *iv = t->iv[d];
+    int lo = 0, hi = t->len[d];
+    while (lo < hi) { /* first interval ending after ready */
+        int mid = (lo + hi) / 2;
+        if (iv[mid].end <= ready)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double s = ready;
+    for (int k = lo; k < t->len[d]; k++) {
+        if (s + w <= iv[k].start)
+            return s;
+        if (iv[k].end > s)
+            s = iv[k].end;
+    }
+    return s;
+}
+
+static op_status timeline_insert(timeline *t, int d, double start, double end, op_error *err)
+{
+    size_t cap = (size_t)t->cap[d];
+    if (op_reserve((void **)&t->iv[d], sizeof(slot), &cap, (size_t)t->len[d] + 1, err))
+        return OP_ENOMEM;
+    t->cap[d] = (int)cap;
+    slot *iv = t->iv[d];
+    int k = t->len[d];
+    while (k > 0 && iv[k - 1].start > start) {
+        iv[k] = iv[k - 1];
+        k--;
+    }
+    iv[k] = (slot){start, end};
+    t->len[d]++;
+    return OP_OK;
+}
+
+/* Transfers planned so far, per (source op, destination device): arrival
+ * time (-1: none) and bytes sent. */
+typedef struct xfer_book {
+    double *arrive;
+    int64_t *sent;
+} xfer_book;
+
+/* Planned arrival on d of u's output (u already placed, not on d).  With
+ * contention (ps->contention), one transfer per (u, d) as in the simulator
+ * (formats.md 5.3): a transfer already planned is reused, else the earliest
+ * gap of the channel after Fin_t[u] is taken (channels as device timelines). */
+static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *xb,
+                      const double *fin, int u, int d, int64_t bytes)
+{
+    const op_cluster *c = ps->p->c;
+    int du = ps->device_of[u];
+    double w = op_cluster_transfer_us(c, du, d, bytes);
+    if (!ps->contention)
+        return fin[u] + w;
+    size_t k = (size_t)u * ps->p->nd + d;
+    if (xb->arrive[k] >= 0 && bytes <= xb->sent[k])
+        return xb->arrive[k];
+    return earliest_slot(ch, c->chan[du * c->n_dev + d], fin[u], w) + w;
+}
+
+/* COMP_EST without the memory test. */
+static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch,
+                       const xfer_book *xb, const double *fin, int v, int d)
+{
+    const op_problem *p = ps->p;
+    const op_graph *g = p->g;
+    double pre = 0;
+    for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+        int u = g->pred[j];
+        double x = ps->device_of[u] == d
+                       ? fin[u]
+                       : arrival(ps, ch, xb, fin, u, d, ps->edge_bytes[g->pred_edge[j]]);
+        if (x > pre)
+            pre = x;
+    }
+    return earliest_slot(t, d, pre, op_exec_us(p, v, d));
+}
+
+/* Book the transfers v on d needs (contention only). */
+static op_status commit_transfers(cel_pass *ps, timeline *ch, xfer_book *xb,
+                                  const double *fin, int v, int d, op_error *err)
+{
+    const op_problem *p = ps->p;
+    const op_graph *g = p->g;
+    const op_cluster *c = p->c;
+    if (!ps->contention)
+        return OP_OK;
+    for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+        int u = g->pred[j], du = ps->device_of[u];
+        size_t k = (size_t)u * p->nd + d;
+        int64_t bytes = ps->edge_bytes[g->pred_edge[j]];
+        if (du == d || (xb->arrive[k] >= 0 && bytes <= xb->sent[k]))
+            continue;
+        int chan = c->chan[du * c->n_dev + d];
+        double w = op_cluster_transfer_us(c, du, d, bytes);
+        double s = earliest_slot(ch, chan, fin[u], w);
+        xb->arrive[k] = s + w;
+        xb->sent[k] = bytes;
+        if (timeline_insert(ch, chan, s, s + w, err))
+            return OP_ENOMEM;
+    }
+    return OP_OK;
+}
+
+static double back_cost(const cel_pass *ps, int v, int from, int to)
+{
+    const op_problem *p = ps->p;
+    const op_graph *g = p->g;
+    if (from == to)
+        return 0;
+    int64_t most = -1;
+    for (int j = g->succ_off[v]; j < g->succ_off[v + 1]; j++)
+        if (ps->edge_bytes[g->succ_edge[j]] > most)
+            most = ps->edge_bytes[g->succ_edge[j]];
+    return most < 0 ? 0 : op_cluster_transfer_us(p->c, from, to, most);
+}
+
+/* Algorithm 2 lines 6-18 for one op: the chosen device. */
+static int choose_device(cel_pass *ps, cel_memory *m, const timeline *t,
+                         const timeline *ch, const xfer_book *xb, const double *fin, int v,
+                         int prev, double *est)
+{
+    const op_problem *p = ps->p;
+    int d1 = -1;
+    for (int d = 0; d < p->nd; d++) {
+        est[d] = INFINITY;
+        if (cel_memory_allowed(m, v, d) && cel_memory_fits(m, ps->device_of, v, d))
+            est[d] = comp_est(ps, t, ch, xb, fin, v, d);
+        if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
+            d1 = d;
+    }
+    if (d1 < 0) {
+        ps->n_fallback++;
+        return cel_memory_fallback(m, v);
+    }
+    if (prev < 0 || prev == d1)
+        return d1;
+    if (est[prev] - est[d1] > back_cost(ps, v, d1, prev)) {
+        ps->n_moved++;
+        return d1;
+    }
+    return prev;
+}
+
+op_status cel_place_adjusting(cel_pass *ps, op_error *err)
+{
+    const op_problem *p = ps->p;
+    if (!ps->edge_bytes)
+        ps->edge_bytes = p->g->edge_bytes;
+    cel_memory m;
+    timeline t, ch;
+    memset(&t, 0, sizeof t);
+    memset(&ch, 0, sizeof ch);
+    size_t n_arrive = ps->contention ? (size_t)p->n * (size_t)p->nd : 0;
+    double *fin = op_malloc(((size_t)p->n + 1) * sizeof *fin, err);
+    double *est = op_malloc((size_t)p->nd * sizeof *est, err);
+    xfer_book xb = {op_malloc((n_arrive + 1) * sizeof *xb.arrive, err),
+                    op_malloc((n_arrive + 1) * sizeof *xb.sent, err)};
+    op_status st = !fin || !est || !xb.arrive || !xb.sent ? OP_ENOMEM
+                                                          : cel_memory_init(&m, ps, err);
+    if (st) {
+        free(fin);
+        free(est);
+        free(xb.arrive);
+        free(xb.sent);
+        return st;
+    }
+    for (size_t k = 0; k < n_arrive; k++)
+        xb.arrive[k] = -1;
+    if ((st = timeline_init(&t, p->nd, err)) || (st = timeline_init(&ch, p->c->n_chan, err)))
+        goto done;
+    for (int v = 0; v < p->n; v++)
+        ps->device_of[v] = -1;
+    ps->n_fallback = ps->n_moved = 0;
+    ps->makespan_us = 0;
+    int prev = -1;
+    for (int k = 0; k < p->n && !st; k++) {
+        int v = ps->seq[k];
+        int d = choose_device(ps, &m, &t, &ch, &xb, fin, v, prev, est);
+        double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, fin, v, d);
+        double w = op_exec_us(p, v, d);
+        fin[v] = start + w;
+        if (ps->start_us)
+            ps->start_us[v] = start;
+        if ((st = commit_transfers(ps, &ch, &xb, fin, v, d, err)))
+            break;
+        ps->device_of[v] = d;
+        cel_memory_commit(&m, ps->device_of, v, d);
+        st = timeline_insert(&t, d, start, fin[v], err);
+        if (fin[v] > ps->makespan_us)
+            ps->makespan_us = fin[v];
+        prev = d;
+    }
+done:
+    timeline_destroy(&t);
+    timeline_destroy(&ch);
+    cel_memory_destroy(&m);
+    free(fin);
+    free(est);
+    free(xb.arrive);
+    free(xb.sent);
+    return st;
+}

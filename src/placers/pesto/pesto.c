@@ -1,0 +1,553 @@
+/*
+ * pesto.c - the Pesto placer end to end (Hafeez et al., Middleware '21,
+ * section 3): coarsen (3.3), solve the joint placement and scheduling ILP
+ * on the coarse graph (3.2), expand back, judge with the simulator.
+ *
+ *   1. Reference: every fast placer in --warm-start runs on the original
+ *      graph, and `auto` (portfolio + local search, its own Pesto stage
+ *      off) with --auto-seconds (default 5; 0: off); the best by
+ *      simulation is the reference placement.
+ *   2. pesto_coarsen to --target coarse ops (default 40: the paper's 200 is
+ *      for CPLEX on a workstation; CBC on 2 cores needs smaller graphs),
+ *      with the critical-path guard (--cp-slack, default 0.1) and, with
+ *      --align best (the default; "none" is the paper's coarsening), only
+ *      merging ops the reference puts on one device - beyond the paper: the
+ *      coarse graph then expresses the reference exactly, where unaligned
+ *      groups mixed ops that every good placement separates (rnnlm: the
+ *      ILP's best unaligned coarse placement was one device).  When the
+ *      aligned graph stays above 3 x target, it coarsens unaligned.
+ *   3. Warm start: the fast placers on the coarse graph and the reference
+ *      projected onto it, each simulated (with its simulated start times as
+ *      the per-device order); the best becomes CBC's MIP start.
+ *   4. The ILP (pesto_ilp.c) with --time-limit seconds (default 40, or
+ *      --budget-seconds), on the per-source communication model of
+ *      pesto_coarse_comm (--comm-model per-source; per-edge: one latency
+ *      per coarse edge, which under-counts the original graph's transfers
+ *      about twofold on rnnlm).
+ *   5. Candidates on the original graph, all judged by the simulator: the
+ *      ILP's placement with its order (merged vertices expanded in
+ *      topological order) and with first-ready scheduling (the paper falls
+ *      back to TensorFlow's scheduler when merged vertices are large), the
+ *      warm start expanded, and the reference.  The best (no OOM first,
+ *      then step time) is returned, so Pesto is never worse than its
+ *      reference, its warm start or any fast placer.
+ *   6. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
+ *
+ * Options: --target N, --time-limit S, --cp-slack X, --align best|none,
+ * --auto-seconds S, --comm-model per-source|per-edge, --congestion on|off
+ * (default on), --memory hard|balanced|both|none (default hard), --balance
+ * SLACK (default 0.2, for balanced), --max-pairs N (congestion pairs kept,
+ * default 5000), --max-binaries N (bigger ILPs are skipped, default
+ * 10000), --warm-start a,b,c, --export-tf-pesto DIR.  With --progress it
+ * reports each candidate, the ILP's size, incumbent, bound and gap (a
+ * bound of the coarse model only, not of the original graph) on stderr.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/pesto/pesto_coarsen.h"
+#include "opplace/simulate.h"
+#include "placers/pesto/pesto_export.h"
+#include "placers/pesto/pesto_ilp.h"
+
+#define DEFAULT_WARM "m-etf,heft,m-sct,celeritas,m-topo,expert,metis,round-robin,single"
+
+typedef struct pesto_cfg {
+    long target;
+    double cp_slack;
+    pesto_ilp_opts ilp;
+    const char *warm_list, *export_dir;
+    int comm_model; /* 1: per-source transfers (pesto_coarse_comm); 0: one per coarse edge */
+    int align;      /* coarsen within the reference placement's devices */
+    double auto_s;  /* budget of the `auto` placer among the reference candidates (0: off) */
+} pesto_cfg;
+
+typedef struct candidate {
+    op_placement pl;
+    int valid, oom;
+    double step_us, overflow; /* overflow: bytes above capacity, summed */
+    char name[64];
+} candidate;
+
+static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err)
+{
+    op_options *o = ctx->opts;
+    pesto_ilp_default_opts(&cfg->ilp);
+    double tl_default = ctx->budget_seconds > 0 ? ctx->budget_seconds : 40;
+    long pairs;
+    op_status st;
+    if ((st = op_options_int(o, "target", 40, 1, 1L << 30, &cfg->target, err)) ||
+        (st = op_options_double(o, "time-limit", tl_default, 0.01, 1e7, &cfg->ilp.time_limit_s,
+                                err)) ||
+        (st = op_options_double(o, "balance", 0.2, 0, 100, &cfg->ilp.balance, err)) ||
+        (st = op_options_double(o, "cp-slack", PESTO_DEFAULT_CP_SLACK, -1, 1e6, &cfg->cp_slack,
+                                err)) ||
+        (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)) ||
+        (st = op_options_int(o, "max-binaries", cfg->ilp.max_binaries, 0, 1L << 40,
+                             &cfg->ilp.max_binaries, err)))
+        return st;
+    cfg->ilp.max_xfer_pairs = pairs;
+    const char *cong = op_options_str(o, "congestion", "on");
+    if (strcmp(cong, "on") != 0 && strcmp(cong, "off") != 0)
+        return op_fail(err, OP_EUSAGE, "--congestion: expected on or off, got '%s'", cong);
+    cfg->ilp.congestion = strcmp(cong, "on") == 0;
+    const char *comm = op_options_str(o, "comm-model", "per-source");
+    if (strcmp(comm, "per-source") != 0 && strcmp(comm, "per-edge") != 0)
+        return op_fail(err, OP_EUSAGE, "--comm-model: expected per-source or per-edge, got '%s'",
+                       comm);
+    cfg->comm_model = strcmp(comm, "per-source") == 0;
+    const char *align = op_options_str(o, "align", "best");
+    if (strcmp(align, "best") != 0 && strcmp(align, "none") != 0)
+        return op_fail(err, OP_EUSAGE, "--align: expected best or none, got '%s'", align);
+    cfg->align = strcmp(align, "best") == 0;
+    if ((st = op_options_double(o, "auto-seconds", 5, 0, 1e6, &cfg->auto_s, err)))
+        return st;
+    const char *mem = op_options_str(o, "memory", "hard");
+    if (strcmp(mem, "hard") == 0 || strcmp(mem, "none") == 0) {
+        cfg->ilp.memory_cap = strcmp(mem, "hard") == 0;
+        cfg->ilp.balance = -1;
+    } else if (strcmp(mem, "balanced") == 0) {
+        cfg->ilp.memory_cap = 0;
+    } else if (strcmp(mem, "both") == 0) {
+        cfg->ilp.memory_cap = 1;
+    } else {
+        return op_fail(err, OP_EUSAGE, "--memory: expected hard, balanced, both or none, got '%s'",
+                       mem);
+    }
+    cfg->warm_list = op_options_str(o, "warm-start", DEFAULT_WARM);
+    cfg->export_dir = op_options_str(o, "export-tf-pesto", NULL);
+    return OP_OK;
+}
+
+static void summary(const op_place_ctx *ctx, const pesto_cfg *cfg, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void summary(const op_place_ctx *ctx, const pesto_cfg *cfg, const char *fmt, ...)
+{
+    (void)cfg;
+    if (!ctx || !ctx->progress)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* Simulate pl on p; fills the candidate's score.  With finish != NULL the
+ * per-op finish times are returned; with make_order the placement gets the
+ * simulated start order when it has none. */
+static op_status judge(const op_problem *p, op_sim *sim, candidate *c, double *finish,
+                       int make_order, op_error *err)
+{
+    op_sim_result r;
+    op_sim_trace t;
+    op_status st = op_sim_result_init(&r, p, err);
+    if (st)
+        return st;
+    if ((st = op_sim_trace_init(&t, p, err))) {
+        op_sim_result_destroy(&r);
+        return st;
+    }
+    st = op_sim_run(sim, &c->pl, &r, &t, err);
+    if (!st) {
+        c->step_us = r.step_time_us;
+        c->oom = r.oom;
+        c->overflow = op_sim_overflow_bytes(p, &r);
+        c->valid = 1;
+        if (finish)
+            memcpy(finish, t.finish_us, (size_t)p->n * sizeof *finish);
+        if (make_order && !c->pl.has_order) {
+            int *seq = op_malloc((size_t)p->n * sizeof *seq + 1, err);
+            if (!seq) {
+                st = OP_ENOMEM;
+            } else {
+                /* insertion by start time keeps it simple; n is coarse-sized */
+                for (int i = 0; i < p->n; i++) {
+                    int k = i;
+                    while (k > 0 && (t.start_us[seq[k - 1]] > t.start_us[i] ||
+                                     (t.start_us[seq[k - 1]] == t.start_us[i] &&
+                                      p->g->topo_pos[seq[k - 1]] > p->g->topo_pos[i]))) {
+                        seq[k] = seq[k - 1];
+                        k--;
+                    }
+                    seq[k] = i;
+                }
+                st = op_placement_set_order_from_sequence(&c->pl, seq, err);
+                free(seq);
+            }
+        }
+    }
+    op_sim_trace_destroy(&t);
+    op_sim_result_destroy(&r);
+    return st;
+}
+
+static int better(const candidate *a, const candidate *b)
+{
+    if (!b->valid)
+        return a->valid;
+    if (!a->valid)
+        return 0;
+    return op_sim_ranks_before(a->overflow, a->step_us, b->overflow, b->step_us);
+}
+
+/* Run one registered placer on p with default options. */
+static op_status run_heuristic(const op_placer *pl, const op_place_ctx *ctx, const op_problem *p,
+                               candidate *c, op_error *err)
+{
+    op_options *opts = op_options_new(err);
+    if (!opts)
+        return OP_ENOMEM;
+    op_place_ctx sub = {.p = p, .opts = opts, .seed = ctx->seed, .best_effort = 1};
+    op_status st = op_place(pl, &sub, &c->pl, err);
+    op_options_free(opts);
+    snprintf(c->name, sizeof c->name, "%s", pl->name);
+    return st;
+}
+
+/* Try every listed fast placer on p; keep the best in *best (simulated,
+ * with an order).  best_finish receives its simulated finish times. */
+static op_status best_heuristic(const pesto_cfg *cfg, const op_place_ctx *ctx, const op_problem *p,
+                                op_sim *sim, const char *label, candidate *best,
+                                double *best_finish, op_error *err)
+{
+    char list[512];
+    snprintf(list, sizeof list, "%s", cfg->warm_list);
+    double *finish = op_malloc((size_t)p->n * sizeof *finish + 1, err);
+    if (!finish)
+        return OP_ENOMEM;
+    op_status st = OP_OK;
+    char *save = NULL;
+    for (char *name = strtok_r(list, ",", &save); name && !st;
+         name = strtok_r(NULL, ",", &save)) {
+        const op_placer *pl = op_placer_find(name);
+        if (!pl || pl->slow || strcmp(pl->name, "pesto") == 0)
+            continue;
+        candidate c = {0};
+        op_error local = {0};
+        if (run_heuristic(pl, ctx, p, &c, &local)) {
+            summary(ctx, cfg, "pesto: %s on the %s graph failed: %s", name, label, local.msg);
+            continue;
+        }
+        st = judge(p, sim, &c, finish, 1, err);
+        if (!st)
+            summary(ctx, cfg, "pesto: %s on the %s graph: %.1f us%s", name, label, c.step_us,
+                    c.oom ? " (OOM)" : "");
+        if (!st && better(&c, best)) {
+            op_placement_destroy(&best->pl);
+            *best = c;
+            if (best_finish)
+                memcpy(best_finish, finish, (size_t)p->n * sizeof *finish);
+        } else {
+            op_placement_destroy(&c.pl);
+        }
+    }
+    free(finish);
+    return st;
+}
+
+/* The `auto` placer (portfolio + local search, without its own Pesto stage)
+ * with a small budget, as one more reference candidate. */
+static op_status try_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, const op_problem *p,
+                          op_sim *sim, candidate *best, op_error *err)
+{
+    const op_placer *pl = op_placer_find("auto");
+    if (!pl || cfg->auto_s <= 0)
+        return OP_OK;
+    op_options *opts = op_options_new(err);
+    if (!opts)
+        return OP_ENOMEM;
+    op_status st = op_options_set(opts, "no-ilp", "1", err);
+    candidate c = {0};
+    op_place_ctx sub = {.p = p, .opts = opts, .seed = ctx->seed, .best_effort = 1,
+                        .budget_seconds = cfg->auto_s};
+    op_error local = {0};
+    if (!st && op_place(pl, &sub, &c.pl, &local)) {
+        summary(ctx, cfg, "pesto: auto failed: %s", local.msg);
+    } else if (!st) {
+        snprintf(c.name, sizeof c.name, "auto");
+        st = judge(p, sim, &c, NULL, 0, err);
+        if (!st)
+            summary(ctx, cfg, "pesto: auto (%.0f s) on the original graph: %.1f us%s", cfg->auto_s,
+                    c.step_us, c.oom ? " (OOM)" : "");
+        if (!st && better(&c, best)) {
+            op_placement_destroy(&best->pl);
+            *best = c;
+            memset(&c, 0, sizeof c);
+        }
+    }
+    op_placement_destroy(&c.pl);
+    op_options_free(opts);
+    return st;
+}
+
+static void keep_if_better(candidate *best, candidate *c)
+{
+    if (better(c, best)) {
+        op_placement_destroy(&best->pl);
+        *best = *c;
+    } else {
+        op_placement_destroy(&c->pl);
+    }
+    memset(c, 0, sizeof *c);
+}
+
+/* Expand a coarse placement to the original graph, with and without its
+ * order, and keep the better of the two in *best. */
+static op_status consider_expanded(const op_place_ctx *ctx, const op_coarse_map *map,
+                                   const op_problem *p, op_sim *sim,
+                                   const op_placement *coarse, const char *name, candidate *best,
+                                   op_error *err)
+{
+    candidate c = {0};
+    op_status st = op_coarse_expand(map, p->g, coarse, &c.pl, err);
+    if (st)
+        return st;
+    snprintf(c.name, sizeof c.name, "%s+order", name);
+    candidate free_order = {0};
+    if ((st = op_placement_copy(&free_order.pl, &c.pl, err)))
+        goto fail;
+    op_placement_drop_order(&free_order.pl);
+    snprintf(free_order.name, sizeof free_order.name, "%s", name);
+    if ((st = judge(p, sim, &c, NULL, 0, err)) || (st = judge(p, sim, &free_order, NULL, 0, err))) {
+        op_placement_destroy(&free_order.pl);
+        goto fail;
+    }
+    op_progress(ctx, "pesto: %s expanded: %.1f us with its order, %.1f us first-ready", name,
+                c.step_us, free_order.step_us);
+    keep_if_better(best, &c);
+    keep_if_better(best, &free_order);
+    return OP_OK;
+fail:
+    op_placement_destroy(&c.pl);
+    return st;
+}
+
+typedef struct pesto_run {
+    op_coarse_map map;
+    op_problem cp;
+    int cp_ok;
+    op_sim *csim, *fsim;
+    candidate warm, best;
+    double *warm_finish;
+    int *xfer_count;
+    int64_t *xfer_bytes;
+    pesto_ilp_result ilp;
+} pesto_run;
+
+static void run_destroy(pesto_run *r)
+{
+    op_placement_destroy(&r->warm.pl);
+    op_placement_destroy(&r->best.pl);
+    pesto_ilp_result_destroy(&r->ilp);
+    free(r->warm_finish);
+    free(r->xfer_count);
+    free(r->xfer_bytes);
+    op_sim_free(r->csim);
+    op_sim_free(r->fsim);
+    if (r->cp_ok)
+        op_problem_destroy(&r->cp);
+    op_coarse_map_destroy(&r->map);
+}
+
+/* The reference placement projected onto the coarse graph (exact when the
+ * coarsening was aligned with it), as a warm-start candidate. */
+static op_status project_reference(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
+                                   const candidate *ref, double *finish, op_error *err)
+{
+    candidate c = {0};
+    op_status st = op_placement_init(&c.pl, r->cp.n, r->cp.nd, err);
+    if (st)
+        return st;
+    for (int i = 0; i < ctx->p->n; i++)
+        c.pl.device_of[r->map.group_of[i]] = ref->pl.device_of[i];
+    snprintf(c.name, sizeof c.name, "%.50s (projected)", ref->name);
+    op_error local = {0};
+    if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
+        !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
+        summary(ctx, cfg, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
+                c.oom ? " (OOM)" : "");
+        if (better(&c, &r->warm)) {
+            op_placement_destroy(&r->warm.pl);
+            r->warm = c;
+            memcpy(r->warm_finish, finish, (size_t)r->cp.n * sizeof *finish);
+            return OP_OK;
+        }
+    }
+    op_placement_destroy(&c.pl);
+    return st;
+}
+
+static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
+                              const candidate *ref, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    pesto_coarsen_stats cs;
+    const int *label = cfg->align && ref && ref->valid ? ref->pl.device_of : NULL;
+    op_status st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, label, &r->map, &cs, err);
+    if (!st && label && r->map.coarse->n_ops > 3 * cfg->target) {
+        /* the reference's device regions are too fragmented to reach the
+         * target: an ILP this size runs past its time limit in CBC's root */
+        summary(ctx, cfg, "pesto: aligned coarsening stopped at %d ops; coarsening unaligned",
+                r->map.coarse->n_ops);
+        op_coarse_map_destroy(&r->map);
+        st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, NULL, &r->map, &cs, err);
+    }
+    if (st)
+        return st;
+    summary(ctx, cfg, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged, "
+            "critical-path slack %.2f)", p->n, r->map.coarse->n_ops, cs.iterations, cs.merged,
+            cs.cp_slack);
+    int ne = r->map.coarse->n_edges;
+    r->xfer_count = op_malloc((size_t)ne * sizeof *r->xfer_count + 1, err);
+    r->xfer_bytes = op_malloc((size_t)ne * sizeof *r->xfer_bytes + 1, err);
+    if (!r->xfer_count || !r->xfer_bytes)
+        return OP_ENOMEM;
+    if ((st = pesto_coarse_comm(p->g, &r->map, r->xfer_count, r->xfer_bytes, err)))
+        return st;
+    if ((st = op_problem_init(&r->cp, r->map.coarse, p->c, err)))
+        return st;
+    r->cp_ok = 1;
+    if (!(r->csim = op_sim_new(&r->cp, err)))
+        return OP_ENOMEM;
+    if (!(r->warm_finish = op_malloc((size_t)r->cp.n * sizeof *r->warm_finish + 1, err)))
+        return OP_ENOMEM;
+    if ((st = best_heuristic(cfg, ctx, &r->cp, r->csim, "coarse", &r->warm, r->warm_finish, err)))
+        return st;
+    if (ref && ref->valid) {
+        double *finish = op_malloc((size_t)r->cp.n * sizeof *finish + 1, err);
+        if (!finish)
+            return OP_ENOMEM;
+        st = project_reference(cfg, ctx, r, ref, finish, err);
+        free(finish);
+        if (st)
+            return st;
+    }
+    if (r->warm.valid)
+        summary(ctx, cfg, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
+                r->warm.step_us);
+    pesto_ilp_opts ilp = cfg->ilp;
+    if (cfg->comm_model) {
+        ilp.xfer_count = r->xfer_count;
+        ilp.xfer_bytes = r->xfer_bytes;
+    }
+    if (r->warm.valid && !r->warm.oom && ilp.memory_cap == 1 &&
+        !pesto_ilp_memory_ok(&r->cp, r->warm.pl.device_of, &ilp)) {
+        /* the static param + output sum rejects a placement the simulator
+         * says fits: too conservative for this graph, keep params only */
+        ilp.memory_cap = 2;
+        summary(ctx, cfg, "pesto: the param+output memory bound rejects the warm start that fits; "
+                "using param bytes only");
+    }
+    return pesto_ilp_solve(&r->cp, &ilp, r->warm.valid ? &r->warm.pl : NULL,
+                           r->warm.valid ? r->warm_finish : NULL, ctx, &r->ilp, err);
+}
+
+static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    pesto_cfg cfg;
+    op_status st = read_cfg(ctx, &cfg, err);
+    if (st)
+        return st;
+    pesto_run r;
+    memset(&r, 0, sizeof r);
+    candidate ref = {0};
+    if (!(r.fsim = op_sim_new(p, err))) {
+        st = OP_ENOMEM;
+        goto done;
+    }
+    /* the reference: the best fast placer (and auto) on the original graph */
+    if ((st = best_heuristic(&cfg, ctx, p, r.fsim, "original", &r.best, NULL, err)) ||
+        (st = try_auto(&cfg, ctx, p, r.fsim, &r.best, err)))
+        goto done;
+    if (r.best.valid) {
+        if ((st = op_placement_copy(&ref.pl, &r.best.pl, err)))
+            goto done;
+        ref.valid = 1;
+        snprintf(ref.name, sizeof ref.name, "%s", r.best.name);
+        summary(ctx, &cfg, "pesto: reference %s: %.1f us", ref.name, r.best.step_us);
+    }
+    if ((st = solve_coarse(&cfg, ctx, &r, &ref, err)))
+        goto done;
+    if (r.ilp.status == PESTO_OPTIMAL || r.ilp.status == PESTO_FEASIBLE) {
+        op_placement ilp_pl;
+        if ((st = pesto_ilp_to_placement(&r.cp, &r.ilp, &ilp_pl, err)))
+            goto done;
+        st = consider_expanded(ctx, &r.map, p, r.fsim, &ilp_pl, "ilp", &r.best, err);
+        op_placement_destroy(&ilp_pl);
+        if (st)
+            goto done;
+    }
+    if (r.warm.valid &&
+        (st = consider_expanded(ctx, &r.map, p, r.fsim, &r.warm.pl, r.warm.name, &r.best, err)))
+        goto done;
+    if (!r.best.valid) {
+        st = op_fail(err, OP_EINFEASIBLE, "pesto: neither the ILP nor any heuristic produced a "
+                     "placement");
+        goto done;
+    }
+    summary(ctx, &cfg, "pesto: result from %s: %.1f us (ILP incumbent %.1f us, bound %.1f us, "
+            "gap %.2f%% on the coarse model)", r.best.name, r.best.step_us, r.ilp.objective,
+            r.ilp.bound, 100 * r.ilp.gap);
+    if (r.best.oom && !ctx->best_effort) {
+        st = op_fail(err, OP_EINFEASIBLE, "pesto: no placement found fits in device memory "
+                     "(try --best-effort)");
+        goto done;
+    }
+    if (cfg.export_dir && (st = pesto_export_tf(p->g, p->c, &r.best.pl, cfg.export_dir, err)))
+        goto done;
+    memcpy(out->device_of, r.best.pl.device_of, (size_t)p->n * sizeof *out->device_of);
+    if (r.best.pl.has_order) {
+        if ((st = op_placement_alloc_order(out, err)))
+            goto done;
+        memcpy(out->order_off, r.best.pl.order_off, ((size_t)p->nd + 1) * sizeof *out->order_off);
+        memcpy(out->order, r.best.pl.order, (size_t)p->n * sizeof *out->order);
+        out->has_order = 1;
+    }
+done:
+    op_placement_destroy(&ref.pl);
+    run_destroy(&r);
+    return st;
+}
+
+static const op_opt_decl PESTO_OPTIONS[] = {
+    {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
+    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "--budget-seconds or 40", NULL,
+     "ILP time limit, seconds"},
+    {"balance", OP_OPT_NUM, 0, 100, "0.2", NULL, "load balance slack of --memory balanced|both"},
+    {"cp-slack", OP_OPT_NUM, -1, 1e6, NULL, NULL,
+     "critical-path slack of the coarsening (-1: off)"},
+    {"max-pairs", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL, "most transfer pairs the ILP models"},
+    {"max-binaries", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL,
+     "most binaries before the ILP is skipped"},
+    {"congestion", OP_OPT_TEXT, 0, 0, "on", "on|off", "model link congestion in the ILP"},
+    {"comm-model", OP_OPT_TEXT, 0, 0, "per-source", "per-source|per-edge",
+     "one transfer per source or per edge"},
+    {"align", OP_OPT_TEXT, 0, 0, "best", "best|none", "align the warm start to the coarse groups"},
+    {"auto-seconds", OP_OPT_NUM, 0, 1e6, "5", NULL, "time for the auto warm start (0: none)"},
+    {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
+    {"warm-start", OP_OPT_TEXT, 0, 0, NULL, NULL, "comma-separated placers to warm-start from"},
+    /* stage, window-*: the large-neighbourhood search of the Pesto work */
+    {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
+     "large-neighbourhood search on the graph, the coarse ILP, or both"},
+    {"window-min", OP_OPT_INT, 2, 10000, "10", NULL, "smallest LNS window, ops"},
+    {"window-max", OP_OPT_INT, 2, 10000, "60", NULL, "largest LNS window, ops"},
+    {"window-seconds", OP_OPT_NUM, 0.01, 1e6, "2", NULL, "CBC time per LNS window"},
+    {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "also write the problem for TF-Pesto into this folder"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+const op_placer op_placer_pesto = {
+    .name = "pesto",
+    .summary = "coarsen + joint placement/scheduling ILP (CBC) with congestion and memory, "
+               "warm-started from the best fast placer",
+    .source = "Pesto (Middleware '21) section 3",
+    .place = place_pesto,
+    .slow = 1,
+    .options = PESTO_OPTIONS,
+};

@@ -1,0 +1,281 @@
+/*
+ * trinity.c - the Trinity placer (papers/trinity.txt; src/placers/trinity/,
+ * placers/trinity/trinity.h): a partition network groups the ops, a seq2seq
+ * schedule network maps groups to devices, both trained by PPO on the MDPE
+ * reward (runtime, peak communication, peak memory).  Used like SGDP:
+ *
+ *   --weights W.bin               zero-shot: the trained policy's greedy
+ *                                 placement and --samples sampled ones are
+ *                                 simulated, the best is returned
+ *   --weights W.bin --finetune N  N PPO iterations on this graph first
+ *   (no weights)                  a fresh policy trained on this graph for
+ *                                 --budget-seconds (default 60) or
+ *                                 --iterations; the best placement seen wins
+ *
+ * --paper: exactly the paper's method (no reference, priors, uniformly
+ * drawn decisions, list-schedule orders or boundary moves; the result is
+ * the best PPO sample, first-ready-first); it refuses the options below
+ * that tune an addition beyond the paper.
+ * Options (read by trinity_options_read, shared with `opplace train
+ * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,
+ * --groups G (64), --max-comm BYTES and --max-mem BYTES (the user's
+ * tolerances C^ and M^ of eqs. 6-7; default: the reference's peaks, or
+ * 8 GiB each without one), --alpha/--beta/--gamma (MDPE weights
+ * 0.5/0.3/0.2), --save-weights FILE, --slots B (1; rollout batches per
+ * iteration, shared by MPI ranks under mpirun).
+ * Beyond the paper (src/placers/trinity/trinity_warm.c): --heuristics LIST (default
+ * expert; "none": no reference) picks a reference placement that seeds
+ * the best-seen record and centres the order and block priors
+ * (opplace/trinity.h); --units N (256; 0 = per op) decision units split
+ * by it; one decision per rollout of each network is drawn uniformly, so
+ * exploration survives PPO's convergence; without --max-comm / --max-mem
+ * the tolerances are the reference's peak communication and peak memory,
+ * and the result is the fastest placement seen within the tolerances
+ * (trinity_reward.c), so it is never worse than the reference on step
+ * time, peak communication or peak memory.  With --weights the reference
+ * is used too (zero-shot then returns at least the reference).
+ * Also beyond the paper (opplace/list_schedule.h), per-device execution
+ * orders by priority list scheduling (bottom level with transfers, tlevel
+ * + blevel, bottom level of compute), in two places:
+ *   --reward-order auto|none|blevel|cpath|blevel-w (auto; none with
+ *       --schedule-orders 0): the search judges each rollout by the list
+ *       schedule of its own placement under a memory cap of 100/95/90 % of
+ *       M^ (trinity_train.c), so PPO sees the step a placement reaches
+ *       with an order, not only first-ready-first; auto takes the priority
+ *       and cap best for the reference (first-ready-first included);
+ *   --schedule-orders 1 (default; 0 = off, the result has no order as in
+ *       the paper): the final choice (src/placers/trinity/trinity_final.c) takes the
+ *       search's 4 best distinct placements and the reference,
+ *       each first-ready-first and list-scheduled with every priority
+ *       without and with memory caps, and returns the fastest variant that
+ *       is within the tolerances (by default the reference's peaks) and no
+ *       more out of memory than the best first-ready-first candidate.  So
+ *       the result is never worse than the reference on step, peak
+ *       communication or peak memory, and never slower than the
+ *       reference's placement with any of these orders (communication
+ *       does not depend on the order, memory may).  Progress lines report
+ *       each candidate, the choice, and "reference + order" beside it.
+ * Also beyond the paper (src/placers/trinity/trinity_boundary.c): --boundary-moves C
+ * (4; 0 = off; needs the reference and --schedule-orders 1) enumerates
+ * layer-boundary moves around the reference after the search (each layer
+ * scope cut into C chunks; whole scopes and prefixes / suffixes of chunks
+ * move to a neighbouring device; device swaps; pairs among the 8 fastest
+ * and least-communicating singles; up to 8 rounds of descent from the
+ * best admissible one), judges each with every priority order, and gives
+ * the final choice the 2 fastest admissible ones that beat the reference +
+ * order.  PPO's moves around the reference rarely shift a stage boundary
+ * (bench/RESULTS.md, Trinity).
+ * --seed makes a run with a fixed --iterations reproducible, for any rank
+ * count (given the same OpenBLAS thread count; bench/RESULTS.md, Trinity,
+ * MPI).  Eligibility, pins and colocation are enforced by the policy's
+ * masks (placers/trinity/trinity.h);
+ * if the best placement runs out of memory the placer returns
+ * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
+ * runtime, peak communication and peak memory as the paper's Table 4.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "opplace/list_schedule.h"
+#include "core/parallel.h"
+#include "placers/trinity/trinity.h"
+#include "placers/placer_util.h"
+
+typedef struct trinity_opts {
+    const char *weights, *save;
+    long finetune, iterations;
+    trinity_options o; /* shared with `opplace train trinity` (trinity_options.c) */
+} trinity_opts;
+
+static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
+{
+    s->weights = op_options_str(o, "weights", NULL);
+    s->save = op_options_str(o, "save-weights", NULL);
+    op_status st;
+    if ((st = trinity_options_read(o, 1, &s->o, err)) ||
+        (st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
+        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)))
+        return st;
+    if (s->finetune && !s->weights)
+        return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
+    return OP_OK;
+}
+
+static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *s,
+                                   op_error *err)
+{
+    if (s->weights)
+        return trinity_policy_from_file(s->weights, err);
+    trinity_config cfg = s->o.pc;
+    if (ctx->p->nd > cfg.max_devices)
+        cfg.max_devices = ctx->p->nd;
+    return trinity_policy_new(&cfg, ctx->seed, err);
+}
+
+static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s)
+{
+    trinity_train_config tc = s->o.tc;
+    tc.seed = ctx->seed;
+    tc.n2v.seed = ctx->seed;
+    tc.progress = op_par_rank() == 0 ? ctx : NULL;
+    if (s->weights) {
+        tc.iterations = s->finetune;
+        tc.budget_seconds = ctx->budget_seconds;
+    } else {
+        tc.iterations = s->iterations;
+        tc.budget_seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds
+                                                    : (s->iterations > 0 ? 0 : 60);
+    }
+    return tc;
+}
+
+/* ------------------------------------------------ priority orders (beyond the paper) */
+
+/* Layer-boundary moves around the reference (trinity_boundary.c): the
+ * admissible candidates faster than the reference + order join the final
+ * choice.  res is left empty (n_kept 0) when there is no reference. */
+static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
+                                const trinity_trainer *t, const trinity_reward_config *rc,
+                                trinity_boundary_result *res, op_error *err)
+{
+    const trinity_reference *ref = trinity_trainer_reference(t, 0);
+    memset(res, 0, sizeof *res);
+    if (!s->o.boundary_moves || !ref)
+        return OP_OK;
+    trinity_boundary_config bc = trinity_boundary_defaults();
+    bc.chunks = s->o.boundary_moves;
+    op_status st = trinity_boundary_search(ctx->p, ref->device_of, rc, &bc, res, err);
+    if (!st)
+        op_progress(ctx,
+                    "trinity: boundary moves (%d chunks per layer, %d rounds): %d blocks, %d candidates "
+                    "(%d single, %d swaps, %d pairs), %d within the communication bound, %d "
+                    "admissible, %d faster than the reference + order (%.3f ms); best "
+                    "admissible %s %.3f ms; fastest within the communication bound %.3f ms; "
+                    "%.1f s",
+                    bc.chunks, res->rounds, res->blocks, res->candidates, res->singles, res->swaps,
+                    res->pairs, res->comm_ok, res->admissible, res->faster,
+                    res->ref_best.step_us / 1000.0, res->best_what, res->best.step_us / 1000.0,
+                    res->fastest_comm_ok / 1000.0, res->seconds);
+    return st;
+}
+
+static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
+                                 trinity_policy *pol, op_placement *out, op_error *err)
+{
+    trinity_train_config tc = train_config(ctx, s);
+    int training = !s->weights || s->finetune > 0;
+    const op_problem *probs[1] = {ctx->p};
+    trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, err);
+    if (!t)
+        return err && err->code ? err->code : OP_ENOMEM;
+    op_status st = OP_OK;
+    if (training)
+        st = trinity_trainer_run(t, err);
+    if (!st)
+        st = trinity_trainer_evaluate(t, 0, s->o.tc.samples, err);
+    if (!st && training && s->save && op_par_rank() == 0)
+        st = trinity_policy_save(pol, s->save, err);
+    if (!st) {
+        trinity_best b = trinity_trainer_best(t, 0);
+        trinity_train_stats ts = trinity_trainer_stats(t);
+        const trinity_reference *ref = trinity_trainer_reference(t, 0);
+        trinity_reward_config rc = trinity_trainer_reward(t, 0);
+        memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
+        op_placement_drop_order(out);
+        trinity_metrics fm = b.m; /* the result's, ordered or not */
+        trinity_boundary_result br = {0};
+        if (s->o.schedule_orders)
+            st = boundary_moves(ctx, s, t, &rc, &br, err);
+        if (!st && s->o.schedule_orders)
+            st = trinity_final_choice(ctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
+        trinity_boundary_result_destroy(&br);
+        double share;
+        int judge = trinity_trainer_reward_order(t, 0, &share);
+        if (!st && judge != OP_PRIORITY_FIFO)
+            op_progress(ctx,
+                        "trinity: rollouts judged by the %s list schedule, memory cap %.0f%% of "
+                        "%.2f GiB (--reward-order %s)",
+                        trinity_reward_order_name(judge), 100 * share,
+                        rc.max_mem_bytes / 1073741824.0,
+                        trinity_reward_order_name(s->o.tc.reward_order));
+        else if (!st)
+            op_progress(ctx, "trinity: rollouts judged first-ready-first (--reward-order %s)",
+                        trinity_reward_order_name(s->o.tc.reward_order));
+        if (!st && ref)
+            op_progress(ctx,
+                        "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
+                        "memory %.2f GiB; tolerances %.1f MiB, %.2f GiB",
+                        ref->name, ref->m.step_us / 1000.0, (double)ref->m.peak_comm / 1048576.0,
+                        (double)ref->m.peak_mem / 1073741824.0, rc.max_comm_bytes / 1048576.0,
+                        rc.max_mem_bytes / 1073741824.0);
+        if (!st)
+            op_progress(ctx,
+                        "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
+                        "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
+                        fm.step_us / 1000.0, (double)fm.peak_comm / 1048576.0,
+                        (double)fm.peak_mem / 1073741824.0, ts.iterations, ts.rollouts,
+                        ts.seconds, ts.setup_seconds);
+        if (!st && fm.oom && !ctx->best_effort)
+            st = op_fail(err, OP_EINFEASIBLE,
+                         "trinity: the best placement found runs out of memory "
+                         "(train longer, or pass --best-effort)");
+    }
+    trinity_trainer_free(t);
+    return st;
+}
+
+static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    trinity_opts s;
+    op_status st = read_opts(ctx->opts, &s, err);
+    if (st)
+        return st;
+    trinity_policy *pol = make_policy(ctx, &s, err);
+    if (!pol)
+        return err && err->code ? err->code : OP_ENOMEM;
+    st = train_and_place(ctx, &s, pol, out, err);
+    trinity_policy_free(pol);
+    return st;
+}
+
+/* What read_opts reads (the learning options are being cut; see --help). */
+static const op_opt_decl TRINITY_OPTIONS[] = {
+    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL, "exactly the paper's method (none of the additions)"},
+    {"max-devices", OP_OPT_INT, 1, 1024, NULL, NULL, "devices the policy can address"},
+    {"hidden", OP_OPT_INT, 1, 4096, NULL, NULL, "hidden width of the networks"},
+    {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
+    {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
+    {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
+    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL,
+     "training iterations on this graph from --weights"},
+    {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
+    {"samples", OP_OPT_INT, 1, 4096, NULL, NULL, "rollouts per iteration"},
+    {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
+    {"epochs", OP_OPT_INT, 1, 1000, NULL, NULL, "PPO epochs per iteration"},
+    {"groups", OP_OPT_INT, 1, 4096, NULL, NULL, "partition groups"},
+    {"slots", OP_OPT_INT, 1, TRINITY_MAX_SLOTS, NULL, NULL, "decision slots"},
+    {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
+    {"schedule-orders", OP_OPT_INT, 0, 1, "1", NULL, "give the result a priority execution order"},
+    {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
+    {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
+    {"max-comm", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: communication bound, bytes"},
+    {"max-mem", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: memory bound, bytes"},
+    {"alpha", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of runtime"},
+    {"beta", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of communication"},
+    {"gamma", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of memory"},
+    {"boundary-moves", OP_OPT_INT, 0, 64, NULL, NULL, "boundary chunks per layer scope (0: off)"},
+    {"reward-order", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "auto|none|blevel|cpath|blevel-w: order rollouts are judged by"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+const op_placer op_placer_trinity = {
+    .name = "trinity",
+    .summary = "learned partition (FFN) + seq2seq schedule (LSTM, attention) networks, PPO on "
+               "runtime/communication/memory; --weights, --finetune N",
+    .source = "Zeng et al., Trinity, Algorithms 2022 (sections 3-4)",
+    .place = place_trinity,
+    .slow = 1,
+    .options = TRINITY_OPTIONS,
+};

@@ -1,0 +1,114 @@
+/*
+ * trinity_options.c - the Trinity options, read once for both the placer
+ * (src/placers/trinity.c) and `opplace train trinity` (src/cli/
+ * train_trinity.c), so their names and defaults cannot drift apart.
+ *
+ * --paper is the paper's method exactly (papers/trinity.txt sections 3-4):
+ * no reference placement, no priors, no uniformly drawn decisions, rollouts
+ * judged first-ready-first, no list-schedule orders and no boundary moves
+ * in the final choice; tolerances 8 GiB (section 5).  The options that only
+ * tune an addition beyond the paper are refused with it.
+ */
+#include <string.h>
+
+#include "opplace/list_schedule.h"
+#include "opplace/options.h"
+#include "placers/trinity/trinity.h"
+
+/* options that switch on something beyond the paper */
+static const char *const BEYOND[] = {"heuristics", "units", "reward-order", "schedule-orders",
+                                     "boundary-moves", NULL};
+
+op_status trinity_options_read(op_options *o, int placer, trinity_options *out, op_error *err)
+{
+    memset(out, 0, sizeof *out);
+    trinity_config *pc = &out->pc;
+    trinity_train_config *tc = &out->tc;
+    *pc = trinity_config_default();
+    *tc = trinity_train_defaults();
+    out->paper = op_options_has(o, "paper");
+    op_status st;
+    if (out->paper)
+        for (int i = 0; BEYOND[i]; i++)
+            if (op_options_has(o, BEYOND[i]))
+                return op_fail(err, OP_EUSAGE,
+                               "trinity: --%s is beyond the paper; drop it or drop --paper",
+                               BEYOND[i]);
+    tc->heuristics = out->paper ? NULL : op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
+    if (tc->heuristics && !strcmp(tc->heuristics, "none"))
+        tc->heuristics = NULL;
+    /* absent tolerances: the reference's peaks (trinity_warm.c) */
+    tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
+    tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
+    if (out->paper) {
+        pc->prior = 0.0;
+        pc->sched_prior = 0.0;
+        tc->explore = 0.0;
+    } else {
+        pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
+        pc->sched_prior = tc->heuristics ? TRINITY_REF_SCHED_PRIOR : pc->sched_prior;
+        tc->explore = TRINITY_DEFAULT_EXPLORE;
+    }
+    long samples, threads, epochs, groups, slots, units = 0, orders = 0, boundary = 0;
+    long maxd = pc->max_devices, hidden = pc->hidden;
+    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
+        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
+        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
+        (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
+        (st = op_options_int(o, "slots", tc->slots, 1, TRINITY_MAX_SLOTS, &slots, err)) ||
+        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
+        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
+                                &tc->ppo.entropy_coef, err)) ||
+        (st = op_options_double(o, "max-comm", tc->reward.max_comm_bytes, 0, 1e18,
+                                &tc->reward.max_comm_bytes, err)) ||
+        (st = op_options_double(o, "max-mem", tc->reward.max_mem_bytes, 0, 1e18,
+                                &tc->reward.max_mem_bytes, err)) ||
+        (st = op_options_double(o, "alpha", tc->reward.alpha, 0, 1e6, &tc->reward.alpha, err)) ||
+        (st = op_options_double(o, "beta", tc->reward.beta, 0, 1e6, &tc->reward.beta, err)) ||
+        (st = op_options_double(o, "gamma", tc->reward.gamma, 0, 1e6, &tc->reward.gamma, err)))
+        return st;
+    if (!placer && /* the architecture of a new policy: training only */
+        ((st = op_options_int(o, "max-devices", maxd, 1, 1024, &maxd, err)) ||
+         (st = op_options_int(o, "hidden", hidden, 1, 4096, &hidden, err))))
+        return st;
+    if (!out->paper &&
+        ((st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
+         (st = op_options_int(o, "schedule-orders", placer, 0, 1, &orders, err))))
+        return st;
+    if (placer && !out->paper &&
+        (st = op_options_int(o, "boundary-moves",
+                             orders && tc->heuristics ? TRINITY_DEFAULT_BOUNDARY_MOVES : 0, 0, 64,
+                             &boundary, err)))
+        return st;
+    if (boundary && (!orders || !tc->heuristics))
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --boundary-moves needs a reference (--heuristics) and "
+                       "--schedule-orders 1 (its candidates join the final choice)");
+    /* judged by an order only when the result may keep one (training: by
+     * default whenever there is a reference to choose it by) */
+    const char *ro = out->paper ? "none"
+                                : op_options_str(o, "reward-order",
+                                                 (placer ? orders : tc->heuristics != NULL)
+                                                     ? "auto"
+                                                     : "none");
+    tc->reward_order = trinity_reward_order_parse(ro);
+    if (tc->reward_order < TRINITY_REWARD_ORDER_AUTO)
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --reward-order must be none, blevel, cpath, blevel-w or auto, "
+                       "not '%s'", ro);
+    if (placer && !orders && tc->reward_order != OP_PRIORITY_FIFO)
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --reward-order %s needs --schedule-orders 1 (the result of a "
+                       "search judged by an order must keep one)", ro);
+    tc->samples = (int)samples;
+    tc->threads = (int)threads;
+    tc->ppo.epochs = (int)epochs;
+    tc->slots = (int)slots;
+    tc->unit_target = (int)units;
+    pc->groups = (int)groups;
+    pc->max_devices = (int)maxd;
+    pc->hidden = (int)hidden;
+    out->schedule_orders = (int)orders;
+    out->boundary_moves = (int)boundary;
+    return OP_OK;
+}
