@@ -5,11 +5,9 @@
 #
 # Usage: bash bench/real.sh [path/to/opplace]          (prints Markdown)
 # Environment:
-#   EXPORTER  the exporter command, ONE place to switch it:
-#             "/usr/bin/python3 tools/export_torch.py" (default; the old
-#             exporter: torchvision CNNs and nn.Transformer only) or
-#             "/usr/bin/python3 -m opplace.torch export" (the torch
-#             package: adds the GPT-style decoder and the LSTM seq2seq)
+#   EXPORTER  the exporter command, ONE place to switch it (default
+#             "/usr/bin/python3 -m opplace.torch export", the project's
+#             own exporter, python/opplace)
 #   GRAPHS    directory that caches exported graphs (default bench/out/real)
 #   MODELS    space-separated subset of the model keys below
 #   ALGOS     placers to run (default: every placer that answers in seconds;
@@ -22,7 +20,7 @@
 # on one device (the simulator's), so no single device holds it.
 set -euo pipefail
 BIN=${1:-./build/opplace}
-EXPORTER=${EXPORTER:-/usr/bin/python3 tools/export_torch.py}
+EXPORTER=${EXPORTER:-/usr/bin/python3 -m opplace.torch export}
 GRAPHS=${GRAPHS:-bench/out/real}
 BUDGET=${BUDGET:-10}
 ALGOS=${ALGOS:-single round-robin expert metis m-topo m-etf m-sct heft celeritas order-place dfs-topo auto}
