@@ -60,7 +60,6 @@
  * serves them first come first served; memory is the static bound above.
  * Reported step times always come from the simulator.
  */
-#include <coin/Cbc_C_Interface.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -72,115 +71,12 @@
 
 #include "opplace/placer.h"
 #include "placers/pesto_ilp.h"
-
-#define LP_INF DBL_MAX /* CBC reads bounds at or beyond 1e30 as infinite */
+#include "placers/pesto_lp.h"
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
     *o = (pesto_ilp_opts){.time_limit_s = 30, .congestion = 1, .memory_cap = 1, .balance = -1,
-                          .max_xfer_pairs = 5000,
-                          .max_binaries = 10000, .verbose = 0};
-}
-
-/* ---- a column/row/triplet model builder --------------------------------------- */
-
-typedef struct lp_model {
-    int ncol, capcol;
-    double *lb, *ub, *obj;
-    char *isint;
-    int nrow, caprow;
-    double *rlb, *rub;
-    long nnz, capnz;
-    int *ti, *tj;
-    double *tv;
-    int oom;
-} lp_model;
-
-static int grow(void **p, size_t elem, int *cap, int need)
-{
-    if (need <= *cap)
-        return 0;
-    int c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
-}
-
-static int lp_col(lp_model *m, double lb, double ub, double obj, int is_int)
-{
-    int cap = m->capcol;
-    if (grow((void **)&m->lb, sizeof *m->lb, &cap, m->ncol + 1) ||
-        grow((void **)&m->ub, sizeof *m->ub, &(int){m->capcol}, m->ncol + 1) ||
-        grow((void **)&m->obj, sizeof *m->obj, &(int){m->capcol}, m->ncol + 1) ||
-        grow((void **)&m->isint, sizeof *m->isint, &(int){m->capcol}, m->ncol + 1)) {
-        m->oom = 1;
-        return 0;
-    }
-    m->capcol = cap;
-    m->lb[m->ncol] = lb;
-    m->ub[m->ncol] = ub;
-    m->obj[m->ncol] = obj;
-    m->isint[m->ncol] = (char)is_int;
-    return m->ncol++;
-}
-
-/* A row in construction: terms are appended, then lp_row_end fixes bounds. */
-static void lp_term(lp_model *m, int col, double v)
-{
-    if (m->oom || v == 0)
-        return;
-    if (m->nnz == m->capnz) {
-        long c = m->capnz ? 2 * m->capnz : 4096;
-        int *ti = realloc(m->ti, (size_t)c * sizeof *ti);
-        if (ti)
-            m->ti = ti;
-        int *tj = realloc(m->tj, (size_t)c * sizeof *tj);
-        if (tj)
-            m->tj = tj;
-        double *tv = realloc(m->tv, (size_t)c * sizeof *tv);
-        if (tv)
-            m->tv = tv;
-        if (!ti || !tj || !tv) {
-            m->oom = 1;
-            return;
-        }
-        m->capnz = c;
-    }
-    m->ti[m->nnz] = m->nrow;
-    m->tj[m->nnz] = col;
-    m->tv[m->nnz] = v;
-    m->nnz++;
-}
-
-static void lp_row_end(lp_model *m, double lo, double hi)
-{
-    int cap = m->caprow;
-    if (grow((void **)&m->rlb, sizeof *m->rlb, &cap, m->nrow + 1) ||
-        grow((void **)&m->rub, sizeof *m->rub, &(int){m->caprow}, m->nrow + 1)) {
-        m->oom = 1;
-        return;
-    }
-    m->caprow = cap;
-    m->rlb[m->nrow] = lo;
-    m->rub[m->nrow] = hi;
-    m->nrow++;
-}
-
-static void lp_free(lp_model *m)
-{
-    free(m->lb);
-    free(m->ub);
-    free(m->obj);
-    free(m->isint);
-    free(m->rlb);
-    free(m->rub);
-    free(m->ti);
-    free(m->tj);
-    free(m->tv);
+                          .max_xfer_pairs = 5000, .max_binaries = 10000, .verbose = 0};
 }
 
 /* ---- the instance: times, windows, reachability ---------------------------------- */
@@ -687,59 +583,16 @@ int pesto_ilp_memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opt
 
 /* ---- solving --------------------------------------------------------------------------- */
 
-static double now_s(void)
+/* MIP start: every binary from the warm placement and its model schedule.
+ * Fills cols/vals (room for every integer column); returns the count. */
+static int mip_start(const lp_model *m, const inst *I, const op_placement *warm,
+                     const double *s_op, const double *s_xf, const pair_list *op_pairs,
+                     const pair_list *xf_pairs, int *cols, double *vals)
 {
-    return op_seconds_now();
-}
-
-static Cbc_Model *load_model(const lp_model *m)
-{
-    int *start = calloc((size_t)m->ncol + 1, sizeof *start);
-    int *index = malloc((size_t)m->nnz * sizeof *index + 1);
-    double *value = malloc((size_t)m->nnz * sizeof *value + 1);
-    Cbc_Model *model = NULL;
-    if (start && index && value) {
-        int *fill = calloc((size_t)m->ncol + 1, sizeof *fill);
-        if (fill) {
-            for (long k = 0; k < m->nnz; k++)
-                start[m->tj[k] + 1]++;
-            for (int j = 0; j < m->ncol; j++)
-                start[j + 1] += start[j];
-            for (int j = 0; j < m->ncol; j++)
-                fill[j] = start[j];
-            for (long k = 0; k < m->nnz; k++) {
-                int pos = fill[m->tj[k]]++;
-                index[pos] = m->ti[k];
-                value[pos] = m->tv[k];
-            }
-            free(fill);
-            model = Cbc_newModel();
-            Cbc_loadProblem(model, m->ncol, m->nrow, start, index, value, m->lb, m->ub, m->obj,
-                            m->rlb, m->rub);
-            for (int j = 0; j < m->ncol; j++)
-                if (m->isint[j])
-                    Cbc_setInteger(model, j);
-        }
-    }
-    free(start);
-    free(index);
-    free(value);
-    return model;
-}
-
-/* MIP start: every binary from the warm placement and its model schedule. */
-static void set_mip_start(Cbc_Model *model, const lp_model *m, const inst *I,
-                          const op_placement *warm, const double *s_op, const double *s_xf,
-                          const pair_list *op_pairs, const pair_list *xf_pairs)
-{
-    int nb = 0;
-    for (int j = 0; j < m->ncol; j++)
-        nb += m->isint[j] != 0;
-    int *cols = malloc((size_t)nb * sizeof *cols + 1);
-    double *vals = malloc((size_t)nb * sizeof *vals + 1);
+    (void)m;
     int *pos = malloc((size_t)I->n * sizeof *pos + 1);
-    if (!cols || !vals || !pos)
-        goto done;
+    if (!pos)
+        return 0;
     for (int d = 0; d < I->nd; d++)
         for (int k = warm->order_off[d]; k < warm->order_off[d + 1]; k++)
             pos[warm->order[k]] = k;
@@ -762,16 +615,12 @@ static void set_mip_start(Cbc_Model *model, const lp_model *m, const inst *I,
         cols[k] = xf_pairs->delta[t];
         vals[k++] = s_xf[e] < s_xf[f] || (s_xf[e] == s_xf[f] && e < f);
     }
-    Cbc_setMIPStartI(model, k, cols, vals);
-done:
-    free(cols);
-    free(vals);
     free(pos);
+    return k;
 }
 
-static void read_solution(Cbc_Model *model, const inst *I, pesto_ilp_result *r)
+static void read_solution(const double *x, const inst *I, pesto_ilp_result *r)
 {
-    const double *x = Cbc_getColSolution(model);
     for (int i = 0; i < I->n; i++) {
         int best = -1;
         double bv = -1;
@@ -787,84 +636,49 @@ static void read_solution(Cbc_Model *model, const inst *I, pesto_ilp_result *r)
     }
 }
 
-/* CBC writes banners on stdout even at log level 0; keep stdout clean for
- * `-o -` by pointing it at /dev/null while CBC runs. */
-static int mute_stdout(void)
-{
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && devnull >= 0)
-        dup2(devnull, STDOUT_FILENO);
-    if (devnull >= 0)
-        close(devnull);
-    return saved;
-}
-
-static void restore_stdout(int saved)
-{
-    fflush(stdout);
-    if (saved >= 0) {
-        dup2(saved, STDOUT_FILENO);
-        close(saved);
-    }
-}
-
 static op_status solve_model(const lp_model *m, const inst *I, const pesto_ilp_opts *o,
                              const op_placement *warm, const double *s_op, const double *s_xf,
                              const pair_list *op_pairs, const pair_list *xf_pairs,
                              const op_place_ctx *ctx, pesto_ilp_result *r, op_error *err)
 {
-    Cbc_Model *model = load_model(m);
-    if (!model)
-        return op_fail(err, OP_ENOMEM, "pesto: out of memory loading the ILP");
-    char secs[32];
-    snprintf(secs, sizeof secs, "%.3f", o->time_limit_s > 0 ? o->time_limit_s : 1e9);
-    Cbc_setMaximumSeconds(model, o->time_limit_s > 0 ? o->time_limit_s : 1e9);
-    /* Cbc_solve runs CbcMain1, which takes its limits from these parameters */
-    Cbc_setParameter(model, "seconds", secs);
-    Cbc_setParameter(model, "timeMode", "elapsed");
-    if (getenv("PESTO_CBC_ARGS")) { /* experiments: "name=value,name=value" */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", getenv("PESTO_CBC_ARGS"));
-        char *save = NULL;
-        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq) {
-                *eq = 0;
-                Cbc_setParameter(model, kv, eq + 1);
-            }
+    lp_solve_opts so = {.seconds = o->time_limit_s, .deadline = o->deadline,
+                        .verbose = o->verbose};
+    if (ctx && ctx->deadline > 0 && (so.deadline <= 0 || ctx->deadline < so.deadline))
+        so.deadline = ctx->deadline;
+    int *cols = NULL;
+    double *vals = NULL;
+    if (warm) {
+        cols = malloc((size_t)r->n_binaries * sizeof *cols + 1);
+        vals = malloc((size_t)r->n_binaries * sizeof *vals + 1);
+        if (cols && vals) {
+            so.nstart = mip_start(m, I, warm, s_op, s_xf, op_pairs, xf_pairs, cols, vals);
+            so.start_cols = cols;
+            so.start_vals = vals;
         }
     }
-    Cbc_setLogLevel(model, o->verbose ? 1 : 0);
-    Cbc_setAllowableFractionGap(model, 1e-6);
-    if (warm)
-        set_mip_start(model, m, I, warm, s_op, s_xf, op_pairs, xf_pairs);
     op_progress(ctx, "pesto: ILP %d columns (%d binary), %d rows; %ld op pairs, %ld transfer "
-                "pairs; M = %.1f us; solving for up to %.0f s", r->n_cols, r->n_binaries,
-                r->n_rows, r->op_pairs, r->xfer_pairs, I->H, o->time_limit_s);
-    int saved = o->verbose ? -1 : mute_stdout();
-    Cbc_solve(model);
-    if (!o->verbose)
-        restore_stdout(saved);
-    r->bound = Cbc_getBestPossibleObjValue(model);
-    if (Cbc_isProvenInfeasible(model) && Cbc_numberSavedSolutions(model) == 0) {
+                "pairs (%ld dropped); M = %.1f us; solving for up to %.0f s", r->n_cols,
+                r->n_binaries, r->n_rows, r->op_pairs, r->xfer_pairs, r->xfer_pairs_dropped,
+                I->H, o->time_limit_s);
+    lp_solution sol;
+    op_status st = lp_solve(m, &so, &sol, err);
+    free(cols);
+    free(vals);
+    if (st)
+        return st;
+    r->stopped = sol.stopped;
+    r->bound = sol.bound;
+    if (sol.status == LP_INFEASIBLE) {
         r->status = PESTO_INFEASIBLE;
-    } else if (Cbc_bestSolution(model)) {
-        r->status = Cbc_isProvenOptimal(model) ? PESTO_OPTIMAL : PESTO_FEASIBLE;
-        r->objective = Cbc_getObjValue(model);
-        if (r->status == PESTO_OPTIMAL && r->bound > r->objective)
-            r->bound = r->objective;
-        if (r->bound > r->objective || !isfinite(r->bound))
-            r->bound = r->objective;
-        read_solution(model, I, r);
-    }
-    if (r->status == PESTO_FEASIBLE || r->status == PESTO_OPTIMAL) {
+    } else if (sol.x) {
+        r->status = sol.status == LP_OPTIMAL ? PESTO_OPTIMAL : PESTO_FEASIBLE;
+        r->objective = sol.objective;
+        read_solution(sol.x, I, r);
         double lb = r->bound < 0 ? 0 : r->bound;
         r->bound = lb;
         r->gap = r->objective > 0 ? (r->objective - lb) / r->objective : 0;
     }
-    Cbc_deleteModel(model);
+    free(sol.x);
     return OP_OK;
 }
 
@@ -872,7 +686,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                           const double *warm_finish, const op_place_ctx *ctx,
                           pesto_ilp_result *r, op_error *err)
 {
-    double t0 = now_s();
+    double t0 = op_seconds_now();
     memset(r, 0, sizeof *r);
     r->device_of = op_malloc((size_t)p->n * sizeof *r->device_of + 1, err);
     r->start = op_malloc((size_t)p->n * sizeof *r->start + 1, err);
@@ -929,7 +743,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     } else {
         st = solve_model(&m, &I, o, warm, s_op, s_xf, &op_pairs, &xf_pairs, ctx, r, err);
     }
-    r->seconds = now_s() - t0;
+    r->seconds = op_seconds_now() - t0;
     if (!st)
         op_progress(ctx, "pesto: ILP %s after %.1f s: incumbent %.1f us, bound %.1f us, gap %.2f%%",
                     r->status == PESTO_OPTIMAL      ? "optimal"

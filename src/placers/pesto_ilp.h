@@ -10,6 +10,8 @@
 
 typedef struct pesto_ilp_opts {
     double time_limit_s;  /* CBC's wall-clock limit */
+    double deadline;      /* absolute op_seconds_now() time the solve must end by (0: none);
+                             the solve also ends at Ctrl-C (pesto_lp.h) */
     int congestion;       /* channel non-overlap (constraint 7); 0 = the paper's Fig. 5a */
     int memory_cap;       /* hard capacity: 1: sum of param + output bytes <= memory_bytes;
                              2: param bytes only; 0: none */
@@ -43,6 +45,7 @@ typedef struct pesto_ilp_result {
     int n_cols, n_rows, n_binaries;
     long op_pairs, xfer_pairs, xfer_pairs_dropped;
     double seconds;
+    int stopped;            /* the deadline or Ctrl-C cut the solve short */
 } pesto_ilp_result;
 
 /* Build and solve the ILP for problem p (every op of p is one ILP vertex).
