@@ -1,0 +1,601 @@
+/*
+ * pesto_lns.c - Pesto's ILP where it can win: exactly on small windows of
+ * the original graph, around an incumbent (large-neighbourhood search).
+ *
+ * One step:
+ *   1. Simulate the incumbent (a placement with a per-device order); sort
+ *      the ops by simulated start.  The critical chain is walked back from
+ *      the op that finishes last, each time to the predecessor or the
+ *      device-predecessor that finished latest.
+ *   2. Window: K consecutive ops of the start-time order centred on an op of
+ *      the critical chain (anchors rotate along the chain).  Because it is a
+ *      time slice, every op before it starts no later than the window's
+ *      first op and every op after it no earlier than its last: no path
+ *      leaves the window and comes back, so the window's precedences are
+ *      those of its own subgraph.
+ *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
+ *      times in microseconds of the incumbent's step):
+ *        x_vd one-hot (eligible devices; colocated ops outside the window
+ *        fix their group's device), S_v, C_v = S_v + sum_d exec(v,d) x_vd;
+ *        device release: S_v >= r_d x_vd, r_d the finish of the last op
+ *        before the window on d;
+ *        an input from u outside (device du, finish f_u):
+ *          S_v >= f_u + sum_{t != du} T(du, t, bytes) x_vt;
+ *        an input from u inside: S_v >= C_u + sum_{s != t} T(s, t) y_ust,
+ *          y_ust >= x_us + x_vt - 1 (one transfer per edge: the simulator's
+ *          one per (source op, device) of the largest edge is the same time
+ *          unless two consumers on one device receive different sizes);
+ *        an output to w outside (device dw, incumbent start s_w):
+ *          Cmax >= C_v + sum_{s != dw} T(s, dw) x_vs + (step - s_w),
+ *          the rest of the step as the incumbent runs it after w;
+ *        the ops after the window on device d (first starts at a_d):
+ *          Cmax >= C_v + (step - a_d) - M (1 - x_vd), and the load row
+ *          Cmax >= r_d + sum_v exec(v,d) x_vd + (step - a_d);
+ *        one op at a time per device: the disjunction of pesto_ilp.c for
+ *          every pair of the window not ordered by the DAG;
+ *        objective: min Cmax.
+ *      Channels are not modelled (no congestion rows) and memory is not
+ *      either: the simulator judges every candidate, and one that runs out
+ *      of memory ranks after one that fits (op_sim_ranks_before).
+ *   4. MIP start: the incumbent's devices and order.  The solution's devices
+ *      and start order (ops before the window, the window by S, ops after)
+ *      make the candidate; it replaces the incumbent when the simulator
+ *      ranks it before.
+ *   5. Window size adapts: a window solved to optimality grows by a quarter,
+ *      one cut by the time limit shrinks by a fifth (within min..max).
+ */
+#include "placers/pesto_lns.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/pesto_lp.h"
+
+typedef struct sched {
+    double *start, *finish;
+    int *by_start, *rank, *prev_dev;
+    double step, over;
+} sched;
+
+static const double *sort_start;
+static const int *sort_topo;
+
+static int by_start_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sort_start[x] != sort_start[y])
+        return sort_start[x] < sort_start[y] ? -1 : 1;
+    return (sort_topo[x] > sort_topo[y]) - (sort_topo[x] < sort_topo[y]);
+}
+
+static void sort_ops(int *ops, int n, const double *key, const int *topo_pos)
+{
+    sort_start = key;
+    sort_topo = topo_pos;
+    qsort(ops, (size_t)n, sizeof *ops, by_start_cmp);
+}
+
+static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *pl, sched *s,
+                          op_error *err)
+{
+    op_sim_result r;
+    op_sim_trace t;
+    op_status st = op_sim_result_init(&r, p, err);
+    if (st)
+        return st;
+    if ((st = op_sim_trace_init(&t, p, err))) {
+        op_sim_result_destroy(&r);
+        return st;
+    }
+    if (!(st = op_sim_run(sim, pl, &r, &t, err))) {
+        memcpy(s->start, t.start_us, (size_t)p->n * sizeof *s->start);
+        memcpy(s->finish, t.finish_us, (size_t)p->n * sizeof *s->finish);
+        s->step = r.step_time_us;
+        s->over = op_sim_overflow_bytes(p, &r);
+    }
+    op_sim_trace_destroy(&t);
+    op_sim_result_destroy(&r);
+    return st;
+}
+
+/* Ranks and device-predecessors of a simulated schedule. */
+static void index_schedule(const op_problem *p, const op_placement *pl, sched *s, int *last)
+{
+    for (int i = 0; i < p->n; i++)
+        s->by_start[i] = i;
+    sort_ops(s->by_start, p->n, s->start, p->g->topo_pos);
+    for (int d = 0; d < p->nd; d++)
+        last[d] = -1;
+    for (int k = 0; k < p->n; k++) {
+        int v = s->by_start[k];
+        s->rank[v] = k;
+        s->prev_dev[v] = last[pl->device_of[v]];
+        last[pl->device_of[v]] = v;
+    }
+}
+
+/* The critical chain, from the last op back; returns its length. */
+static int critical_chain(const op_problem *p, const sched *s, int *chain)
+{
+    int v = 0, n = 0;
+    for (int i = 1; i < p->n; i++)
+        if (s->finish[i] > s->finish[v])
+            v = i;
+    while (v >= 0 && n < p->n) {
+        chain[n++] = v;
+        int next = -1;
+        double best = -1;
+        for (int k = p->g->pred_off[v]; k < p->g->pred_off[v + 1]; k++) {
+            int u = p->g->pred[k];
+            if (s->finish[u] > best) {
+                best = s->finish[u];
+                next = u;
+            }
+        }
+        int q = s->prev_dev[v];
+        if (q >= 0 && s->finish[q] >= best)
+            next = q;
+        v = next;
+    }
+    return n;
+}
+
+static int allowed(const op_problem *p, int i, int d)
+{
+    int grp = p->group_of[i];
+    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
+}
+
+typedef struct window {
+    int k, lo, hi;      /* ops by_start[lo..hi) */
+    int *ops, *loc;     /* loc[v]: index in ops or -1 */
+    int *S, *X, cmax;   /* columns */
+    int *pair_a, *pair_b, *pair_delta;
+    long npairs;
+    unsigned char *reach; /* k x k: reach[a*k+b] when a ~> b inside the window */
+} window;
+
+static void completion(lp_model *m, const op_problem *p, const window *w, int a, double sign)
+{
+    lp_term(m, w->S[a], sign);
+    for (int d = 0; d < p->nd; d++)
+        if (w->X[a * p->nd + d] >= 0)
+            lp_term(m, w->X[a * p->nd + d], sign * op_exec_us(p, w->ops[a], d));
+}
+
+/* Build the window's model; returns 0 or -1 (out of memory). */
+static int build(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
+                 window *w)
+{
+    const op_graph *g = p->g;
+    int nd = p->nd, k = w->k;
+    double H = 1.5 * s->step + 1;
+    double *rel = calloc((size_t)nd, sizeof *rel), *tailq = calloc((size_t)nd, sizeof *tailq);
+    if (!rel || !tailq) {
+        free(rel);
+        free(tailq);
+        return -1;
+    }
+    for (int r = 0; r < w->lo; r++) {
+        int v = s->by_start[r];
+        if (s->finish[v] > rel[pl->device_of[v]])
+            rel[pl->device_of[v]] = s->finish[v];
+    }
+    for (int d = 0; d < nd; d++)
+        tailq[d] = -1;
+    for (int r = w->hi; r < p->n; r++) {
+        int v = s->by_start[r], d = pl->device_of[v];
+        if (tailq[d] < 0)
+            tailq[d] = s->step - s->start[v];
+    }
+    w->cmax = lp_col(m, 0, H + s->step, 1, 0);
+    for (int a = 0; a < k; a++) {
+        int v = w->ops[a], grp = p->group_of[v], fixed = -1;
+        if (grp != OP_NONE)
+            for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++)
+                if (w->loc[p->group_ops[t]] < 0)
+                    fixed = pl->device_of[p->group_ops[t]];
+        w->S[a] = lp_col(m, 0, H, 0, 0);
+        for (int d = 0; d < nd; d++) {
+            int ok = allowed(p, v, d) && (fixed < 0 || d == fixed);
+            w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
+        }
+        for (int d = 0; d < nd; d++)
+            if (w->X[a * nd + d] >= 0)
+                lp_term(m, w->X[a * nd + d], 1);
+        lp_row_end(m, 1, 1);
+        for (int d = 0; d < nd; d++) /* device release */
+            if (w->X[a * nd + d] >= 0 && rel[d] > 0) {
+                lp_term(m, w->S[a], 1);
+                lp_term(m, w->X[a * nd + d], -rel[d]);
+                lp_row_end(m, 0, LP_INF);
+            }
+        lp_term(m, w->cmax, 1); /* Cmax >= C_v */
+        completion(m, p, w, a, -1);
+        lp_row_end(m, 0, LP_INF);
+        for (int d = 0; d < nd; d++) /* the device's later ops */
+            if (w->X[a * nd + d] >= 0 && tailq[d] > 0) {
+                double M = H + tailq[d];
+                lp_term(m, w->cmax, 1);
+                completion(m, p, w, a, -1);
+                lp_term(m, w->X[a * nd + d], -M);
+                lp_row_end(m, tailq[d] - M, LP_INF);
+            }
+        for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+            int u = g->pred[e], edge = g->pred_edge[e], b = w->loc[u];
+            int64_t bytes = g->edge_bytes[edge];
+            if (b < 0) {
+                int du = pl->device_of[u];
+                lp_term(m, w->S[a], 1);
+                for (int t = 0; t < nd; t++)
+                    if (t != du && w->X[a * nd + t] >= 0)
+                        lp_term(m, w->X[a * nd + t], -op_cluster_transfer_us(p->c, du, t, bytes));
+                lp_row_end(m, s->finish[u], LP_INF);
+                continue;
+            }
+            /* S_v >= C_u + transfer; y columns for the device pairs */
+            int *ycol = malloc((size_t)nd * nd * sizeof *ycol + 1);
+            if (!ycol) {
+                m->oom = 1;
+                break;
+            }
+            for (int s1 = 0; s1 < nd; s1++)
+                for (int t = 0; t < nd; t++) {
+                    ycol[s1 * nd + t] = -1;
+                    if (s1 == t || w->X[b * nd + s1] < 0 || w->X[a * nd + t] < 0)
+                        continue;
+                    int y = lp_col(m, 0, 1, 0, 0);
+                    lp_term(m, y, 1);
+                    lp_term(m, w->X[b * nd + s1], -1);
+                    lp_term(m, w->X[a * nd + t], -1);
+                    lp_row_end(m, -1, LP_INF);
+                    ycol[s1 * nd + t] = y;
+                }
+            lp_term(m, w->S[a], 1);
+            completion(m, p, w, b, -1);
+            for (int s1 = 0; s1 < nd; s1++)
+                for (int t = 0; t < nd; t++)
+                    if (ycol[s1 * nd + t] >= 0)
+                        lp_term(m, ycol[s1 * nd + t], -op_cluster_transfer_us(p->c, s1, t, bytes));
+            lp_row_end(m, 0, LP_INF);
+            free(ycol);
+        }
+        for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
+            int x = g->succ[e];
+            if (w->loc[x] >= 0)
+                continue;
+            int dx = pl->device_of[x];
+            int64_t bytes = g->edge_bytes[g->succ_edge[e]];
+            lp_term(m, w->cmax, 1);
+            completion(m, p, w, a, -1);
+            for (int d = 0; d < nd; d++)
+                if (d != dx && w->X[a * nd + d] >= 0)
+                    lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bytes));
+            lp_row_end(m, s->step - s->start[x], LP_INF);
+        }
+    }
+    for (int d = 0; d < nd; d++) { /* load rows */
+        lp_term(m, w->cmax, 1);
+        for (int a = 0; a < k; a++)
+            if (w->X[a * nd + d] >= 0)
+                lp_term(m, w->X[a * nd + d], -op_exec_us(p, w->ops[a], d));
+        lp_row_end(m, rel[d] + (tailq[d] > 0 ? tailq[d] : 0), LP_INF);
+    }
+    for (int grp = 0; grp < p->n_groups; grp++) { /* colocation inside the window */
+        int first = -1;
+        for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
+            int a = w->loc[p->group_ops[t]];
+            if (a < 0)
+                continue;
+            if (first < 0) {
+                first = a;
+                continue;
+            }
+            for (int d = 0; d < nd; d++)
+                if (w->X[first * nd + d] >= 0 && w->X[a * nd + d] >= 0) {
+                    lp_term(m, w->X[first * nd + d], 1);
+                    lp_term(m, w->X[a * nd + d], -1);
+                    lp_row_end(m, 0, 0);
+                }
+        }
+    }
+    /* one op at a time: pairs not ordered by the DAG that may share a device */
+    w->npairs = 0;
+    for (int a = 0; a < k; a++)
+        for (int b = a + 1; b < k; b++) {
+            if (w->reach[(size_t)a * k + b] || w->reach[(size_t)b * k + a])
+                continue;
+            int common = 0;
+            for (int d = 0; d < nd; d++)
+                common |= w->X[a * nd + d] >= 0 && w->X[b * nd + d] >= 0;
+            if (!common)
+                continue;
+            int delta = lp_col(m, 0, 1, 0, 1), q = lp_col(m, 0, 1, 0, 0);
+            for (int d = 0; d < nd; d++)
+                if (w->X[a * nd + d] >= 0 && w->X[b * nd + d] >= 0) {
+                    lp_term(m, q, 1);
+                    lp_term(m, w->X[a * nd + d], -1);
+                    lp_term(m, w->X[b * nd + d], -1);
+                    lp_row_end(m, -1, LP_INF);
+                }
+            /* a before b when delta = 1: S_b >= C_a - H(1-delta) - H(1-q) */
+            lp_term(m, w->S[b], 1);
+            completion(m, p, w, a, -1);
+            lp_term(m, delta, -H);
+            lp_term(m, q, -H);
+            lp_row_end(m, -2 * H, LP_INF);
+            /* b before a when delta = 0: S_a >= C_b - H delta - H(1-q) */
+            lp_term(m, w->S[a], 1);
+            completion(m, p, w, b, -1);
+            lp_term(m, delta, H);
+            lp_term(m, q, -H);
+            lp_row_end(m, -H, LP_INF);
+            w->pair_a[w->npairs] = a;
+            w->pair_b[w->npairs] = b;
+            w->pair_delta[w->npairs] = delta;
+            w->npairs++;
+        }
+    free(rel);
+    free(tailq);
+    return m->oom ? -1 : 0;
+}
+
+/* Reachability inside the window (ops in start order, so edges go forward). */
+static void window_reach(const op_problem *p, window *w)
+{
+    int k = w->k;
+    memset(w->reach, 0, (size_t)k * k);
+    for (int a = k - 1; a >= 0; a--) {
+        int v = w->ops[a];
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++) {
+            int b = w->loc[p->g->succ[e]];
+            if (b < 0)
+                continue;
+            w->reach[(size_t)a * k + b] = 1;
+            for (int c = 0; c < k; c++)
+                w->reach[(size_t)a * k + c] |= w->reach[(size_t)b * k + c];
+        }
+    }
+}
+
+typedef struct lns_buf {
+    sched s;
+    window w;
+    int *chain, *last, *seq;
+    double *key;
+    int *cols;
+    double *vals;
+} lns_buf;
+
+static void buf_free(lns_buf *b)
+{
+    free(b->s.start);
+    free(b->s.finish);
+    free(b->s.by_start);
+    free(b->s.rank);
+    free(b->s.prev_dev);
+    free(b->w.ops);
+    free(b->w.loc);
+    free(b->w.S);
+    free(b->w.X);
+    free(b->w.pair_a);
+    free(b->w.pair_b);
+    free(b->w.pair_delta);
+    free(b->w.reach);
+    free(b->chain);
+    free(b->last);
+    free(b->seq);
+    free(b->key);
+    free(b->cols);
+    free(b->vals);
+}
+
+static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
+{
+    size_t n = (size_t)p->n + 1, k = (size_t)maxk + 1, pairs = k * k / 2 + 1;
+    b->s.start = malloc(n * sizeof(double));
+    b->s.finish = malloc(n * sizeof(double));
+    b->s.by_start = malloc(n * sizeof(int));
+    b->s.rank = malloc(n * sizeof(int));
+    b->s.prev_dev = malloc(n * sizeof(int));
+    b->w.ops = malloc(k * sizeof(int));
+    b->w.loc = malloc(n * sizeof(int));
+    b->w.S = malloc(k * sizeof(int));
+    b->w.X = malloc(k * (size_t)p->nd * sizeof(int));
+    b->w.pair_a = malloc(pairs * sizeof(int));
+    b->w.pair_b = malloc(pairs * sizeof(int));
+    b->w.pair_delta = malloc(pairs * sizeof(int));
+    b->w.reach = malloc(k * k);
+    b->chain = malloc(n * sizeof(int));
+    b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
+    b->seq = malloc(n * sizeof(int));
+    b->key = malloc(n * sizeof(double));
+    b->cols = malloc((k * (size_t)p->nd + pairs) * sizeof(int));
+    b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
+    if (!b->s.start || !b->s.finish || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
+        !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
+        !b->w.pair_delta || !b->w.reach || !b->chain || !b->last || !b->seq || !b->key ||
+        !b->cols || !b->vals)
+        return -1;
+    for (int i = 0; i < p->n; i++)
+        b->w.loc[i] = -1;
+    return 0;
+}
+
+/* The candidate of a solved window: inc's devices outside, the solution's
+ * inside; order: before the window, the window by S, after. */
+static op_status candidate_from(const op_problem *p, const op_placement *inc, lns_buf *b,
+                                const double *x, op_placement *cand, op_error *err)
+{
+    window *w = &b->w;
+    op_status st = op_placement_copy(cand, inc, err);
+    if (st)
+        return st;
+    for (int a = 0; a < w->k; a++) {
+        int best = -1;
+        double bv = -1;
+        for (int d = 0; d < p->nd; d++) {
+            int c = w->X[a * p->nd + d];
+            if (c >= 0 && x[c] > bv) {
+                bv = x[c];
+                best = d;
+            }
+        }
+        cand->device_of[w->ops[a]] = best;
+    }
+    int n = 0;
+    for (int r = 0; r < w->lo; r++)
+        b->seq[n++] = b->s.by_start[r];
+    for (int a = 0; a < w->k; a++) {
+        /* S rounded to 1e-3 us so solver round-off cannot swap equal times;
+         * ties keep the incumbent's order */
+        b->key[w->ops[a]] = round(x[w->S[a]] * 1e3) + (double)a * 1e-6;
+        b->seq[n + a] = w->ops[a];
+    }
+    sort_ops(b->seq + n, w->k, b->key, p->g->topo_pos);
+    n += w->k;
+    for (int r = w->hi; r < p->n; r++)
+        b->seq[n++] = b->s.by_start[r];
+    if ((st = op_placement_set_order_from_sequence(cand, b->seq, err)))
+        op_placement_destroy(cand);
+    return st;
+}
+
+/* Solve one window; *improved when the candidate replaced *inc. */
+static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
+                            op_placement *inc, lns_buf *b, int *improved, int *optimal,
+                            int *stopped, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    window *w = &b->w;
+    *improved = *optimal = *stopped = 0;
+    for (int a = 0; a < w->k; a++) {
+        w->ops[a] = b->s.by_start[w->lo + a];
+        w->loc[w->ops[a]] = a;
+    }
+    window_reach(p, w);
+    lp_model m = {0};
+    op_status st = OP_OK;
+    if (build(&m, p, inc, &b->s, w)) {
+        st = op_fail(err, OP_ENOMEM, "pesto: out of memory building a window's ILP");
+        goto done;
+    }
+    int ns = 0, nd = p->nd;
+    for (int a = 0; a < w->k; a++)
+        for (int d = 0; d < nd; d++)
+            if (w->X[a * nd + d] >= 0) {
+                b->cols[ns] = w->X[a * nd + d];
+                b->vals[ns++] = inc->device_of[w->ops[a]] == d;
+            }
+    for (long t = 0; t < w->npairs; t++) {
+        b->cols[ns] = w->pair_delta[t];
+        b->vals[ns++] = b->s.rank[w->ops[w->pair_a[t]]] < b->s.rank[w->ops[w->pair_b[t]]];
+    }
+    lp_solve_opts so = {.seconds = o->window_seconds, .deadline = o->deadline, .nstart = ns,
+                        .start_cols = b->cols, .start_vals = b->vals};
+    lp_solution sol;
+    if ((st = lp_solve(&m, &so, &sol, err)))
+        goto done;
+    *optimal = sol.status == LP_OPTIMAL;
+    *stopped = sol.stopped;
+    if (sol.x) {
+        op_placement cand;
+        if (!(st = candidate_from(p, inc, b, sol.x, &cand, err))) {
+            sched cs = b->s; /* reuses the arrays: the loop re-simulates the incumbent */
+            double old_step = b->s.step, old_over = b->s.over;
+            if (!(st = simulate(p, sim, &cand, &cs, err)) &&
+                op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
+                op_placement tmp = *inc;
+                *inc = cand;
+                cand = tmp;
+                b->s.step = cs.step;
+                b->s.over = cs.over;
+                *improved = 1;
+            }
+            op_progress(ctx, "pesto: LNS window of %d ops at %.1f us: ILP %s %.1f us, "
+                        "simulated %.1f us%s", w->k, b->s.start[w->ops[0]],
+                        *optimal ? "optimal" : "incumbent", sol.objective, cs.step,
+                        *improved ? " (kept)" : "");
+            op_placement_destroy(&cand);
+        }
+        free(sol.x);
+    }
+done:
+    for (int a = 0; a < w->k; a++)
+        w->loc[w->ops[a]] = -1;
+    lp_free(&m);
+    return st;
+}
+
+op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
+                    op_placement *inc, double *step_us, double *overflow, pesto_lns_stats *stats,
+                    op_error *err)
+{
+    const op_problem *p = ctx->p;
+    memset(stats, 0, sizeof *stats);
+    int maxk = o->max_window < p->n ? o->max_window : p->n;
+    int mink = o->min_window < maxk ? o->min_window : maxk;
+    if (maxk < 2)
+        return OP_OK;
+    lns_buf b;
+    memset(&b, 0, sizeof b);
+    op_status st = OP_OK;
+    if (buf_alloc(&b, p, maxk)) {
+        st = op_fail(err, OP_ENOMEM, "pesto: out of memory for the LNS");
+        goto done;
+    }
+    if ((st = simulate(p, sim, inc, &b.s, err)))
+        goto done;
+    if (!inc->has_order) { /* the simulated order, so windows can keep it */
+        for (int i = 0; i < p->n; i++)
+            b.seq[i] = i;
+        sort_ops(b.seq, p->n, b.s.start, p->g->topo_pos);
+        if ((st = op_placement_set_order_from_sequence(inc, b.seq, err)) ||
+            (st = simulate(p, sim, inc, &b.s, err)))
+            goto done;
+    }
+    stats->first_step_us = b.s.step;
+    int k = (mink + maxk) / 2, anchor = 0, fails_here = 0;
+    uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    while (!op_interrupted() && (o->deadline <= 0 || op_seconds_now() < o->deadline) &&
+           (o->max_windows <= 0 || stats->windows < o->max_windows)) {
+        if (stats->windows > 0 && (st = simulate(p, sim, inc, &b.s, err)))
+            goto done;
+        index_schedule(p, inc, &b.s, b.last);
+        int nchain = critical_chain(p, &b.s, b.chain);
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        if (fails_here > 0) /* jump along the chain after a window that did not help */
+            anchor += 1 + (int)((rng >> 33) % (uint64_t)(nchain > 8 ? nchain / 8 : 1));
+        int centre = b.s.rank[b.chain[anchor % nchain]];
+        b.w.k = k;
+        b.w.lo = centre - k / 2;
+        if (b.w.lo + k > p->n)
+            b.w.lo = p->n - k;
+        if (b.w.lo < 0)
+            b.w.lo = 0;
+        b.w.hi = b.w.lo + k;
+        int improved, optimal, stopped;
+        if ((st = one_window(ctx, sim, o, inc, &b, &improved, &optimal, &stopped, err)))
+            goto done;
+        stats->windows++;
+        stats->improved += improved;
+        stats->optimal += optimal;
+        stats->stopped += stopped;
+        if (stopped)
+            break;
+        fails_here = !improved;
+        if (optimal && k < maxk)
+            k = k + (k + 3) / 4 < maxk ? k + (k + 3) / 4 : maxk;
+        else if (!optimal && k > mink)
+            k = k - k / 5 > mink ? k - k / 5 : mink;
+    }
+    if ((st = simulate(p, sim, inc, &b.s, err)))
+        goto done;
+    stats->step_us = b.s.step;
+    *step_us = b.s.step;
+    *overflow = b.s.over;
+done:
+    buf_free(&b);
+    return st;
+}
