@@ -356,14 +356,6 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         ilp.xfer_count = r->xfer_count;
         ilp.xfer_bytes = r->xfer_bytes;
     }
-    if (r->warm.valid && !r->warm.oom && ilp.memory_cap == 1 &&
-        !pesto_ilp_memory_ok(&r->cp, r->warm.pl.device_of, &ilp)) {
-        /* the static param + output sum rejects a placement the simulator
-         * says fits: too conservative for this graph, keep params only */
-        ilp.memory_cap = 2;
-        summary(ctx, cfg, "pesto: the param+output memory bound rejects the warm start that fits; "
-                "using param bytes only");
-    }
     return pesto_ilp_solve(&r->cp, &ilp, r->warm.valid ? &r->warm.pl : NULL,
                            r->warm.valid ? r->warm_finish : NULL, ctx, &r->ilp, err);
 }
