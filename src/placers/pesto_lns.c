@@ -25,10 +25,13 @@
  *          y_ust >= x_us + x_vt - 1 (one transfer per edge: the simulator's
  *          one per (source op, device) of the largest edge is the same time
  *          unless two consumers on one device receive different sizes);
- *        an output to w outside (device dw, incumbent start s_w):
- *          Cmax >= C_v + sum_{s != dw} T(s, dw) x_vs + (step - s_w),
- *          the rest of the step as the incumbent runs it after w;
- *        the ops after the window on device d (first starts at a_d):
+ *        an output to w outside (device dw, latest start L_w):
+ *          Cmax >= C_v + sum_{s != dw} T(s, dw) x_vs + (step - L_w),
+ *          where L_w is how late w could start, the rest as scheduled,
+ *          without lengthening the step (slack(); with s_w instead, every
+ *          successor would count as critical and no window could move an
+ *          op whose consumers have slack);
+ *        the ops after the window on device d (first latest start a_d):
  *          Cmax >= C_v + (step - a_d) - M (1 - x_vd), and the load row
  *          Cmax >= r_d + sum_v exec(v,d) x_vd + (step - a_d);
  *        one op at a time per device: the disjunction of pesto_ilp.c for
@@ -53,7 +56,7 @@
 #include "placers/pesto_lp.h"
 
 typedef struct sched {
-    double *start, *finish;
+    double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */
     int *by_start, *rank, *prev_dev;
     double step, over;
 } sched;
@@ -99,7 +102,9 @@ static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *
     return st;
 }
 
-/* Ranks and device-predecessors of a simulated schedule. */
+static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev);
+
+/* Ranks, device-predecessors and latest starts of a simulated schedule. */
 static void index_schedule(const op_problem *p, const op_placement *pl, sched *s, int *last)
 {
     for (int i = 0; i < p->n; i++)
@@ -112,6 +117,33 @@ static void index_schedule(const op_problem *p, const op_placement *pl, sched *s
         s->rank[v] = k;
         s->prev_dev[v] = last[pl->device_of[v]];
         last[pl->device_of[v]] = v;
+    }
+    slack(p, pl, s, last);
+}
+
+/* Latest starts: how late each op could start, everything else as
+ * scheduled, without lengthening the step (DAG successors with their
+ * transfer, the next op on the device; channel queues ignored).  Ops in
+ * reverse start order, so successors and device-successors come first. */
+static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev)
+{
+    const op_graph *g = p->g;
+    for (int d = 0; d < p->nd; d++)
+        next_dev[d] = -1;
+    for (int k = p->n - 1; k >= 0; k--) {
+        int v = s->by_start[k], dv = pl->device_of[v];
+        double len = s->finish[v] - s->start[v], lf = s->step;
+        for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
+            int w = g->succ[e], dw = pl->device_of[w];
+            double x = dw == dv ? 0
+                                : op_cluster_transfer_us(p->c, dv, dw, g->edge_bytes[g->succ_edge[e]]);
+            if (s->latest[w] - x < lf)
+                lf = s->latest[w] - x;
+        }
+        if (next_dev[dv] >= 0 && s->latest[next_dev[dv]] < lf)
+            lf = s->latest[next_dev[dv]];
+        s->latest[v] = lf - len < s->start[v] ? s->start[v] : lf - len;
+        next_dev[dv] = v;
     }
 }
 
@@ -187,7 +219,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     for (int r = w->hi; r < p->n; r++) {
         int v = s->by_start[r], d = pl->device_of[v];
         if (tailq[d] < 0)
-            tailq[d] = s->step - s->start[v];
+            tailq[d] = s->step - s->latest[v];
     }
     w->cmax = lp_col(m, 0, H + s->step, 1, 0);
     for (int a = 0; a < k; a++) {
@@ -272,7 +304,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             for (int d = 0; d < nd; d++)
                 if (d != dx && w->X[a * nd + d] >= 0)
                     lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bytes));
-            lp_row_end(m, s->step - s->start[x], LP_INF);
+            lp_row_end(m, s->step - s->latest[x], LP_INF);
         }
     }
     for (int d = 0; d < nd; d++) { /* load rows */
@@ -372,6 +404,7 @@ static void buf_free(lns_buf *b)
 {
     free(b->s.start);
     free(b->s.finish);
+    free(b->s.latest);
     free(b->s.by_start);
     free(b->s.rank);
     free(b->s.prev_dev);
@@ -396,6 +429,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     size_t n = (size_t)p->n + 1, k = (size_t)maxk + 1, pairs = k * k / 2 + 1;
     b->s.start = malloc(n * sizeof(double));
     b->s.finish = malloc(n * sizeof(double));
+    b->s.latest = malloc(n * sizeof(double));
     b->s.by_start = malloc(n * sizeof(int));
     b->s.rank = malloc(n * sizeof(int));
     b->s.prev_dev = malloc(n * sizeof(int));
@@ -413,7 +447,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->key = malloc(n * sizeof(double));
     b->cols = malloc((k * (size_t)p->nd + pairs) * sizeof(int));
     b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
-    if (!b->s.start || !b->s.finish || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
+    if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
         !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
         !b->w.pair_delta || !b->w.reach || !b->chain || !b->last || !b->seq || !b->key ||
         !b->cols || !b->vals)
