@@ -15,9 +15,10 @@
  *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the
  *      original graph (pesto_lns.c): windows of --window-min..--window-max
- *      ops (default 20..120) around the critical path of the incumbent's
- *      schedule are re-placed and re-ordered exactly by CBC (at most
- *      --window-seconds each, default 5), kept when the simulator agrees.
+ *      ops (default 10..60) of two devices around the critical path of the
+ *      incumbent's schedule are re-placed and re-ordered exactly by CBC (at
+ *      most --window-seconds each, default 2), kept when the simulator
+ *      agrees.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
  *      coarse ops (default 40) with the critical-path guard (--cp-slack,
  *      default 0.1) and, with --align best (the default; "none" is the
@@ -90,9 +91,9 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
                              &cfg->ilp.max_binaries, err)) ||
         (st = op_options_double(o, "auto-seconds", 0.25 * cfg->budget, 0, 1e7, &cfg->auto_s,
                                 err)) ||
-        (st = op_options_int(o, "window-min", 20, 2, 10000, &wmin, err)) ||
-        (st = op_options_int(o, "window-max", 120, 2, 10000, &wmax, err)) ||
-        (st = op_options_double(o, "window-seconds", 5, 0.01, 1e6,
+        (st = op_options_int(o, "window-min", 10, 2, 10000, &wmin, err)) ||
+        (st = op_options_int(o, "window-max", 60, 2, 10000, &wmax, err)) ||
+        (st = op_options_double(o, "window-seconds", 2, 0.01, 1e6,
                                 &cfg->lns_opts.window_seconds, err)))
         return st;
     if (wmin > wmax)

@@ -7,12 +7,15 @@
  *      the ops by simulated start.  The critical chain is walked back from
  *      the op that finishes last, each time to the predecessor or the
  *      device-predecessor that finished latest.
- *   2. Window: K consecutive ops of the start-time order centred on an op of
- *      the critical chain (anchors rotate along the chain).  Because it is a
- *      time slice, every op before it starts no later than the window's
- *      first op and every op after it no earlier than its last: no path
- *      leaves the window and comes back, so the window's precedences are
- *      those of its own subgraph.
+ *   2. Window: a slice of the start-time order centred on an op of the
+ *      critical chain (anchors rotate along the chain), widened until it
+ *      holds K ops of two devices (the anchor's and another; all devices
+ *      when there are two): those K are free, the slice's ops on other
+ *      devices stay where and when they are.  Every op before the slice
+ *      starts no later than it and every op after no earlier, so paths
+ *      between window ops run inside the slice; paths through its fixed
+ *      ops (DAG edges and the fixed device orders) become S_b >= C_a rows,
+ *      so the new per-device orders cannot deadlock.
  *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
  *      times in microseconds of the incumbent's step):
  *        x_vd one-hot (eligible devices; colocated ops outside the window
@@ -46,10 +49,13 @@
  *      ranks it before.
  *   5. Window size adapts: a window solved to optimality grows by a quarter,
  *      one cut by the time limit shrinks by a fifth (within min..max).
+ * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
+ * (busy time, waits after a cross-device predecessor, waits on a device).
  */
 #include "placers/pesto_lns.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -180,7 +186,8 @@ static int allowed(const op_problem *p, int i, int d)
 }
 
 typedef struct window {
-    int k, lo, hi;      /* ops by_start[lo..hi) */
+    int k, lo, hi;      /* the window's ops lie in the slice by_start[lo..hi) */
+    int dev_a, dev_b;   /* the two devices whose ops in the slice are free (-1: all) */
     int *ops, *loc;     /* loc[v]: index in ops or -1 */
     int *S, *X, cmax;   /* columns */
     int *pair_a, *pair_b, *pair_delta;
@@ -194,6 +201,11 @@ static void completion(lp_model *m, const op_problem *p, const window *w, int a,
     for (int d = 0; d < p->nd; d++)
         if (w->X[a * p->nd + d] >= 0)
             lp_term(m, w->X[a * p->nd + d], sign * op_exec_us(p, w->ops[a], d));
+}
+
+static int free_dev(const window *w, int d)
+{
+    return w->dev_a < 0 || d == w->dev_a || d == w->dev_b;
 }
 
 /* Build the window's model; returns 0 or -1 (out of memory). */
@@ -211,7 +223,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     }
     for (int r = 0; r < w->lo; r++) {
         int v = s->by_start[r];
-        if (s->finish[v] > rel[pl->device_of[v]])
+        if (free_dev(w, pl->device_of[v]) && s->finish[v] > rel[pl->device_of[v]])
             rel[pl->device_of[v]] = s->finish[v];
     }
     for (int d = 0; d < nd; d++)
@@ -230,7 +242,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                     fixed = pl->device_of[p->group_ops[t]];
         w->S[a] = lp_col(m, 0, H, 0, 0);
         for (int d = 0; d < nd; d++) {
-            int ok = allowed(p, v, d) && (fixed < 0 || d == fixed);
+            int ok = allowed(p, v, d) && free_dev(w, d) && (fixed < 0 || d == fixed);
             w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
         }
         for (int d = 0; d < nd; d++)
@@ -308,6 +320,8 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         }
     }
     for (int d = 0; d < nd; d++) { /* load rows */
+        if (!free_dev(w, d))
+            continue;
         lp_term(m, w->cmax, 1);
         for (int a = 0; a < k; a++)
             if (w->X[a * nd + d] >= 0)
@@ -332,6 +346,15 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 }
         }
     }
+    /* paths through fixed ops of the slice keep their order (S_b >= C_a):
+     * the new per-device orders then cannot deadlock */
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++)
+            if (w->reach[(size_t)a * k + b] == 2) {
+                lp_term(m, w->S[b], 1);
+                completion(m, p, w, a, -1);
+                lp_row_end(m, 0, LP_INF);
+            }
     /* one op at a time: pairs not ordered by the DAG that may share a device */
     w->npairs = 0;
     for (int a = 0; a < k; a++)
@@ -373,27 +396,71 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     return m->oom ? -1 : 0;
 }
 
-/* Reachability inside the window (ops in start order, so edges go forward). */
-static void window_reach(const op_problem *p, window *w)
+/* Reachability between the window's ops: over the slice's ops (DAG edges,
+ * and the incumbent's device order for the fixed ops, which the new orders
+ * keep).  reach[a*k+b] = 1: a DAG edge or a path inside the window; 2: only
+ * through fixed ops.  slice_pos and bits are scratch of the slice's size. */
+static void window_reach(const op_problem *p, const op_placement *pl, const sched *s, window *w,
+                         int *slice_pos, unsigned char *bits)
 {
-    int k = w->k;
+    int k = w->k, ns = w->hi - w->lo;
+    size_t rb = ((size_t)ns + 7) / 8;
+    for (int r = w->lo; r < w->hi; r++)
+        slice_pos[s->by_start[r]] = r - w->lo;
+    memset(bits, 0, (size_t)ns * rb);
+    int *next_dev = malloc(((size_t)p->nd + 1) * sizeof *next_dev);
+    if (!next_dev)
+        return;
+    for (int d = 0; d < p->nd; d++)
+        next_dev[d] = -1;
+    for (int r = w->hi - 1; r >= w->lo; r--) { /* successors come later in the slice */
+        int v = s->by_start[r], i = r - w->lo;
+        unsigned char *row = bits + (size_t)i * rb;
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++) {
+            int x = p->g->succ[e];
+            int j = slice_pos[x];
+            if (j < 0 || s->rank[x] < w->lo || s->rank[x] >= w->hi)
+                continue;
+            row[j >> 3] |= (unsigned char)(1u << (j & 7));
+            for (size_t t = 0; t < rb; t++)
+                row[t] |= bits[(size_t)j * rb + t];
+        }
+        int d = pl->device_of[v];
+        if (w->loc[v] < 0 && next_dev[d] >= 0) { /* fixed: its device successor stays */
+            int j = next_dev[d];
+            row[j >> 3] |= (unsigned char)(1u << (j & 7));
+            for (size_t t = 0; t < rb; t++)
+                row[t] |= bits[(size_t)j * rb + t];
+        }
+        if (w->loc[v] < 0)
+            next_dev[d] = i;
+    }
+    free(next_dev);
     memset(w->reach, 0, (size_t)k * k);
-    for (int a = k - 1; a >= 0; a--) {
-        int v = w->ops[a];
+    for (int a = 0; a < k; a++) {
+        int i = slice_pos[w->ops[a]];
+        for (int b = 0; b < k; b++) {
+            int j = slice_pos[w->ops[b]];
+            if (a != b && (bits[(size_t)i * rb + (j >> 3)] >> (j & 7)) & 1)
+                w->reach[(size_t)a * k + b] = 2;
+        }
+        int v = w->ops[a]; /* direct edges are modelled with their transfer */
         for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++) {
             int b = w->loc[p->g->succ[e]];
-            if (b < 0)
-                continue;
-            w->reach[(size_t)a * k + b] = 1;
-            for (int c = 0; c < k; c++)
-                w->reach[(size_t)a * k + c] |= w->reach[(size_t)b * k + c];
+            if (b >= 0)
+                w->reach[(size_t)a * k + b] = 1;
         }
     }
+    for (int r = w->lo; r < w->hi; r++)
+        slice_pos[s->by_start[r]] = -1;
 }
 
 typedef struct lns_buf {
     sched s;
     window w;
+    int *slice_pos;
+    unsigned char *bits;
+    size_t bits_cap;
     int *chain, *last, *seq;
     double *key;
     int *cols;
@@ -417,6 +484,8 @@ static void buf_free(lns_buf *b)
     free(b->w.pair_delta);
     free(b->w.reach);
     free(b->chain);
+    free(b->slice_pos);
+    free(b->bits);
     free(b->last);
     free(b->seq);
     free(b->key);
@@ -442,6 +511,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->w.pair_delta = malloc(pairs * sizeof(int));
     b->w.reach = malloc(k * k);
     b->chain = malloc(n * sizeof(int));
+    b->slice_pos = malloc(n * sizeof(int));
     b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
     b->seq = malloc(n * sizeof(int));
     b->key = malloc(n * sizeof(double));
@@ -449,11 +519,11 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
     if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
         !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
-        !b->w.pair_delta || !b->w.reach || !b->chain || !b->last || !b->seq || !b->key ||
+        !b->w.pair_delta || !b->w.reach || !b->chain || !b->slice_pos || !b->last || !b->seq || !b->key ||
         !b->cols || !b->vals)
         return -1;
     for (int i = 0; i < p->n; i++)
-        b->w.loc[i] = -1;
+        b->w.loc[i] = b->slice_pos[i] = -1;
     return 0;
 }
 
@@ -481,19 +551,57 @@ static op_status candidate_from(const op_problem *p, const op_placement *inc, ln
     int n = 0;
     for (int r = 0; r < w->lo; r++)
         b->seq[n++] = b->s.by_start[r];
-    for (int a = 0; a < w->k; a++) {
-        /* S rounded to 1e-3 us so solver round-off cannot swap equal times;
-         * ties keep the incumbent's order */
-        b->key[w->ops[a]] = round(x[w->S[a]] * 1e3) + (double)a * 1e-6;
-        b->seq[n + a] = w->ops[a];
+    for (int r = w->lo; r < w->hi; r++) { /* fixed ops keep their start */
+        int v = b->s.by_start[r];
+        b->key[v] = round(b->s.start[v] * 1e3) + (double)(r - w->lo) * 1e-6;
+        b->seq[n + r - w->lo] = v;
     }
-    sort_ops(b->seq + n, w->k, b->key, p->g->topo_pos);
-    n += w->k;
+    for (int a = 0; a < w->k; a++)
+        /* S rounded to 1e-3 us so solver round-off cannot swap equal times */
+        b->key[w->ops[a]] = round(x[w->S[a]] * 1e3) + (double)a * 1e-6;
+    sort_ops(b->seq + n, w->hi - w->lo, b->key, p->g->topo_pos);
+    n += w->hi - w->lo;
     for (int r = w->hi; r < p->n; r++)
         b->seq[n++] = b->s.by_start[r];
     if ((st = op_placement_set_order_from_sequence(cand, b->seq, err)))
         op_placement_destroy(cand);
     return st;
+}
+
+/* The window: the ops of two devices (the anchor's and another, when there
+ * are more than two) in a slice of the start order around the anchor,
+ * widened on both sides until it holds k of them.  With two devices the
+ * slice spans about twice the time of an all-device window of k ops. */
+static void choose_window(const op_problem *p, const op_placement *inc, lns_buf *b, int anchor,
+                          int other, int k)
+{
+    window *w = &b->w;
+    w->dev_a = -1;
+    w->dev_b = -1;
+    if (p->nd > 2) {
+        w->dev_a = inc->device_of[anchor];
+        w->dev_b = other == w->dev_a ? (other + 1) % p->nd : other;
+    }
+    int centre = b->s.rank[anchor], lo = centre, hi = centre + 1, got = 1;
+    while (got < k && (lo > 0 || hi < p->n)) {
+        if (lo > 0 && (hi >= p->n || centre - lo <= hi - centre)) {
+            lo--;
+            got += free_dev(w, inc->device_of[b->s.by_start[lo]]);
+        } else {
+            got += free_dev(w, inc->device_of[b->s.by_start[hi]]);
+            hi++;
+        }
+    }
+    w->lo = lo;
+    w->hi = hi;
+    w->k = 0;
+    for (int r = lo; r < hi; r++) {
+        int v = b->s.by_start[r];
+        if (free_dev(w, inc->device_of[v])) {
+            w->ops[w->k] = v;
+            w->loc[v] = w->k++;
+        }
+    }
 }
 
 /* Solve one window; *improved when the candidate replaced *inc. */
@@ -504,11 +612,15 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     const op_problem *p = ctx->p;
     window *w = &b->w;
     *improved = *optimal = *stopped = 0;
-    for (int a = 0; a < w->k; a++) {
-        w->ops[a] = b->s.by_start[w->lo + a];
-        w->loc[w->ops[a]] = a;
+    size_t rb = ((size_t)(w->hi - w->lo) + 7) / 8, need = (size_t)(w->hi - w->lo) * rb + 1;
+    if (need > b->bits_cap) {
+        unsigned char *nb = realloc(b->bits, need);
+        if (!nb)
+            return op_fail(err, OP_ENOMEM, "pesto: out of memory for a window");
+        b->bits = nb;
+        b->bits_cap = need;
     }
-    window_reach(p, w);
+    window_reach(p, inc, &b->s, w, b->slice_pos, b->bits);
     lp_model m = {0};
     op_status st = OP_OK;
     if (build(&m, p, inc, &b->s, w)) {
@@ -547,8 +659,9 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                 b->s.over = cs.over;
                 *improved = 1;
             }
-            op_progress(ctx, "pesto: LNS window of %d ops at %.1f us: ILP %s %.1f us, "
-                        "simulated %.1f us%s", w->k, b->s.start[w->ops[0]],
+            op_progress(ctx, "pesto: LNS window of %d ops (devices %d,%d) at %.1f us: ILP %s "
+                        "%.1f us, simulated %.1f us%s", w->k, w->dev_a, w->dev_b,
+                        b->s.start[w->ops[0]],
                         *optimal ? "optimal" : "incumbent", sol.objective, cs.step,
                         *improved ? " (kept)" : "");
             op_placement_destroy(&cand);
@@ -598,17 +711,29 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
             goto done;
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
+        if (stats->windows == 0 && getenv("PESTO_LNS_DEBUG")) {
+            double busy = 0, gap_x = 0, gap_d = 0;
+            for (int c = 0; c < nchain; c++) {
+                int v = b.chain[c];
+                busy += b.s.finish[v] - b.s.start[v];
+                if (c + 1 < nchain) {
+                    int u = b.chain[c + 1];
+                    double gap = b.s.start[v] - b.s.finish[u];
+                    if (inc->device_of[u] != inc->device_of[v])
+                        gap_x += gap;
+                    else
+                        gap_d += gap;
+                }
+            }
+            fprintf(stderr, "chain %d ops: busy %.1f, gaps after a cross-device pred %.1f, "
+                    "same device %.1f, first start %.1f\n", nchain, busy, gap_x, gap_d,
+                    b.s.start[b.chain[nchain - 1]]);
+        }
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         if (fails_here > 0) /* jump along the chain after a window that did not help */
             anchor += 1 + (int)((rng >> 33) % (uint64_t)(nchain > 8 ? nchain / 8 : 1));
-        int centre = b.s.rank[b.chain[anchor % nchain]];
-        b.w.k = k;
-        b.w.lo = centre - k / 2;
-        if (b.w.lo + k > p->n)
-            b.w.lo = p->n - k;
-        if (b.w.lo < 0)
-            b.w.lo = 0;
-        b.w.hi = b.w.lo + k;
+        int centre_op = b.chain[anchor % nchain];
+        choose_window(p, inc, &b, centre_op, (int)((rng >> 17) % (uint64_t)p->nd), k);
         int improved, optimal, stopped;
         if ((st = one_window(ctx, sim, o, inc, &b, &improved, &optimal, &stopped, err)))
             goto done;
