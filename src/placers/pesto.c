@@ -436,6 +436,8 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
     op_place_ctx run = *ctx;
     /* the whole placer ends by the deadline; keep a little for the answer */
     double end = ctx->deadline > 0 ? ctx->deadline : t0 + cfg.budget;
+    if (op_options_has(ctx->opts, "time-limit") && t0 + cfg.ilp.time_limit_s < end)
+        end = t0 + cfg.ilp.time_limit_s; /* a caller's explicit limit (auto's ILP stage) */
     double margin = 0.02 * (end - t0) < 0.5 ? 0.02 * (end - t0) : 0.5;
     run.deadline = end - margin;
     candidate best = {0};
