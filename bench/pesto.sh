@@ -8,7 +8,7 @@
 # starts from auto (the search branch removes that call; after the merge
 # --no-ilp changes nothing).
 # Per graph: auto's and pesto's simulated step (both --budget-seconds
-# BUDGET_S), the incumbent pesto got from auto (a quarter of the budget),
+# BUDGET_S), the incumbent pesto got from auto (three quarters of the budget),
 # pesto's stage (pesto:auto = nothing beat auto's answer,
 # pesto:ilp-lns = an exact CBC window of the LNS did, pesto:ilp-coarse = the
 # coarse ILP did), the LNS windows solved / kept, `opplace bound` (10 s) and
@@ -25,7 +25,7 @@ if [ -z "$CL" ]; then
     "$BIN" cluster --preset v100-pcie --gpus 4 -o "$CL"
 fi
 num() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
-echo "| graph | ops | auto ms | pesto ms | pesto's incumbent (auto, B/4) ms | pesto stage | LNS windows (kept) | bound ms (method) | auto gap | pesto gap | pesto wall s |"
+echo "| graph | ops | auto ms | pesto ms | pesto's incumbent (auto, 3B/4) ms | pesto stage | LNS windows (kept) | bound ms (method) | auto gap | pesto gap | pesto wall s |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for g in "$@"; do
     name=$(basename "$g" .json)

@@ -9,8 +9,10 @@
  *      at either (pesto_lp.c), so the best placement so far is returned
  *      within a fraction of a second.
  *   2. Incumbent: the `auto` placer (portfolio + local search; the one
- *      portfolio, pesto runs no other) with --auto-seconds (default a
- *      quarter of the budget).  Pesto is never worse than auto by
+ *      portfolio, pesto runs no other) with --auto-seconds (default three
+ *      quarters of the budget: auto's answer improves with its time, and
+ *      the LNS polishes it; with a quarter, pesto lost to auto at the same
+ *      budget on 3 of 5 graphs, bench/notes/pesto.md).  Pesto is never worse than auto by
  *      construction; `algorithm` says which stage produced the answer:
  *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the
@@ -89,7 +91,7 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
         (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)) ||
         (st = op_options_int(o, "max-binaries", cfg->ilp.max_binaries, 0, 1L << 40,
                              &cfg->ilp.max_binaries, err)) ||
-        (st = op_options_double(o, "auto-seconds", 0.25 * cfg->budget, 0, 1e7, &cfg->auto_s,
+        (st = op_options_double(o, "auto-seconds", 0.75 * cfg->budget, 0, 1e7, &cfg->auto_s,
                                 err)) ||
         (st = op_options_int(o, "window-min", 10, 2, 10000, &wmin, err)) ||
         (st = op_options_int(o, "window-max", 60, 2, 10000, &wmax, err)) ||
