@@ -78,6 +78,7 @@ typedef struct candidate {
 static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err)
 {
     op_options *o = ctx->opts;
+    memset(cfg, 0, sizeof *cfg);
     pesto_ilp_default_opts(&cfg->ilp);
     cfg->budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : DEFAULT_BUDGET_S;
     long pairs, wmin, wmax;

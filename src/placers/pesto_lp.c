@@ -282,6 +282,8 @@ op_status lp_solve(const lp_model *m, const lp_solve_opts *o, lp_solution *s, op
             dup2(devnull, STDOUT_FILENO);
         cbc_run(m, o, seconds, &h, x);
         int bad = write_all(fds[1], &h, sizeof h) || (h.has_x && write_all(fds[1], x, xbytes));
+        free(x);
+        close(fds[1]);
         _exit(bad ? 1 : 0);
     }
     if (pid < 0) { /* no fork: solve here, bounded by CBC's own limit only */
