@@ -1,62 +1,47 @@
 #!/usr/bin/env bash
-# bench/pesto.sh - Pesto vs Celeritas vs the baselines on the zoo models.
+# bench/pesto.sh - pesto against auto with the same wall-clock budget, the
+# stage that produced pesto's answer, the proven lower bound and the gaps.
 #
-# usage: bash bench/pesto.sh [OPPLACE_BIN] [TIME_LIMIT_S] [TARGET] [MODELS...]
-# Prints a Markdown table: per model and GPU count, each algorithm's
-# simulated step time and placement time, Pesto's ILP incumbent, bound and
-# gap on the coarse graph (every placer with --best-effort; "(OOM +X GiB)"
-# marks a placement that overflows, by X GiB summed over devices), and every algorithm's step time over the ILP's
-# bound (the bound is a lower bound of the coarse ILP model only: the
-# original graph can do better than any coarse schedule, so ratios below 1
-# are possible and mean the coarsening cost more than the ILP gained).
+# usage: bash bench/pesto.sh [OPPLACE_BIN] [BUDGET_S] [CLUSTER_JSON] GRAPH...
+#   (defaults: ./build/opplace, 60, 4 x v100-pcie)
+# (auto runs no ILP; pesto starts from auto.)
+# Per graph: auto's and pesto's simulated step (both --budget-seconds
+# BUDGET_S), the incumbent pesto got from auto (three quarters of the budget),
+# pesto's stage (pesto:auto = nothing beat auto's answer,
+# pesto:ilp-lns = an exact CBC window of the LNS did, pesto:ilp-coarse = the
+# coarse ILP did), the LNS windows solved / kept, `opplace bound` (10 s) and
+# its method, each answer's gap to the bound, and pesto's wall time.
 set -u
 BIN=${1:-./build/opplace}
-TL=${2:-20}
-TARGET=${3:-40}
+B=${2:-60}
+CL=${3:-}
 shift 3 2>/dev/null || shift $#
-MODELS=${*:-"rnnlm nmt gnmt transformer transformer_xl inception_v3 nasnet pnasnet amoebanet wavenet tensor_holography"}
-ALGOS="single expert m-topo m-etf heft celeritas auto pesto"
 TMP=$(mktemp -d /tmp/bench-pesto-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
-
-echo "| model | GPUs | ops -> coarse | algorithm | step ms | place s | step / ILP bound |"
-echo "|---|---|---|---|---|---|---|"
-for m in $MODELS; do
-    "$BIN" zoo "$m" --size small -o "$TMP/g.json" || continue
-    for gpus in 2 4; do
-        "$BIN" cluster --preset v100-nvlink --gpus "$gpus" -o "$TMP/c.json"
-        "$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo pesto --time-limit "$TL" --best-effort \
-            --target "$TARGET" --progress --json >"$TMP/pesto.json" 2>"$TMP/pesto.log"
-        bound=$(sed -n 's/.*ILP .* incumbent \([0-9.]*\) us, bound \([0-9.]*\) us, gap \([0-9.]*\)%.*/\2/p' "$TMP/pesto.log" | tail -1)
-        inc=$(sed -n 's/.*ILP .* incumbent \([0-9.]*\) us, bound .*/\1/p' "$TMP/pesto.log" | tail -1)
-        gap=$(sed -n 's/.*ILP .* gap \([0-9.]*\)%.*/\1/p' "$TMP/pesto.log" | tail -1)
-        from=$(sed -n 's/^pesto: result from \([^:]*\):.*/\1/p' "$TMP/pesto.log" | tail -1)
-        coarse=$(sed -n 's/^pesto: coarsened \([0-9]*\) ops to \([0-9]*\).*/\1 -> \2/p' "$TMP/pesto.log")
-        ilpx=$(sed -n 's/^pesto: ilp expanded: \([0-9.]*\) us with its order, \([0-9.]*\) us first-ready.*/\1 \2/p' "$TMP/pesto.log" |
-            awk '{ m = $1 < $2 ? $1 : $2; printf "%.3f", m / 1000 }')
-        for a in $ALGOS; do
-            if [ "$a" = pesto ]; then
-                out=$(cat "$TMP/pesto.json")
-            else
-                out=$("$BIN" place "$TMP/g.json" --cluster "$TMP/c.json" --algo "$a" --best-effort --json 2>/dev/null) || out=""
-            fi
-            step=$(echo "$out" | sed -n 's/.*"step_time_us": \([0-9.e+-]*\).*/\1/p')
-            secs=$(echo "$out" | sed -n 's/.*"placement_seconds": \([0-9.e+-]*\).*/\1/p')
-            oom=$(echo "$out" | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-cap = {x["name"]: x["memory_bytes"] for x in json.load(open(sys.argv[1]))["devices"]}
-over = sum(max(0, b - cap[k]) for k, b in d["peak_memory_bytes"].items()) / 2**30
-print(" (OOM +%.2f GiB)" % over if d["oom"] else "")' "$TMP/c.json")
-            if [ -z "$step" ]; then
-                echo "| $m | $gpus | $coarse | $a | failed | | |"
-                continue
-            fi
-            ratio=$(awk -v s="$step" -v b="${bound:-0}" 'BEGIN { if (b > 0) printf "%.3f", s / b; }')
-            label=$a
-            [ "$a" = pesto ] && label="pesto (from ${from:-?}; ILP's own placement ${ilpx:-none} ms; ILP inc ${inc:-?} us, bound ${bound:-?} us, gap ${gap:-?}%)"
-            printf "| %s | %s | %s | %s | %.3f%s | %.2f | %s |\n" "$m" "$gpus" "$coarse" "$label" \
-                "$(awk -v s="$step" 'BEGIN { print s / 1000 }')" "$oom" "$secs" "$ratio"
-        done
-    done
+if [ -z "$CL" ]; then
+    CL=$TMP/c.json
+    "$BIN" cluster --preset v100-pcie --gpus 4 -o "$CL"
+fi
+num() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
+echo "| graph | ops | auto ms | pesto ms | pesto's incumbent (auto, 3B/4) ms | pesto stage | LNS windows (kept) | bound ms (method) | auto gap | pesto gap | pesto wall s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
+for g in "$@"; do
+    name=$(basename "$g" .json)
+    ops=$("$BIN" info "$g" --cluster "$CL" | sed -n 's/^ops \/ edges *\([0-9]*\).*/\1/p')
+    a=$("$BIN" place "$g" --cluster "$CL" --algo auto --budget-seconds "$B" --best-effort --json | num step_time_us)
+    t0=$(date +%s.%N)
+    p=$("$BIN" place "$g" --cluster "$CL" --algo pesto --budget-seconds "$B" --best-effort --progress \
+        --json 2>"$TMP/p.log" | num step_time_us)
+    t1=$(date +%s.%N)
+    inc=$(sed -n 's/^pesto: incumbent from auto ([0-9.]* s): \([0-9.]*\) us.*/\1/p' "$TMP/p.log")
+    stage=$(sed -n 's/^pesto: result from \([^:]*\):.*/\1/p' "$TMP/p.log")
+    lns=$(sed -n 's/^pesto: LNS \([0-9]*\) windows ([0-9]* optimal, \([0-9]*\) kept).*/\1 (\2)/p' "$TMP/p.log")
+    bj=$("$BIN" bound "$g" --cluster "$CL" --budget-seconds 10 --json)
+    lb=$(echo "$bj" | num lower_bound_us)
+    meth=$(echo "$bj" | sed -n 's/.*"method": "\([^"]*\)".*/\1/p')
+    awk -v n="$name" -v ops="$ops" -v a="$a" -v p="$p" -v i="${inc:-0}" -v s="pesto:$stage" -v l="$lns" -v lb="$lb" \
+        -v m="$meth" -v w="$(awk -v x="$t0" -v y="$t1" 'BEGIN { print y - x }')" 'BEGIN {
+        printf "| %s | %s | %.3f | %.3f | %.3f | %s | %s | %.3f (%s) | %.1f%% | %.1f%% | %.1f |\n",
+            n, ops, a / 1000, p / 1000, i / 1000, s, l, lb / 1000, m, 100 * (a - lb) / a,
+            100 * (p - lb) / p, w }'
 done

@@ -26,6 +26,7 @@
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
 #include "placers/pesto/pesto_ilp.h"
+#include "placers/pesto/pesto_lns.h"
 #include "testkit.h"
 
 /* ---- coarsening ------------------------------------------------------------ */
@@ -328,6 +329,9 @@ static void ilp_vs_brute_force(int n, int nd, int instances, uint64_t seed0)
         double obj = solve(&tp.p, &o, &pl, &res);
         double sim = simulate_placement(&tp.p, &pl);
         double tol = 1e-6 * (1 + opt);
+        /* tk_cluster's devices are identical: the symmetry rows are in, and
+         * the optimum below shows they cut off no optimal solution */
+        cr_assert(nd < 2 || res.symmetry_rows > 0);
         cr_assert_leq(obj, opt + tol, "seed %d: ILP %.4f above brute force %.4f", (int)seed, obj,
                       opt);
         cr_assert_geq(sim, opt - tol, "seed %d: simulated %.4f below the optimum %.4f",
@@ -491,12 +495,14 @@ static double place_with(const char *algo, const op_problem *p, op_options *o, o
 {
     const op_placer *placer = op_placer_find(algo);
     cr_assert(placer, "%s registered", algo);
-    op_place_ctx ctx = {.p = p, .opts = o, .seed = 1};
+    op_place_ctx ctx = {.p = p, .opts = o, .seed = 1, .budget_seconds = 4};
     op_error err = {0};
     cr_assert_eq(op_place(placer, &ctx, pl, &err), OP_OK, "%s: %s", algo, err.msg);
     return simulate_placement(p, pl);
 }
 
+/* pesto starts from auto (whose portfolio holds every fast placer below),
+ * runs the coarse ILP and then the LNS, and names the stage it returns. */
 Test(pesto, never_worse_than_fast_placers_and_exports, .timeout = 180)
 {
     op_error err = {0};
@@ -508,11 +514,14 @@ Test(pesto, never_worse_than_fast_placers_and_exports, .timeout = 180)
     char dir[256];
     snprintf(dir, sizeof dir, "%s/tfpesto", tk_tmpdir());
     op_options_set(o, "target", "20", NULL);
-    op_options_set(o, "time-limit", "2", NULL);
+    op_options_set(o, "stage", "both", NULL);
+    op_options_set(o, "auto-seconds", "1", NULL);
     op_options_set(o, "export-tf-pesto", dir, NULL);
     op_placement pp;
     double tp_us = place_with("pesto", &tp.p, o, &pp);
     cr_assert_null(op_options_first_unused(o));
+    cr_assert(pp.algorithm && strncmp(pp.algorithm, "pesto:", 6) == 0, "algorithm %s",
+              pp.algorithm ? pp.algorithm : "(none)");
     int n;
     const op_placer *const *all = op_placers(&n);
     for (int i = 0; i < n; i++) {
@@ -685,4 +694,75 @@ Test(coarsen, labels_and_critical_path_guard)
     }
     cr_assert_lt(cp_sum[1], cp_sum[0], "critical path / original: %.2f with the guard, %.2f "
                  "without", cp_sum[1] / 6, cp_sum[0] / 6);
+}
+
+/* ---- large-neighbourhood search on the original graph ---------------------------- */
+
+/* Fork-join of eight independent 50 us ops between a root and a sink on two
+ * devices, all on d0: 420 us.  One window holding every op re-places half
+ * the branches on d1; the simulator must confirm the shorter step. */
+static void fork_join(tk_problem *tp, op_placement *pl)
+{
+    op_graph_builder *b = op_graph_builder_new("fork", NULL);
+    int root = tk_op(b, "root", 10, 100), sink = tk_op(b, "sink", 10, 100);
+    char name[16];
+    for (int k = 0; k < 8; k++) {
+        snprintf(name, sizeof name, "b%d", k);
+        int v = tk_op(b, name, 50, 100);
+        tk_edge(b, root, v, 100);
+        tk_edge(b, v, sink, 100);
+    }
+    tk_bind(tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1L << 40));
+    op_error err = {0};
+    cr_assert_eq(op_placement_init(pl, tp->p.n, 2, &err), OP_OK);
+}
+
+Test(pesto, lns_window_improves_a_bad_incumbent)
+{
+    tk_problem tp;
+    op_placement pl;
+    fork_join(&tp, &pl);
+    double before = simulate_placement(&tp.p, &pl);
+    cr_assert_float_eq(before, 420, 1e-6);
+    op_error err = {0};
+    op_sim *sim = op_sim_new(&tp.p, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    pesto_lns_opts o = {.min_window = 10, .max_window = 10, .window_seconds = 20,
+                        .deadline = op_seconds_now() + 60, .max_windows = 1};
+    pesto_lns_stats s;
+    double step = before, over = 0;
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(s.windows, 1);
+    cr_assert_eq(s.improved, 1);
+    /* four branches per device: about 10 + 5.1 + 200 + 5.1 + 10 = 230 us */
+    cr_assert_lt(step, 0.6 * before, "LNS step %.1f", step);
+    cr_assert_float_eq(step, simulate_placement(&tp.p, &pl), 1e-9);
+    cr_assert(pl.has_order);
+    op_sim_free(sim);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+Test(pesto, lns_stops_at_ctrl_c_with_the_incumbent)
+{
+    tk_problem tp;
+    op_placement pl;
+    fork_join(&tp, &pl);
+    op_error err = {0};
+    op_sim *sim = op_sim_new(&tp.p, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    pesto_lns_opts o = {.min_window = 10, .max_window = 10, .window_seconds = 20,
+                        .deadline = op_seconds_now() + 60};
+    pesto_lns_stats s;
+    double step = 0, over = 0;
+    op_set_interrupted(1);
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    op_set_interrupted(0);
+    cr_assert_eq(s.windows, 0);
+    cr_assert_float_eq(step, 420, 1e-6);
+    for (int i = 0; i < tp.p.n; i++)
+        cr_assert_eq(pl.device_of[i], 0);
+    op_sim_free(sim);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
 }

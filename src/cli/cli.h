@@ -66,5 +66,6 @@ int cmd_train(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_coarsen(int argc, char **argv);
 int cmd_estimate(int argc, char **argv);
+int cmd_bound(int argc, char **argv);
 
 #endif

@@ -1,46 +1,46 @@
 /*
- * pesto.c - the Pesto placer end to end (Hafeez et al., Middleware '21,
- * section 3): coarsen (3.3), solve the joint placement and scheduling ILP
- * on the coarse graph (3.2), expand back, judge with the simulator.
+ * pesto.c - the Pesto placer (Hafeez et al., Middleware '21, section 3):
+ * joint placement and scheduling with an integer program solved by CBC,
+ * started from the answer of `auto` and bounded by one wall-clock budget.
  *
- *   1. Reference: every fast placer in --warm-start runs on the original
- *      graph, and `auto` (portfolio + local search, its own Pesto stage
- *      off) with --auto-seconds (default 5; 0: off); the best by
- *      simulation is the reference placement.
- *   2. pesto_coarsen to --target coarse ops (default 40: the paper's 200 is
- *      for CPLEX on a workstation; CBC on 2 cores needs smaller graphs),
- *      with the critical-path guard (--cp-slack, default 0.1) and, with
- *      --align best (the default; "none" is the paper's coarsening), only
- *      merging ops the reference puts on one device - beyond the paper: the
- *      coarse graph then expresses the reference exactly, where unaligned
- *      groups mixed ops that every good placement separates (rnnlm: the
- *      ILP's best unaligned coarse placement was one device).  When the
- *      aligned graph stays above 3 x target, it coarsens unaligned.
- *   3. Warm start: the fast placers on the coarse graph and the reference
- *      projected onto it, each simulated (with its simulated start times as
- *      the per-device order); the best becomes CBC's MIP start.
- *   4. The ILP (pesto_ilp.c) with --time-limit seconds (default 40, or
- *      --budget-seconds), on the per-source communication model of
- *      pesto_coarse_comm (--comm-model per-source; per-edge: one latency
- *      per coarse edge, which under-counts the original graph's transfers
- *      about twofold on rnnlm).
- *   5. Candidates on the original graph, all judged by the simulator: the
- *      ILP's placement with its order (merged vertices expanded in
- *      topological order) and with first-ready scheduling (the paper falls
- *      back to TensorFlow's scheduler when merged vertices are large), the
- *      warm start expanded, and the reference.  The best (no OOM first,
- *      then step time) is returned, so Pesto is never worse than its
- *      reference, its warm start or any fast placer.
- *   6. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
+ *   1. Budget: --budget-seconds (default 60) bounds the whole placer; the
+ *      caller's ctx->deadline wins when set.  Every stage polls it and
+ *      Ctrl-C (op_interrupted); CBC runs in a child process that is killed
+ *      at either (pesto_lp.c), so the best placement so far is returned
+ *      within a fraction of a second.
+ *   2. Incumbent: the `auto` placer (portfolio + local search; the one
+ *      portfolio, pesto runs no other) with --auto-seconds (default three
+ *      quarters of the budget: auto's answer improves with its time, and
+ *      the LNS polishes it; with a quarter, pesto lost to auto at the same
+ *      budget on 3 of 5 graphs, bench/notes/pesto.md).  Pesto is never worse than auto by
+ *      construction; `algorithm` says which stage produced the answer:
+ *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
+ *   3. --stage lns (the default): large-neighbourhood search on the
+ *      original graph (pesto_lns.c): windows of --window-min..--window-max
+ *      ops (default 10..60) of two devices around the critical path of the
+ *      incumbent's schedule are re-placed and re-ordered exactly by CBC (at
+ *      most --window-seconds each, default 2), kept when the simulator
+ *      agrees.
+ *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
+ *      coarse ops (default 40) with the critical-path guard (--cp-slack,
+ *      default 0.1) and, with --align best (the default; "none" is the
+ *      paper's coarsening), only merging ops the incumbent puts on one
+ *      device, so the coarse graph expresses the incumbent exactly; the
+ *      incumbent projected onto it (with its simulated order) is CBC's MIP
+ *      start; the ILP (pesto_ilp.c) runs until --time-limit (default: the
+ *      rest of the budget) on the per-source communication model
+ *      (--comm-model per-source; per-edge: one latency per coarse edge);
+ *      its answer is expanded (with its order and first-ready) and judged
+ *      by the simulator.  --stage both runs coarse on half of what is left,
+ *      then the LNS.
+ *   5. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
  *
- * Options: --target N, --time-limit S, --cp-slack X, --align best|none,
- * --auto-seconds S, --comm-model per-source|per-edge, --congestion on|off
- * (default on), --memory hard|balanced|both|none (default hard), --balance
- * SLACK (default 0.2, for balanced), --max-pairs N (congestion pairs kept,
- * default 5000), --max-binaries N (bigger ILPs are skipped, default
- * 10000), --warm-start a,b,c, --export-tf-pesto DIR.  With --progress it
- * reports each candidate, the ILP's size, incumbent, bound and gap (a
- * bound of the coarse model only, not of the original graph) on stderr.
+ * Coarse-ILP options: --congestion on|off (default on), --memory
+ * hard|balanced|both|none (default hard: the sound necessary rows of
+ * pesto_ilp.c), --balance SLACK (default 0.2, for balanced), --max-pairs N
+ * (congestion pairs kept, default 5000, the rest reported as dropped),
+ * --max-binaries N (bigger ILPs are skipped, default 10000).  With
+ * --progress each stage reports on stderr.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,17 +51,21 @@
 #include "opplace/simulate.h"
 #include "placers/pesto/pesto_export.h"
 #include "placers/pesto/pesto_ilp.h"
+#include "placers/pesto/pesto_lns.h"
 
-#define DEFAULT_WARM "m-etf,heft,m-sct,celeritas,m-topo,expert,metis,round-robin,single"
+#define DEFAULT_BUDGET_S 60.0
 
 typedef struct pesto_cfg {
     long target;
     double cp_slack;
     pesto_ilp_opts ilp;
-    const char *warm_list, *export_dir;
+    const char *export_dir;
     int comm_model; /* 1: per-source transfers (pesto_coarse_comm); 0: one per coarse edge */
     int align;      /* coarsen within the reference placement's devices */
-    double auto_s;  /* budget of the `auto` placer among the reference candidates (0: off) */
+    double budget;  /* seconds for the whole placer */
+    double auto_s;  /* budget of the `auto` placer that gives the incumbent */
+    int lns, coarse; /* stages */
+    pesto_lns_opts lns_opts;
 } pesto_cfg;
 
 typedef struct candidate {
@@ -74,21 +78,37 @@ typedef struct candidate {
 static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err)
 {
     op_options *o = ctx->opts;
+    memset(cfg, 0, sizeof *cfg);
     pesto_ilp_default_opts(&cfg->ilp);
-    double tl_default = ctx->budget_seconds > 0 ? ctx->budget_seconds : 40;
-    long pairs;
+    cfg->budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : DEFAULT_BUDGET_S;
+    long pairs, wmin, wmax;
     op_status st;
     if ((st = op_options_int(o, "target", 40, 1, 1L << 30, &cfg->target, err)) ||
-        (st = op_options_double(o, "time-limit", tl_default, 0.01, 1e7, &cfg->ilp.time_limit_s,
+        (st = op_options_double(o, "time-limit", cfg->budget, 0.01, 1e7, &cfg->ilp.time_limit_s,
                                 err)) ||
         (st = op_options_double(o, "balance", 0.2, 0, 100, &cfg->ilp.balance, err)) ||
         (st = op_options_double(o, "cp-slack", PESTO_DEFAULT_CP_SLACK, -1, 1e6, &cfg->cp_slack,
                                 err)) ||
         (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)) ||
         (st = op_options_int(o, "max-binaries", cfg->ilp.max_binaries, 0, 1L << 40,
-                             &cfg->ilp.max_binaries, err)))
+                             &cfg->ilp.max_binaries, err)) ||
+        (st = op_options_double(o, "auto-seconds", 0.75 * cfg->budget, 0, 1e7, &cfg->auto_s,
+                                err)) ||
+        (st = op_options_int(o, "window-min", 10, 2, 10000, &wmin, err)) ||
+        (st = op_options_int(o, "window-max", 60, 2, 10000, &wmax, err)) ||
+        (st = op_options_double(o, "window-seconds", 2, 0.01, 1e6,
+                                &cfg->lns_opts.window_seconds, err)))
         return st;
+    if (wmin > wmax)
+        return op_fail(err, OP_EUSAGE, "--window-min %ld is above --window-max %ld", wmin, wmax);
+    cfg->lns_opts.min_window = (int)wmin;
+    cfg->lns_opts.max_window = (int)wmax;
     cfg->ilp.max_xfer_pairs = pairs;
+    const char *stage = op_options_str(o, "stage", "lns");
+    cfg->lns = strcmp(stage, "lns") == 0 || strcmp(stage, "both") == 0;
+    cfg->coarse = strcmp(stage, "coarse") == 0 || strcmp(stage, "both") == 0;
+    if (!cfg->lns && !cfg->coarse)
+        return op_fail(err, OP_EUSAGE, "--stage: expected lns, coarse or both, got '%s'", stage);
     const char *cong = op_options_str(o, "congestion", "on");
     if (strcmp(cong, "on") != 0 && strcmp(cong, "off") != 0)
         return op_fail(err, OP_EUSAGE, "--congestion: expected on or off, got '%s'", cong);
@@ -102,8 +122,6 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
     if (strcmp(align, "best") != 0 && strcmp(align, "none") != 0)
         return op_fail(err, OP_EUSAGE, "--align: expected best or none, got '%s'", align);
     cfg->align = strcmp(align, "best") == 0;
-    if ((st = op_options_double(o, "auto-seconds", 5, 0, 1e6, &cfg->auto_s, err)))
-        return st;
     const char *mem = op_options_str(o, "memory", "hard");
     if (strcmp(mem, "hard") == 0 || strcmp(mem, "none") == 0) {
         cfg->ilp.memory_cap = strcmp(mem, "hard") == 0;
@@ -116,7 +134,6 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
         return op_fail(err, OP_EUSAGE, "--memory: expected hard, balanced, both or none, got '%s'",
                        mem);
     }
-    cfg->warm_list = op_options_str(o, "warm-start", DEFAULT_WARM);
     cfg->export_dir = op_options_str(o, "export-tf-pesto", NULL);
     return OP_OK;
 }
@@ -192,96 +209,6 @@ static int better(const candidate *a, const candidate *b)
     if (!a->valid)
         return 0;
     return op_sim_ranks_before(a->overflow, a->step_us, b->overflow, b->step_us);
-}
-
-/* Run one registered placer on p with default options. */
-static op_status run_heuristic(const op_placer *pl, const op_place_ctx *ctx, const op_problem *p,
-                               candidate *c, op_error *err)
-{
-    op_options *opts = op_options_new(err);
-    if (!opts)
-        return OP_ENOMEM;
-    op_place_ctx sub = {.p = p, .opts = opts, .seed = ctx->seed, .best_effort = 1};
-    op_status st = op_place(pl, &sub, &c->pl, err);
-    op_options_free(opts);
-    snprintf(c->name, sizeof c->name, "%s", pl->name);
-    return st;
-}
-
-/* Try every listed fast placer on p; keep the best in *best (simulated,
- * with an order).  best_finish receives its simulated finish times. */
-static op_status best_heuristic(const pesto_cfg *cfg, const op_place_ctx *ctx, const op_problem *p,
-                                op_sim *sim, const char *label, candidate *best,
-                                double *best_finish, op_error *err)
-{
-    char list[512];
-    snprintf(list, sizeof list, "%s", cfg->warm_list);
-    double *finish = op_malloc((size_t)p->n * sizeof *finish + 1, err);
-    if (!finish)
-        return OP_ENOMEM;
-    op_status st = OP_OK;
-    char *save = NULL;
-    for (char *name = strtok_r(list, ",", &save); name && !st;
-         name = strtok_r(NULL, ",", &save)) {
-        const op_placer *pl = op_placer_find(name);
-        if (!pl || pl->slow || strcmp(pl->name, "pesto") == 0)
-            continue;
-        candidate c = {0};
-        op_error local = {0};
-        if (run_heuristic(pl, ctx, p, &c, &local)) {
-            summary(ctx, cfg, "pesto: %s on the %s graph failed: %s", name, label, local.msg);
-            continue;
-        }
-        st = judge(p, sim, &c, finish, 1, err);
-        if (!st)
-            summary(ctx, cfg, "pesto: %s on the %s graph: %.1f us%s", name, label, c.step_us,
-                    c.oom ? " (OOM)" : "");
-        if (!st && better(&c, best)) {
-            op_placement_destroy(&best->pl);
-            *best = c;
-            if (best_finish)
-                memcpy(best_finish, finish, (size_t)p->n * sizeof *finish);
-        } else {
-            op_placement_destroy(&c.pl);
-        }
-    }
-    free(finish);
-    return st;
-}
-
-/* The `auto` placer (portfolio + local search, without its own Pesto stage)
- * with a small budget, as one more reference candidate. */
-static op_status try_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, const op_problem *p,
-                          op_sim *sim, candidate *best, op_error *err)
-{
-    const op_placer *pl = op_placer_find("auto");
-    if (!pl || cfg->auto_s <= 0)
-        return OP_OK;
-    op_options *opts = op_options_new(err);
-    if (!opts)
-        return OP_ENOMEM;
-    op_status st = op_options_set(opts, "no-ilp", "1", err);
-    candidate c = {0};
-    op_place_ctx sub = {.p = p, .opts = opts, .seed = ctx->seed, .best_effort = 1,
-                        .budget_seconds = cfg->auto_s};
-    op_error local = {0};
-    if (!st && op_place(pl, &sub, &c.pl, &local)) {
-        summary(ctx, cfg, "pesto: auto failed: %s", local.msg);
-    } else if (!st) {
-        snprintf(c.name, sizeof c.name, "auto");
-        st = judge(p, sim, &c, NULL, 0, err);
-        if (!st)
-            summary(ctx, cfg, "pesto: auto (%.0f s) on the original graph: %.1f us%s", cfg->auto_s,
-                    c.step_us, c.oom ? " (OOM)" : "");
-        if (!st && better(&c, best)) {
-            op_placement_destroy(&best->pl);
-            *best = c;
-            memset(&c, 0, sizeof c);
-        }
-    }
-    op_placement_destroy(&c.pl);
-    op_options_free(opts);
-    return st;
 }
 
 static void keep_if_better(candidate *best, candidate *c)
@@ -415,8 +342,6 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         return OP_ENOMEM;
     if (!(r->warm_finish = op_malloc((size_t)r->cp.n * sizeof *r->warm_finish + 1, err)))
         return OP_ENOMEM;
-    if ((st = best_heuristic(cfg, ctx, &r->cp, r->csim, "coarse", &r->warm, r->warm_finish, err)))
-        return st;
     if (ref && ref->valid) {
         double *finish = op_malloc((size_t)r->cp.n * sizeof *finish + 1, err);
         if (!finish)
@@ -430,20 +355,77 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         summary(ctx, cfg, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
                 r->warm.step_us);
     pesto_ilp_opts ilp = cfg->ilp;
+    ilp.deadline = ctx->deadline;
     if (cfg->comm_model) {
         ilp.xfer_count = r->xfer_count;
         ilp.xfer_bytes = r->xfer_bytes;
     }
-    if (r->warm.valid && !r->warm.oom && ilp.memory_cap == 1 &&
-        !pesto_ilp_memory_ok(&r->cp, r->warm.pl.device_of, &ilp)) {
-        /* the static param + output sum rejects a placement the simulator
-         * says fits: too conservative for this graph, keep params only */
-        ilp.memory_cap = 2;
-        summary(ctx, cfg, "pesto: the param+output memory bound rejects the warm start that fits; "
-                "using param bytes only");
-    }
     return pesto_ilp_solve(&r->cp, &ilp, r->warm.valid ? &r->warm.pl : NULL,
                            r->warm.valid ? r->warm_finish : NULL, ctx, &r->ilp, err);
+}
+
+/* The incumbent: the `auto` placer with cfg->auto_s seconds. */
+static op_status run_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, op_sim *sim,
+                          candidate *best, op_error *err)
+{
+    const op_placer *pl = op_placer_find("auto");
+    if (!pl)
+        return op_fail(err, OP_EINTERNAL, "pesto: the auto placer is not registered");
+    op_options *opts = op_options_new(err);
+    if (!opts)
+        return OP_ENOMEM;
+    op_status st = OP_OK; /* auto runs no ILP: pesto -> auto is the only direction */
+    double until = op_seconds_now() + cfg->auto_s;
+    op_place_ctx sub = {.p = ctx->p, .opts = opts, .seed = ctx->seed, .best_effort = 1,
+                        .budget_seconds = cfg->auto_s > 0.01 ? cfg->auto_s : 0.01,
+                        .deadline = until < ctx->deadline ? until : ctx->deadline,
+                        .progress = 0};
+    candidate c = {0};
+    if (!st)
+        st = op_place(pl, &sub, &c.pl, err);
+    op_options_free(opts);
+    if (!st) {
+        snprintf(c.name, sizeof c.name, "auto");
+        st = judge(ctx->p, sim, &c, NULL, 1, err);
+    }
+    if (!st) {
+        summary(ctx, cfg, "pesto: incumbent from auto (%.1f s): %.1f us%s", cfg->auto_s,
+                c.step_us, c.oom ? " (OOM)" : "");
+        keep_if_better(best, &c);
+    }
+    op_placement_destroy(&c.pl);
+    return st;
+}
+
+/* The paper's pipeline on the incumbent: coarsen, solve, expand. */
+static op_status coarse_stage(const pesto_cfg *cfg, const op_place_ctx *ctx, candidate *best,
+                              op_sim *fsim, op_error *err)
+{
+    pesto_run r;
+    memset(&r, 0, sizeof r);
+    candidate ref = {0};
+    op_status st = op_placement_copy(&ref.pl, &best->pl, err);
+    if (st)
+        return st;
+    ref.valid = 1;
+    snprintf(ref.name, sizeof ref.name, "%s", best->name);
+    if ((st = solve_coarse(cfg, ctx, &r, &ref, err)))
+        goto done;
+    if (r.ilp.status == PESTO_OPTIMAL || r.ilp.status == PESTO_FEASIBLE) {
+        op_placement ilp_pl;
+        if ((st = pesto_ilp_to_placement(&r.cp, &r.ilp, &ilp_pl, err)))
+            goto done;
+        st = consider_expanded(ctx, &r.map, ctx->p, fsim, &ilp_pl, "ilp-coarse", best, err);
+        op_placement_destroy(&ilp_pl);
+    }
+    summary(ctx, cfg, "pesto: coarse ILP %s: incumbent %.1f us, bound %.1f us, gap %.2f%% (of "
+            "the coarse model, not the original graph)%s",
+            r.ilp.status == PESTO_OPTIMAL ? "optimal" : "stopped", r.ilp.objective, r.ilp.bound,
+            100 * r.ilp.gap, r.ilp.stopped ? "; cut short by the budget" : "");
+done:
+    op_placement_destroy(&ref.pl);
+    run_destroy(&r);
+    return st;
 }
 
 static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_error *err)
@@ -453,70 +435,79 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
     op_status st = read_cfg(ctx, &cfg, err);
     if (st)
         return st;
-    pesto_run r;
-    memset(&r, 0, sizeof r);
-    candidate ref = {0};
-    if (!(r.fsim = op_sim_new(p, err))) {
-        st = OP_ENOMEM;
+    double t0 = op_seconds_now();
+    op_place_ctx run = *ctx;
+    /* the whole placer ends by the deadline; keep a little for the answer */
+    double end = ctx->deadline > 0 ? ctx->deadline : t0 + cfg.budget;
+    if (op_options_has(ctx->opts, "time-limit") && t0 + cfg.ilp.time_limit_s < end)
+        end = t0 + cfg.ilp.time_limit_s; /* a caller's explicit limit (auto's ILP stage) */
+    double margin = 0.02 * (end - t0) < 0.5 ? 0.02 * (end - t0) : 0.5;
+    run.deadline = end - margin;
+    candidate best = {0};
+    op_sim *fsim = op_sim_new(p, err);
+    if (!fsim)
+        return OP_ENOMEM;
+    if ((st = run_auto(&cfg, &run, fsim, &best, err)))
+        goto done;
+    if (!best.valid) {
+        st = op_fail(err, OP_EINFEASIBLE, "pesto: auto produced no placement");
         goto done;
     }
-    /* the reference: the best fast placer (and auto) on the original graph */
-    if ((st = best_heuristic(&cfg, ctx, p, r.fsim, "original", &r.best, NULL, err)) ||
-        (st = try_auto(&cfg, ctx, p, r.fsim, &r.best, err)))
-        goto done;
-    if (r.best.valid) {
-        if ((st = op_placement_copy(&ref.pl, &r.best.pl, err)))
+    double auto_step = best.step_us;
+    if (cfg.coarse && op_seconds_left(&run) > 0.1) {
+        op_place_ctx sub = run;
+        if (cfg.lns) /* both: the coarse ILP gets half of what is left */
+            sub.deadline = op_seconds_now() + 0.5 * op_seconds_left(&run);
+        if ((st = coarse_stage(&cfg, &sub, &best, fsim, err)))
             goto done;
-        ref.valid = 1;
-        snprintf(ref.name, sizeof ref.name, "%s", r.best.name);
-        summary(ctx, &cfg, "pesto: reference %s: %.1f us", ref.name, r.best.step_us);
+        if (best.valid && strcmp(best.name, "auto") != 0)
+            snprintf(best.name, sizeof best.name, "ilp-coarse");
     }
-    if ((st = solve_coarse(&cfg, ctx, &r, &ref, err)))
-        goto done;
-    if (r.ilp.status == PESTO_OPTIMAL || r.ilp.status == PESTO_FEASIBLE) {
-        op_placement ilp_pl;
-        if ((st = pesto_ilp_to_placement(&r.cp, &r.ilp, &ilp_pl, err)))
+    if (cfg.lns && op_seconds_left(&run) > 0.1) {
+        pesto_lns_opts lo = cfg.lns_opts;
+        lo.deadline = run.deadline;
+        pesto_lns_stats ls;
+        double step = best.step_us, over = best.overflow;
+        if ((st = pesto_lns(&run, fsim, &lo, &best.pl, &step, &over, &ls, err)))
             goto done;
-        st = consider_expanded(ctx, &r.map, p, r.fsim, &ilp_pl, "ilp", &r.best, err);
-        op_placement_destroy(&ilp_pl);
-        if (st)
-            goto done;
+        if (ls.improved > 0) {
+            best.step_us = step;
+            best.overflow = over;
+            best.oom = over > 0;
+            snprintf(best.name, sizeof best.name, "ilp-lns");
+        }
+        summary(ctx, &cfg, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us",
+                ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us);
     }
-    if (r.warm.valid &&
-        (st = consider_expanded(ctx, &r.map, p, r.fsim, &r.warm.pl, r.warm.name, &r.best, err)))
-        goto done;
-    if (!r.best.valid) {
-        st = op_fail(err, OP_EINFEASIBLE, "pesto: neither the ILP nor any heuristic produced a "
-                     "placement");
-        goto done;
-    }
-    summary(ctx, &cfg, "pesto: result from %s: %.1f us (ILP incumbent %.1f us, bound %.1f us, "
-            "gap %.2f%% on the coarse model)", r.best.name, r.best.step_us, r.ilp.objective,
-            r.ilp.bound, 100 * r.ilp.gap);
-    if (r.best.oom && !ctx->best_effort) {
+    summary(ctx, &cfg, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
+            best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
+    if (best.oom && !ctx->best_effort) {
         st = op_fail(err, OP_EINFEASIBLE, "pesto: no placement found fits in device memory "
                      "(try --best-effort)");
         goto done;
     }
-    if (cfg.export_dir && (st = pesto_export_tf(p->g, p->c, &r.best.pl, cfg.export_dir, err)))
+    if (cfg.export_dir && (st = pesto_export_tf(p->g, p->c, &best.pl, cfg.export_dir, err)))
         goto done;
-    memcpy(out->device_of, r.best.pl.device_of, (size_t)p->n * sizeof *out->device_of);
-    if (r.best.pl.has_order) {
+    memcpy(out->device_of, best.pl.device_of, (size_t)p->n * sizeof *out->device_of);
+    if (best.pl.has_order) {
         if ((st = op_placement_alloc_order(out, err)))
             goto done;
-        memcpy(out->order_off, r.best.pl.order_off, ((size_t)p->nd + 1) * sizeof *out->order_off);
-        memcpy(out->order, r.best.pl.order, (size_t)p->n * sizeof *out->order);
+        memcpy(out->order_off, best.pl.order_off, ((size_t)p->nd + 1) * sizeof *out->order_off);
+        memcpy(out->order, best.pl.order, (size_t)p->n * sizeof *out->order);
         out->has_order = 1;
     }
+    char name[96];
+    snprintf(name, sizeof name, "pesto:%s", best.name);
+    st = op_placement_set_algorithm(out, name, err);
 done:
-    op_placement_destroy(&ref.pl);
-    run_destroy(&r);
+    op_placement_destroy(&best.pl);
+    op_sim_free(fsim);
     return st;
 }
 
 static const op_opt_decl PESTO_OPTIONS[] = {
     {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
-    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "--budget-seconds or 40", NULL,
+    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "the rest of the budget", NULL,
      "ILP time limit, seconds"},
     {"balance", OP_OPT_NUM, 0, 100, "0.2", NULL, "load balance slack of --memory balanced|both"},
     {"cp-slack", OP_OPT_NUM, -1, 1e6, NULL, NULL,
@@ -528,10 +519,10 @@ static const op_opt_decl PESTO_OPTIONS[] = {
     {"comm-model", OP_OPT_TEXT, 0, 0, "per-source", "per-source|per-edge",
      "one transfer per source or per edge"},
     {"align", OP_OPT_TEXT, 0, 0, "best", "best|none", "align the warm start to the coarse groups"},
-    {"auto-seconds", OP_OPT_NUM, 0, 1e6, "5", NULL, "time for the auto warm start (0: none)"},
+    {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
+     "time for the auto incumbent"},
     {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
-    {"warm-start", OP_OPT_TEXT, 0, 0, NULL, NULL, "comma-separated placers to warm-start from"},
-    /* stage, window-*: the large-neighbourhood search of the Pesto work */
+    /* stage, window-*: the large-neighbourhood search on the original graph */
     {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
      "large-neighbourhood search on the graph, the coarse ILP, or both"},
     {"window-min", OP_OPT_INT, 2, 10000, "10", NULL, "smallest LNS window, ops"},
@@ -544,8 +535,8 @@ static const op_opt_decl PESTO_OPTIONS[] = {
 
 const op_placer op_placer_pesto = {
     .name = "pesto",
-    .summary = "coarsen + joint placement/scheduling ILP (CBC) with congestion and memory, "
-               "warm-started from the best fast placer",
+    .summary = "joint placement/scheduling ILP (CBC) from auto's answer: exact windows of "
+               "the original graph (LNS) or the coarsened graph; --budget-seconds (default 60)",
     .source = "Pesto (Middleware '21) section 3",
     .place = place_pesto,
     .slow = 1,

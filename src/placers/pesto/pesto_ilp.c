@@ -23,13 +23,16 @@
  * M(1-q), q >= x_id + x_jd - 1; (7) the same for two transfers sharing a
  * channel (cluster channel ids, so shared named channels and per-direction
  * queues are both right), r >= u_kc + u_lc - 1 with u_kc = sum of y over the
- * device pairs of channel c; (8) memory: a hard capacity sum_i (param_bytes
- * + output_bytes) x_id <= memory_bytes - conservative for the op's own
- * tensors (everything counted for the whole step) but blind to received
- * tensors and temp_bytes; memory_cap = 2 counts param_bytes only (what is
- * surely resident all step), for graphs where the conservative sum rules
- * out placements the simulator finds fit - and optionally the paper's
- * balanced footprint.
+ * device pairs of channel c; (8) memory: sum_i param_bytes_i x_id <=
+ * memory_bytes, sound for formats.md 5.5 (params are resident all step, so
+ * no placement that fits is cut off) and honest about what it bounds: only
+ * the params, the rest of the peak is the simulator's to judge - and
+ * optionally the paper's balanced footprint.  Beyond the paper: per-device
+ * load rows Cmax >= sum_i exec(i,d) x_id (without them the LP bound stays
+ * at the critical path), and symmetry breaking for identical devices
+ * (add_symmetry; the warm start is relabelled to meet it).  Congestion
+ * pairs past --max-pairs keep the largest transfers; the number dropped is
+ * reported (pesto_ilp_result.xfer_pairs_dropped).
  *
  * Why one-hot rather than the paper's binary encoding {x_i, y_i}: exec time,
  * eligibility (kind and device pins), per-pair link costs and per-link
@@ -57,10 +60,13 @@
  * may start as theirs arrive); transfers from the same source may overlap each other on a
  * channel (so the channel time they take is that of the largest, as in the
  * simulator); the ILP may order a channel's transfers freely, the simulator
- * serves them first come first served; memory is the static bound above.
+ * serves them first come first served; memory is the params-only row above.
+ * Each of these makes the model a relaxation of the simulator's schedules on
+ * the original graph (its transfer of an edge's bytes is never longer than
+ * the simulator's transfer of the largest edge to that device), which is
+ * why opplace bound may use its proven bound (pesto_bound.c).
  * Reported step times always come from the simulator.
  */
-#include <coin/Cbc_C_Interface.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -72,115 +78,13 @@
 
 #include "opplace/placer.h"
 #include "placers/pesto/pesto_ilp.h"
-
-#define LP_INF DBL_MAX /* CBC reads bounds at or beyond 1e30 as infinite */
+#include "placers/pesto/pesto_lp.h"
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
     *o = (pesto_ilp_opts){.time_limit_s = 30, .congestion = 1, .memory_cap = 1, .balance = -1,
-                          .max_xfer_pairs = 5000,
-                          .max_binaries = 10000, .verbose = 0};
-}
-
-/* ---- a column/row/triplet model builder --------------------------------------- */
-
-typedef struct lp_model {
-    int ncol, capcol;
-    double *lb, *ub, *obj;
-    char *isint;
-    int nrow, caprow;
-    double *rlb, *rub;
-    long nnz, capnz;
-    int *ti, *tj;
-    double *tv;
-    int oom;
-} lp_model;
-
-static int grow(void **p, size_t elem, int *cap, int need)
-{
-    if (need <= *cap)
-        return 0;
-    int c = *cap ? *cap : 1024;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, (size_t)c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
-}
-
-static int lp_col(lp_model *m, double lb, double ub, double obj, int is_int)
-{
-    int cap = m->capcol;
-    if (grow((void **)&m->lb, sizeof *m->lb, &cap, m->ncol + 1) ||
-        grow((void **)&m->ub, sizeof *m->ub, &(int){m->capcol}, m->ncol + 1) ||
-        grow((void **)&m->obj, sizeof *m->obj, &(int){m->capcol}, m->ncol + 1) ||
-        grow((void **)&m->isint, sizeof *m->isint, &(int){m->capcol}, m->ncol + 1)) {
-        m->oom = 1;
-        return 0;
-    }
-    m->capcol = cap;
-    m->lb[m->ncol] = lb;
-    m->ub[m->ncol] = ub;
-    m->obj[m->ncol] = obj;
-    m->isint[m->ncol] = (char)is_int;
-    return m->ncol++;
-}
-
-/* A row in construction: terms are appended, then lp_row_end fixes bounds. */
-static void lp_term(lp_model *m, int col, double v)
-{
-    if (m->oom || v == 0)
-        return;
-    if (m->nnz == m->capnz) {
-        long c = m->capnz ? 2 * m->capnz : 4096;
-        int *ti = realloc(m->ti, (size_t)c * sizeof *ti);
-        if (ti)
-            m->ti = ti;
-        int *tj = realloc(m->tj, (size_t)c * sizeof *tj);
-        if (tj)
-            m->tj = tj;
-        double *tv = realloc(m->tv, (size_t)c * sizeof *tv);
-        if (tv)
-            m->tv = tv;
-        if (!ti || !tj || !tv) {
-            m->oom = 1;
-            return;
-        }
-        m->capnz = c;
-    }
-    m->ti[m->nnz] = m->nrow;
-    m->tj[m->nnz] = col;
-    m->tv[m->nnz] = v;
-    m->nnz++;
-}
-
-static void lp_row_end(lp_model *m, double lo, double hi)
-{
-    int cap = m->caprow;
-    if (grow((void **)&m->rlb, sizeof *m->rlb, &cap, m->nrow + 1) ||
-        grow((void **)&m->rub, sizeof *m->rub, &(int){m->caprow}, m->nrow + 1)) {
-        m->oom = 1;
-        return;
-    }
-    m->caprow = cap;
-    m->rlb[m->nrow] = lo;
-    m->rub[m->nrow] = hi;
-    m->nrow++;
-}
-
-static void lp_free(lp_model *m)
-{
-    free(m->lb);
-    free(m->ub);
-    free(m->obj);
-    free(m->isint);
-    free(m->rlb);
-    free(m->rub);
-    free(m->ti);
-    free(m->tj);
-    free(m->tv);
+                          .max_xfer_pairs = 5000, .max_binaries = 10000, .symmetry = 1,
+                          .verbose = 0};
 }
 
 /* ---- the instance: times, windows, reachability ---------------------------------- */
@@ -631,115 +535,210 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
     return rc;
 }
 
-static int count_outputs = 1; /* set per solve from pesto_ilp_opts.memory_cap */
-
-static double footprint(const op_problem *p, int i)
+/* Memory rows.  Capacity (memory_cap): the param_bytes of a device's ops
+ * are resident all step (formats.md 5.5), so sum_i param_i x_id <=
+ * memory_bytes is a necessary condition: it never rejects a placement the
+ * simulator finds fits, and it bounds only that part of the peak (outputs,
+ * received tensors and temporaries are left to the simulator, which judges
+ * every candidate).  Balance (the paper's, optional): param + output bytes
+ * per device <= (1 + balance) * total / devices. */
+static double footprint(const op_problem *p, int i, int balance)
 {
-    return (double)p->g->param_bytes[i] + (count_outputs ? (double)p->g->output_bytes[i] : 0);
+    return (double)p->g->param_bytes[i] + (balance ? (double)p->g->output_bytes[i] : 0);
 }
 
-static void add_memory(lp_model *m, const inst *I, const pesto_ilp_opts *o)
+static void add_memory_rows(lp_model *m, const inst *I, int balance, double cap_all)
 {
     const op_problem *p = I->p;
-    double total = 0;
-    for (int i = 0; i < I->n; i++)
-        total += footprint(p, i);
     for (int d = 0; d < I->nd; d++) {
-        double cap = INFINITY;
-        if (o->memory_cap)
-            cap = (double)p->c->dev[d].memory_bytes;
-        if (o->balance >= 0)
-            cap = fmin(cap, (1 + o->balance) * total / I->nd);
-        double reach = 0;
+        double cap = balance ? cap_all : (double)p->c->dev[d].memory_bytes, reach = 0;
         for (int i = 0; i < I->n; i++)
             if (I->X[i * I->nd + d] >= 0)
-                reach += footprint(p, i);
+                reach += footprint(p, i, balance);
         if (reach <= cap)
             continue; /* never binding */
         for (int i = 0; i < I->n; i++)
             if (I->X[i * I->nd + d] >= 0)
-                lp_term(m, I->X[i * I->nd + d], footprint(p, i));
+                lp_term(m, I->X[i * I->nd + d], footprint(p, i, balance));
         lp_row_end(m, -LP_INF, cap);
     }
+}
+
+static double balance_cap(const op_problem *p, const pesto_ilp_opts *o)
+{
+    double total = 0;
+    for (int i = 0; i < p->n; i++)
+        total += footprint(p, i, 1);
+    return (1 + o->balance) * total / p->nd;
+}
+
+static void add_memory(lp_model *m, const inst *I, const pesto_ilp_opts *o)
+{
+    if (o->memory_cap)
+        add_memory_rows(m, I, 0, 0);
+    if (o->balance >= 0)
+        add_memory_rows(m, I, 1, balance_cap(I->p, o));
 }
 
 /* Does a placement meet the model's memory rows? */
 int pesto_ilp_memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opts *o)
 {
-    count_outputs = o->memory_cap != 2;
-    double total = 0;
-    for (int i = 0; i < p->n; i++)
-        total += footprint(p, i);
+    double cap_all = o->balance >= 0 ? balance_cap(p, o) : 0;
     for (int d = 0; d < p->nd; d++) {
-        double used = 0, cap = INFINITY;
+        double params = 0, both = 0;
         for (int i = 0; i < p->n; i++)
-            if (dev[i] == d)
-                used += footprint(p, i);
-        if (o->memory_cap)
-            cap = (double)p->c->dev[d].memory_bytes;
-        if (o->balance >= 0)
-            cap = fmin(cap, (1 + o->balance) * total / p->nd);
-        if (used > cap)
+            if (dev[i] == d) {
+                params += footprint(p, i, 0);
+                both += footprint(p, i, 1);
+            }
+        if (o->memory_cap && params > (double)p->c->dev[d].memory_bytes)
+            return 0;
+        if (o->balance >= 0 && both > cap_all)
             return 0;
     }
     return 1;
 }
 
-/* ---- solving --------------------------------------------------------------------------- */
-
-static double now_s(void)
+/* Identical devices (same speed, memory and eligibility of every op, links
+ * to and from every other device alike, every pair its own channel) are
+ * interchangeable: any solution maps to one where, within each class, a
+ * device is first used (by op index) after the device before it.  Row per
+ * op i and class member j > 0: x_{i,d_j} <= sum_{i' < i} x_{i',d_{j-1}}.
+ * class_of[d] receives d's class leader; returns the number of rows added. */
+static int same_device(const op_problem *p, int a, int b)
 {
-    return op_seconds_now();
+    const op_cluster *c = p->c;
+    int nd = p->nd;
+    if (c->dev[a].speed != c->dev[b].speed || c->dev[a].memory_bytes != c->dev[b].memory_bytes)
+        return 0;
+    for (int i = 0; i < p->n; i++)
+        if (op_eligible(p, i, a) != op_eligible(p, i, b) ||
+            (op_eligible(p, i, a) && op_exec_us(p, i, a) != op_exec_us(p, i, b)))
+            return 0;
+    for (int k = 0; k < nd; k++) {
+        if (k == a || k == b)
+            continue;
+        if (c->lat[a * nd + k] != c->lat[b * nd + k] || c->upb[a * nd + k] != c->upb[b * nd + k] ||
+            c->lat[k * nd + a] != c->lat[k * nd + b] || c->upb[k * nd + a] != c->upb[k * nd + b])
+            return 0;
+    }
+    if (c->lat[a * nd + b] != c->lat[b * nd + a] || c->upb[a * nd + b] != c->upb[b * nd + a])
+        return 0;
+    return 1;
 }
 
-static Cbc_Model *load_model(const lp_model *m)
+static int own_channels(const op_cluster *c, int nd)
 {
-    int *start = calloc((size_t)m->ncol + 1, sizeof *start);
-    int *index = malloc((size_t)m->nnz * sizeof *index + 1);
-    double *value = malloc((size_t)m->nnz * sizeof *value + 1);
-    Cbc_Model *model = NULL;
-    if (start && index && value) {
-        int *fill = calloc((size_t)m->ncol + 1, sizeof *fill);
-        if (fill) {
-            for (long k = 0; k < m->nnz; k++)
-                start[m->tj[k] + 1]++;
-            for (int j = 0; j < m->ncol; j++)
-                start[j + 1] += start[j];
-            for (int j = 0; j < m->ncol; j++)
-                fill[j] = start[j];
-            for (long k = 0; k < m->nnz; k++) {
-                int pos = fill[m->tj[k]]++;
-                index[pos] = m->ti[k];
-                value[pos] = m->tv[k];
+    for (int x = 0; x < nd * nd; x++)
+        for (int y = x + 1; y < nd * nd; y++)
+            if (x / nd != x % nd && y / nd != y % nd && c->chan[x] == c->chan[y])
+                return 0;
+    return 1;
+}
+
+static int device_classes(const op_problem *p, int *class_of)
+{
+    int nd = p->nd, any = 0;
+    int ok = own_channels(p->c, nd);
+    for (int d = 0; d < nd; d++) {
+        class_of[d] = d;
+        for (int e = 0; e < d && ok; e++)
+            if (class_of[e] == e && same_device(p, e, d)) {
+                class_of[d] = e;
+                any = 1;
+                break;
             }
-            free(fill);
-            model = Cbc_newModel();
-            Cbc_loadProblem(model, m->ncol, m->nrow, start, index, value, m->lb, m->ub, m->obj,
-                            m->rlb, m->rub);
-            for (int j = 0; j < m->ncol; j++)
-                if (m->isint[j])
-                    Cbc_setInteger(model, j);
+    }
+    return ok && any;
+}
+
+static long add_symmetry(lp_model *m, const inst *I, const int *class_of)
+{
+    int nd = I->nd;
+    long rows = 0;
+    for (int d = 0; d < nd; d++) {
+        if (class_of[d] == d)
+            continue;
+        int prev = -1; /* the class member before d */
+        for (int e = 0; e < d; e++)
+            if (class_of[e] == class_of[d])
+                prev = e;
+        for (int i = 0; i < I->n; i++) {
+            if (I->X[i * nd + d] < 0)
+                continue;
+            lp_term(m, I->X[i * nd + d], 1);
+            for (int k = 0; k < i; k++)
+                if (I->X[k * nd + prev] >= 0)
+                    lp_term(m, I->X[k * nd + prev], -1);
+            lp_row_end(m, -LP_INF, 0);
+            rows++;
         }
     }
-    free(start);
-    free(index);
-    free(value);
-    return model;
+    return rows;
 }
 
-/* MIP start: every binary from the warm placement and its model schedule. */
-static void set_mip_start(Cbc_Model *model, const lp_model *m, const inst *I,
-                          const op_placement *warm, const double *s_op, const double *s_xf,
-                          const pair_list *op_pairs, const pair_list *xf_pairs)
+/* Relabel the devices of pl within each class by first use (op index), so
+ * the warm start meets the symmetry rows; the per-device orders move along. */
+static op_status canonical_devices(const op_problem *p, const int *class_of, op_placement *pl,
+                                   op_error *err)
 {
-    int nb = 0;
-    for (int j = 0; j < m->ncol; j++)
-        nb += m->isint[j] != 0;
-    int *cols = malloc((size_t)nb * sizeof *cols + 1);
-    double *vals = malloc((size_t)nb * sizeof *vals + 1);
-    int *pos = malloc((size_t)I->n * sizeof *pos + 1);
-    if (!cols || !vals || !pos)
+    int nd = p->nd, n = p->n;
+    int *map = malloc((size_t)nd * sizeof *map), *used = calloc((size_t)nd, sizeof *used);
+    int *seq = malloc(((size_t)n + 1) * sizeof *seq);
+    op_status st = OP_OK;
+    if (!map || !used || !seq) {
+        st = op_fail(err, OP_ENOMEM, "pesto: out of memory");
         goto done;
+    }
+    for (int d = 0; d < nd; d++)
+        map[d] = -1;
+    for (int i = 0; i < n; i++) { /* first use in op index order */
+        int d = pl->device_of[i];
+        if (map[d] >= 0)
+            continue;
+        for (int e = 0; e < nd; e++) /* the lowest free member of d's class */
+            if (class_of[e] == class_of[d] && !used[e]) {
+                map[d] = e;
+                used[e] = 1;
+                break;
+            }
+    }
+    for (int d = 0; d < nd; d++) /* unused devices take the free members */
+        if (map[d] < 0)
+            for (int e = 0; e < nd; e++)
+                if (class_of[e] == class_of[d] && !used[e]) {
+                    map[d] = e;
+                    used[e] = 1;
+                    break;
+                }
+    int k = 0;
+    if (pl->has_order)
+        for (int d = 0; d < nd; d++)
+            for (int t = pl->order_off[d]; t < pl->order_off[d + 1]; t++)
+                seq[k++] = pl->order[t];
+    for (int i = 0; i < n; i++)
+        pl->device_of[i] = map[pl->device_of[i]];
+    if (pl->has_order)
+        st = op_placement_set_order_from_sequence(pl, seq, err);
+done:
+    free(map);
+    free(used);
+    free(seq);
+    return st;
+}
+
+/* ---- solving --------------------------------------------------------------------------- */
+
+/* MIP start: every binary from the warm placement and its model schedule.
+ * Fills cols/vals (room for every integer column); returns the count. */
+static int mip_start(const lp_model *m, const inst *I, const op_placement *warm,
+                     const double *s_op, const double *s_xf, const pair_list *op_pairs,
+                     const pair_list *xf_pairs, int *cols, double *vals)
+{
+    (void)m;
+    int *pos = malloc((size_t)I->n * sizeof *pos + 1);
+    if (!pos)
+        return 0;
     for (int d = 0; d < I->nd; d++)
         for (int k = warm->order_off[d]; k < warm->order_off[d + 1]; k++)
             pos[warm->order[k]] = k;
@@ -762,16 +761,12 @@ static void set_mip_start(Cbc_Model *model, const lp_model *m, const inst *I,
         cols[k] = xf_pairs->delta[t];
         vals[k++] = s_xf[e] < s_xf[f] || (s_xf[e] == s_xf[f] && e < f);
     }
-    Cbc_setMIPStartI(model, k, cols, vals);
-done:
-    free(cols);
-    free(vals);
     free(pos);
+    return k;
 }
 
-static void read_solution(Cbc_Model *model, const inst *I, pesto_ilp_result *r)
+static void read_solution(const double *x, const inst *I, pesto_ilp_result *r)
 {
-    const double *x = Cbc_getColSolution(model);
     for (int i = 0; i < I->n; i++) {
         int best = -1;
         double bv = -1;
@@ -787,84 +782,49 @@ static void read_solution(Cbc_Model *model, const inst *I, pesto_ilp_result *r)
     }
 }
 
-/* CBC writes banners on stdout even at log level 0; keep stdout clean for
- * `-o -` by pointing it at /dev/null while CBC runs. */
-static int mute_stdout(void)
-{
-    fflush(stdout);
-    int saved = dup(STDOUT_FILENO);
-    int devnull = open("/dev/null", O_WRONLY);
-    if (saved >= 0 && devnull >= 0)
-        dup2(devnull, STDOUT_FILENO);
-    if (devnull >= 0)
-        close(devnull);
-    return saved;
-}
-
-static void restore_stdout(int saved)
-{
-    fflush(stdout);
-    if (saved >= 0) {
-        dup2(saved, STDOUT_FILENO);
-        close(saved);
-    }
-}
-
 static op_status solve_model(const lp_model *m, const inst *I, const pesto_ilp_opts *o,
                              const op_placement *warm, const double *s_op, const double *s_xf,
                              const pair_list *op_pairs, const pair_list *xf_pairs,
                              const op_place_ctx *ctx, pesto_ilp_result *r, op_error *err)
 {
-    Cbc_Model *model = load_model(m);
-    if (!model)
-        return op_fail(err, OP_ENOMEM, "pesto: out of memory loading the ILP");
-    char secs[32];
-    snprintf(secs, sizeof secs, "%.3f", o->time_limit_s > 0 ? o->time_limit_s : 1e9);
-    Cbc_setMaximumSeconds(model, o->time_limit_s > 0 ? o->time_limit_s : 1e9);
-    /* Cbc_solve runs CbcMain1, which takes its limits from these parameters */
-    Cbc_setParameter(model, "seconds", secs);
-    Cbc_setParameter(model, "timeMode", "elapsed");
-    if (getenv("PESTO_CBC_ARGS")) { /* experiments: "name=value,name=value" */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", getenv("PESTO_CBC_ARGS"));
-        char *save = NULL;
-        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq) {
-                *eq = 0;
-                Cbc_setParameter(model, kv, eq + 1);
-            }
+    lp_solve_opts so = {.seconds = o->time_limit_s, .deadline = o->deadline,
+                        .verbose = o->verbose};
+    if (ctx && ctx->deadline > 0 && (so.deadline <= 0 || ctx->deadline < so.deadline))
+        so.deadline = ctx->deadline;
+    int *cols = NULL;
+    double *vals = NULL;
+    if (warm) {
+        cols = malloc((size_t)r->n_binaries * sizeof *cols + 1);
+        vals = malloc((size_t)r->n_binaries * sizeof *vals + 1);
+        if (cols && vals) {
+            so.nstart = mip_start(m, I, warm, s_op, s_xf, op_pairs, xf_pairs, cols, vals);
+            so.start_cols = cols;
+            so.start_vals = vals;
         }
     }
-    Cbc_setLogLevel(model, o->verbose ? 1 : 0);
-    Cbc_setAllowableFractionGap(model, 1e-6);
-    if (warm)
-        set_mip_start(model, m, I, warm, s_op, s_xf, op_pairs, xf_pairs);
     op_progress(ctx, "pesto: ILP %d columns (%d binary), %d rows; %ld op pairs, %ld transfer "
-                "pairs; M = %.1f us; solving for up to %.0f s", r->n_cols, r->n_binaries,
-                r->n_rows, r->op_pairs, r->xfer_pairs, I->H, o->time_limit_s);
-    int saved = o->verbose ? -1 : mute_stdout();
-    Cbc_solve(model);
-    if (!o->verbose)
-        restore_stdout(saved);
-    r->bound = Cbc_getBestPossibleObjValue(model);
-    if (Cbc_isProvenInfeasible(model) && Cbc_numberSavedSolutions(model) == 0) {
+                "pairs (%ld dropped); M = %.1f us; solving for up to %.0f s", r->n_cols,
+                r->n_binaries, r->n_rows, r->op_pairs, r->xfer_pairs, r->xfer_pairs_dropped,
+                I->H, o->time_limit_s);
+    lp_solution sol;
+    op_status st = lp_solve(m, &so, &sol, err);
+    free(cols);
+    free(vals);
+    if (st)
+        return st;
+    r->stopped = sol.stopped;
+    r->bound = sol.bound;
+    if (sol.status == LP_INFEASIBLE) {
         r->status = PESTO_INFEASIBLE;
-    } else if (Cbc_bestSolution(model)) {
-        r->status = Cbc_isProvenOptimal(model) ? PESTO_OPTIMAL : PESTO_FEASIBLE;
-        r->objective = Cbc_getObjValue(model);
-        if (r->status == PESTO_OPTIMAL && r->bound > r->objective)
-            r->bound = r->objective;
-        if (r->bound > r->objective || !isfinite(r->bound))
-            r->bound = r->objective;
-        read_solution(model, I, r);
-    }
-    if (r->status == PESTO_FEASIBLE || r->status == PESTO_OPTIMAL) {
+    } else if (sol.x) {
+        r->status = sol.status == LP_OPTIMAL ? PESTO_OPTIMAL : PESTO_FEASIBLE;
+        r->objective = sol.objective;
+        read_solution(sol.x, I, r);
         double lb = r->bound < 0 ? 0 : r->bound;
         r->bound = lb;
         r->gap = r->objective > 0 ? (r->objective - lb) / r->objective : 0;
     }
-    Cbc_deleteModel(model);
+    free(sol.x);
     return OP_OK;
 }
 
@@ -872,7 +832,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                           const double *warm_finish, const op_place_ctx *ctx,
                           pesto_ilp_result *r, op_error *err)
 {
-    double t0 = now_s();
+    double t0 = op_seconds_now();
     memset(r, 0, sizeof *r);
     r->device_of = op_malloc((size_t)p->n * sizeof *r->device_of + 1, err);
     r->start = op_malloc((size_t)p->n * sizeof *r->start + 1, err);
@@ -880,12 +840,26 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     lp_model m = {0};
     pair_list op_pairs = {0}, xf_pairs = {0};
     double *s_op = NULL, *s_xf = NULL;
+    op_placement sym_warm;
+    int have_sym_warm = 0, *class_of = NULL;
     op_status st = OP_OK;
     if (!r->device_of || !r->start || (st = inst_init(&I, p, err)))
         goto done;
-    count_outputs = o->memory_cap != 2;
     I.o = o;
     I.H = serial_horizon(&I);
+    class_of = op_malloc((size_t)p->nd * sizeof *class_of + 1, err);
+    if (!class_of) {
+        st = OP_ENOMEM;
+        goto done;
+    }
+    int symmetric = o->symmetry && device_classes(p, class_of);
+    if (symmetric && warm) { /* the warm start relabelled to meet the symmetry rows */
+        if ((st = op_placement_copy(&sym_warm, warm, err)) ||
+            (st = canonical_devices(p, class_of, &sym_warm, err)))
+            goto done;
+        have_sym_warm = 1;
+        warm = &sym_warm;
+    }
     if (warm && warm->has_order && pesto_ilp_memory_ok(p, warm->device_of, o)) {
         s_op = op_malloc((size_t)p->n * sizeof *s_op + 1, err);
         s_xf = op_malloc((size_t)p->g->n_edges * sizeof *s_xf + 1, err);
@@ -906,11 +880,20 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     r->horizon = I.H;
     add_op_vars(&m, &I);
     add_edges(&m, &I);
+    for (int d = 0; d < I.nd; d++) { /* per-device load: Cmax >= sum_i exec(i,d) x_id */
+        lp_term(&m, I.cmax, 1);
+        for (int i = 0; i < I.n; i++)
+            if (I.X[i * I.nd + d] >= 0)
+                lp_term(&m, I.X[i * I.nd + d], -op_exec_us(p, i, d));
+        lp_row_end(&m, 0, LP_INF);
+    }
     if (add_op_pairs(&m, &I, &op_pairs) ||
         (o->congestion && add_xfer_pairs(&m, &I, o->max_xfer_pairs, &xf_pairs,
                                          &r->xfer_pairs_dropped)))
         m.oom = 1;
     add_memory(&m, &I, o);
+    if (symmetric)
+        r->symmetry_rows = add_symmetry(&m, &I, class_of);
     if (m.oom) {
         st = op_fail(err, OP_ENOMEM, "pesto: out of memory building the ILP");
         goto done;
@@ -929,7 +912,7 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
     } else {
         st = solve_model(&m, &I, o, warm, s_op, s_xf, &op_pairs, &xf_pairs, ctx, r, err);
     }
-    r->seconds = now_s() - t0;
+    r->seconds = op_seconds_now() - t0;
     if (!st)
         op_progress(ctx, "pesto: ILP %s after %.1f s: incumbent %.1f us, bound %.1f us, gap %.2f%%",
                     r->status == PESTO_OPTIMAL      ? "optimal"
@@ -938,6 +921,9 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                                                     : "found no solution",
                     r->seconds, r->objective, r->bound, 100 * r->gap);
 done:
+    if (have_sym_warm)
+        op_placement_destroy(&sym_warm);
+    free(class_of);
     inst_destroy(&I);
     lp_free(&m);
     free(op_pairs.a);

@@ -18,9 +18,13 @@
 
 typedef struct pesto_ilp_opts {
     double time_limit_s;  /* CBC's wall-clock limit */
+    double deadline;      /* absolute op_seconds_now() time the solve must end by (0: none);
+                             the solve also ends at Ctrl-C (pesto_lp.h) */
     int congestion;       /* channel non-overlap (constraint 7); 0 = the paper's Fig. 5a */
-    int memory_cap;       /* hard capacity: 1: sum of param + output bytes <= memory_bytes;
-                             2: param bytes only; 0: none */
+    int memory_cap;       /* 1: sum of param_bytes <= memory_bytes per device (sound: params
+                             are resident all step; the rest of the peak is the
+                             simulator's to judge); 0: none */
+    int symmetry;         /* 1: symmetry-breaking rows for identical devices (default) */
     double balance;       /* < 0 off; else footprint per device <= (1 + balance) * total / nd */
     long max_xfer_pairs;  /* cap on congestion pairs (a relaxation past it); 0 = none */
     long max_binaries;    /* larger models are not handed to CBC (no solution); 0 = none */
@@ -51,6 +55,8 @@ typedef struct pesto_ilp_result {
     int n_cols, n_rows, n_binaries;
     long op_pairs, xfer_pairs, xfer_pairs_dropped;
     double seconds;
+    int stopped;            /* the deadline or Ctrl-C cut the solve short */
+    long symmetry_rows;     /* symmetry-breaking rows added (0: no identical devices) */
 } pesto_ilp_result;
 
 /* Build and solve the ILP for problem p (every op of p is one ILP vertex).

@@ -1,0 +1,47 @@
+/*
+ * opplace/bound.h - a proven lower bound on the step time (formats.md 5):
+ * no placement and order of the problem that fits in memory simulates to a
+ * shorter step.  Used by `opplace bound`, and meant for `place` and the
+ * HTML report to show the gap between an answer and what is provable.
+ *
+ * Methods (each valid alone; the bound is their maximum):
+ *   trivial    formats.md 5.6: max(critical path, total work / total speed)
+ *   energetic  for every set A = {ops with head >= h and tail >= t} (head,
+ *              tail: longest compute-only paths before and after the op at
+ *              the fastest eligible speed), A's work must be done between
+ *              h and T - t: T >= h + t + work(A) / total speed
+ *   lp         the LP relaxation of placement + precedence + per-device load
+ *              (fractional devices, no transfers) with the memory that is
+ *              surely resident all step: sum of param_bytes <= memory_bytes
+ *              per device, and no op on a device its own params + output +
+ *              temporaries overflow (memory-forced splits)
+ *   ilp        graphs of at most 60 ops: Pesto's ILP on the original graph
+ *              (pesto_ilp.c, no memory rows) and CBC's proven bound; every
+ *              simulated schedule is a solution of that model (its one
+ *              transfer per edge is never longer than the simulator's one
+ *              per source op and device, and its congestion rows are a
+ *              subset of the simulator's channel rule)
+ */
+#ifndef OPPLACE_BOUND_H
+#define OPPLACE_BOUND_H
+
+#include "opplace/problem.h"
+
+typedef struct op_bound {
+    double lower_bound_us; /* the best of the methods below */
+    const char *method;    /* the method that gave it */
+    double trivial_us, energetic_us, lp_us, ilp_us; /* each one's bound; 0: not run */
+    int memory_rows;       /* the LP used memory rows (some device cannot hold all params) */
+    int no_fit;            /* the memory rows are infeasible: no placement fits; the bound
+                              then holds for every placement, fitting or not */
+} op_bound;
+
+/* Compute the bound within about `seconds` (<= 0: 10) of wall time; the LP
+ * and ILP stop at Ctrl-C too.  A method cut short contributes what it
+ * proved (nothing, at worst). */
+op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err);
+
+/* (step - bound) / step, 0 when step <= 0. */
+double op_bound_gap(double step_us, double bound_us);
+
+#endif

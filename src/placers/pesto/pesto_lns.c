@@ -1,0 +1,760 @@
+/*
+ * pesto_lns.c - Pesto's ILP where it can win: exactly on small windows of
+ * the original graph, around an incumbent (large-neighbourhood search).
+ *
+ * One step:
+ *   1. Simulate the incumbent (a placement with a per-device order); sort
+ *      the ops by simulated start.  The critical chain is walked back from
+ *      the op that finishes last, each time to the predecessor or the
+ *      device-predecessor that finished latest.
+ *   2. Window: a slice of the start-time order centred on an op of the
+ *      critical chain (anchors rotate along the chain), widened until it
+ *      holds K ops of two devices (the anchor's and another; all devices
+ *      when there are two): those K are free, the slice's ops on other
+ *      devices stay where and when they are.  Every op before the slice
+ *      starts no later than it and every op after no earlier, so paths
+ *      between window ops run inside the slice; paths through its fixed
+ *      ops (DAG edges and the fixed device orders) become S_b >= C_a rows,
+ *      so the new per-device orders cannot deadlock.
+ *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
+ *      times in microseconds of the incumbent's step):
+ *        x_vd one-hot (eligible devices; colocated ops outside the window
+ *        fix their group's device), S_v, C_v = S_v + sum_d exec(v,d) x_vd;
+ *        device release: S_v >= r_d x_vd, r_d the finish of the last op
+ *        before the window on d;
+ *        an input from u outside (device du, finish f_u):
+ *          S_v >= f_u + sum_{t != du} T(du, t, bytes) x_vt;
+ *        an input from u inside: S_v >= C_u + sum_{s != t} T(s, t) y_ust,
+ *          y_ust >= x_us + x_vt - 1 (one transfer per edge: the simulator's
+ *          one per (source op, device) of the largest edge is the same time
+ *          unless two consumers on one device receive different sizes);
+ *        an output to w outside (device dw, latest start L_w):
+ *          Cmax >= C_v + sum_{s != dw} T(s, dw) x_vs + (step - L_w),
+ *          where L_w is how late w could start, the rest as scheduled,
+ *          without lengthening the step (slack(); with s_w instead, every
+ *          successor would count as critical and no window could move an
+ *          op whose consumers have slack);
+ *        the ops after the window on device d (first latest start a_d):
+ *          Cmax >= C_v + (step - a_d) - M (1 - x_vd), and the load row
+ *          Cmax >= r_d + sum_v exec(v,d) x_vd + (step - a_d);
+ *        one op at a time per device: the disjunction of pesto_ilp.c for
+ *          every pair of the window not ordered by the DAG;
+ *        objective: min Cmax.
+ *      Channels are not modelled (no congestion rows) and memory is not
+ *      either: the simulator judges every candidate, and one that runs out
+ *      of memory ranks after one that fits (op_sim_ranks_before).
+ *   4. MIP start: the incumbent's devices and order.  The solution's devices
+ *      and start order (ops before the window, the window by S, ops after)
+ *      make the candidate; it replaces the incumbent when the simulator
+ *      ranks it before.
+ *   5. Window size adapts: a window solved to optimality grows by a quarter,
+ *      one cut by the time limit shrinks by a fifth (within min..max).
+ * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
+ * (busy time, waits after a cross-device predecessor, waits on a device).
+ */
+#include "placers/pesto/pesto_lns.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placers/pesto/pesto_lp.h"
+
+typedef struct sched {
+    double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */
+    int *by_start, *rank, *prev_dev;
+    double step, over;
+} sched;
+
+static const double *sort_start;
+static const int *sort_topo;
+
+static int by_start_cmp(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    if (sort_start[x] != sort_start[y])
+        return sort_start[x] < sort_start[y] ? -1 : 1;
+    return (sort_topo[x] > sort_topo[y]) - (sort_topo[x] < sort_topo[y]);
+}
+
+static void sort_ops(int *ops, int n, const double *key, const int *topo_pos)
+{
+    sort_start = key;
+    sort_topo = topo_pos;
+    qsort(ops, (size_t)n, sizeof *ops, by_start_cmp);
+}
+
+static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *pl, sched *s,
+                          op_error *err)
+{
+    op_sim_result r;
+    op_sim_trace t;
+    op_status st = op_sim_result_init(&r, p, err);
+    if (st)
+        return st;
+    if ((st = op_sim_trace_init(&t, p, err))) {
+        op_sim_result_destroy(&r);
+        return st;
+    }
+    if (!(st = op_sim_run(sim, pl, &r, &t, err))) {
+        memcpy(s->start, t.start_us, (size_t)p->n * sizeof *s->start);
+        memcpy(s->finish, t.finish_us, (size_t)p->n * sizeof *s->finish);
+        s->step = r.step_time_us;
+        s->over = op_sim_overflow_bytes(p, &r);
+    }
+    op_sim_trace_destroy(&t);
+    op_sim_result_destroy(&r);
+    return st;
+}
+
+static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev);
+
+/* Ranks, device-predecessors and latest starts of a simulated schedule. */
+static void index_schedule(const op_problem *p, const op_placement *pl, sched *s, int *last)
+{
+    for (int i = 0; i < p->n; i++)
+        s->by_start[i] = i;
+    sort_ops(s->by_start, p->n, s->start, p->g->topo_pos);
+    for (int d = 0; d < p->nd; d++)
+        last[d] = -1;
+    for (int k = 0; k < p->n; k++) {
+        int v = s->by_start[k];
+        s->rank[v] = k;
+        s->prev_dev[v] = last[pl->device_of[v]];
+        last[pl->device_of[v]] = v;
+    }
+    slack(p, pl, s, last);
+}
+
+/* Latest starts: how late each op could start, everything else as
+ * scheduled, without lengthening the step (DAG successors with their
+ * transfer, the next op on the device; channel queues ignored).  Ops in
+ * reverse start order, so successors and device-successors come first. */
+static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev)
+{
+    const op_graph *g = p->g;
+    for (int d = 0; d < p->nd; d++)
+        next_dev[d] = -1;
+    for (int k = p->n - 1; k >= 0; k--) {
+        int v = s->by_start[k], dv = pl->device_of[v];
+        double len = s->finish[v] - s->start[v], lf = s->step;
+        for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
+            int w = g->succ[e], dw = pl->device_of[w];
+            double x = dw == dv ? 0
+                                : op_cluster_transfer_us(p->c, dv, dw, g->edge_bytes[g->succ_edge[e]]);
+            if (s->latest[w] - x < lf)
+                lf = s->latest[w] - x;
+        }
+        if (next_dev[dv] >= 0 && s->latest[next_dev[dv]] < lf)
+            lf = s->latest[next_dev[dv]];
+        s->latest[v] = lf - len < s->start[v] ? s->start[v] : lf - len;
+        next_dev[dv] = v;
+    }
+}
+
+/* The critical chain, from the last op back; returns its length. */
+static int critical_chain(const op_problem *p, const sched *s, int *chain)
+{
+    int v = 0, n = 0;
+    for (int i = 1; i < p->n; i++)
+        if (s->finish[i] > s->finish[v])
+            v = i;
+    while (v >= 0 && n < p->n) {
+        chain[n++] = v;
+        int next = -1;
+        double best = -1;
+        for (int k = p->g->pred_off[v]; k < p->g->pred_off[v + 1]; k++) {
+            int u = p->g->pred[k];
+            if (s->finish[u] > best) {
+                best = s->finish[u];
+                next = u;
+            }
+        }
+        int q = s->prev_dev[v];
+        if (q >= 0 && s->finish[q] >= best)
+            next = q;
+        v = next;
+    }
+    return n;
+}
+
+static int allowed(const op_problem *p, int i, int d)
+{
+    int grp = p->group_of[i];
+    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
+}
+
+typedef struct window {
+    int k, lo, hi;      /* the window's ops lie in the slice by_start[lo..hi) */
+    int dev_a, dev_b;   /* the two devices whose ops in the slice are free (-1: all) */
+    int *ops, *loc;     /* loc[v]: index in ops or -1 */
+    int *S, *X, cmax;   /* columns */
+    int *pair_a, *pair_b, *pair_delta;
+    long npairs;
+    unsigned char *reach; /* k x k: reach[a*k+b] when a ~> b inside the window */
+} window;
+
+static void completion(lp_model *m, const op_problem *p, const window *w, int a, double sign)
+{
+    lp_term(m, w->S[a], sign);
+    for (int d = 0; d < p->nd; d++)
+        if (w->X[a * p->nd + d] >= 0)
+            lp_term(m, w->X[a * p->nd + d], sign * op_exec_us(p, w->ops[a], d));
+}
+
+static int free_dev(const window *w, int d)
+{
+    return w->dev_a < 0 || d == w->dev_a || d == w->dev_b;
+}
+
+/* Build the window's model; returns 0 or -1 (out of memory). */
+static int build(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
+                 window *w)
+{
+    const op_graph *g = p->g;
+    int nd = p->nd, k = w->k;
+    double H = 1.5 * s->step + 1;
+    double *rel = calloc((size_t)nd, sizeof *rel), *tailq = calloc((size_t)nd, sizeof *tailq);
+    if (!rel || !tailq) {
+        free(rel);
+        free(tailq);
+        return -1;
+    }
+    for (int r = 0; r < w->lo; r++) {
+        int v = s->by_start[r];
+        if (free_dev(w, pl->device_of[v]) && s->finish[v] > rel[pl->device_of[v]])
+            rel[pl->device_of[v]] = s->finish[v];
+    }
+    for (int d = 0; d < nd; d++)
+        tailq[d] = -1;
+    for (int r = w->hi; r < p->n; r++) {
+        int v = s->by_start[r], d = pl->device_of[v];
+        if (tailq[d] < 0)
+            tailq[d] = s->step - s->latest[v];
+    }
+    w->cmax = lp_col(m, 0, H + s->step, 1, 0);
+    for (int a = 0; a < k; a++) {
+        int v = w->ops[a], grp = p->group_of[v], fixed = -1;
+        if (grp != OP_NONE)
+            for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++)
+                if (w->loc[p->group_ops[t]] < 0)
+                    fixed = pl->device_of[p->group_ops[t]];
+        w->S[a] = lp_col(m, 0, H, 0, 0);
+        for (int d = 0; d < nd; d++) {
+            int ok = allowed(p, v, d) && free_dev(w, d) && (fixed < 0 || d == fixed);
+            w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
+        }
+        for (int d = 0; d < nd; d++)
+            if (w->X[a * nd + d] >= 0)
+                lp_term(m, w->X[a * nd + d], 1);
+        lp_row_end(m, 1, 1);
+        for (int d = 0; d < nd; d++) /* device release */
+            if (w->X[a * nd + d] >= 0 && rel[d] > 0) {
+                lp_term(m, w->S[a], 1);
+                lp_term(m, w->X[a * nd + d], -rel[d]);
+                lp_row_end(m, 0, LP_INF);
+            }
+        lp_term(m, w->cmax, 1); /* Cmax >= C_v */
+        completion(m, p, w, a, -1);
+        lp_row_end(m, 0, LP_INF);
+        for (int d = 0; d < nd; d++) /* the device's later ops */
+            if (w->X[a * nd + d] >= 0 && tailq[d] > 0) {
+                double M = H + tailq[d];
+                lp_term(m, w->cmax, 1);
+                completion(m, p, w, a, -1);
+                lp_term(m, w->X[a * nd + d], -M);
+                lp_row_end(m, tailq[d] - M, LP_INF);
+            }
+        for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+            int u = g->pred[e], edge = g->pred_edge[e], b = w->loc[u];
+            int64_t bytes = g->edge_bytes[edge];
+            if (b < 0) {
+                int du = pl->device_of[u];
+                lp_term(m, w->S[a], 1);
+                for (int t = 0; t < nd; t++)
+                    if (t != du && w->X[a * nd + t] >= 0)
+                        lp_term(m, w->X[a * nd + t], -op_cluster_transfer_us(p->c, du, t, bytes));
+                lp_row_end(m, s->finish[u], LP_INF);
+                continue;
+            }
+            /* S_v >= C_u + transfer; y columns for the device pairs */
+            int *ycol = malloc((size_t)nd * nd * sizeof *ycol + 1);
+            if (!ycol) {
+                m->oom = 1;
+                break;
+            }
+            for (int s1 = 0; s1 < nd; s1++)
+                for (int t = 0; t < nd; t++) {
+                    ycol[s1 * nd + t] = -1;
+                    if (s1 == t || w->X[b * nd + s1] < 0 || w->X[a * nd + t] < 0)
+                        continue;
+                    int y = lp_col(m, 0, 1, 0, 0);
+                    lp_term(m, y, 1);
+                    lp_term(m, w->X[b * nd + s1], -1);
+                    lp_term(m, w->X[a * nd + t], -1);
+                    lp_row_end(m, -1, LP_INF);
+                    ycol[s1 * nd + t] = y;
+                }
+            lp_term(m, w->S[a], 1);
+            completion(m, p, w, b, -1);
+            for (int s1 = 0; s1 < nd; s1++)
+                for (int t = 0; t < nd; t++)
+                    if (ycol[s1 * nd + t] >= 0)
+                        lp_term(m, ycol[s1 * nd + t], -op_cluster_transfer_us(p->c, s1, t, bytes));
+            lp_row_end(m, 0, LP_INF);
+            free(ycol);
+        }
+        for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
+            int x = g->succ[e];
+            if (w->loc[x] >= 0)
+                continue;
+            int dx = pl->device_of[x];
+            int64_t bytes = g->edge_bytes[g->succ_edge[e]];
+            lp_term(m, w->cmax, 1);
+            completion(m, p, w, a, -1);
+            for (int d = 0; d < nd; d++)
+                if (d != dx && w->X[a * nd + d] >= 0)
+                    lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bytes));
+            lp_row_end(m, s->step - s->latest[x], LP_INF);
+        }
+    }
+    for (int d = 0; d < nd; d++) { /* load rows */
+        if (!free_dev(w, d))
+            continue;
+        lp_term(m, w->cmax, 1);
+        for (int a = 0; a < k; a++)
+            if (w->X[a * nd + d] >= 0)
+                lp_term(m, w->X[a * nd + d], -op_exec_us(p, w->ops[a], d));
+        lp_row_end(m, rel[d] + (tailq[d] > 0 ? tailq[d] : 0), LP_INF);
+    }
+    for (int grp = 0; grp < p->n_groups; grp++) { /* colocation inside the window */
+        int first = -1;
+        for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
+            int a = w->loc[p->group_ops[t]];
+            if (a < 0)
+                continue;
+            if (first < 0) {
+                first = a;
+                continue;
+            }
+            for (int d = 0; d < nd; d++)
+                if (w->X[first * nd + d] >= 0 && w->X[a * nd + d] >= 0) {
+                    lp_term(m, w->X[first * nd + d], 1);
+                    lp_term(m, w->X[a * nd + d], -1);
+                    lp_row_end(m, 0, 0);
+                }
+        }
+    }
+    /* paths through fixed ops of the slice keep their order (S_b >= C_a):
+     * the new per-device orders then cannot deadlock */
+    for (int a = 0; a < k; a++)
+        for (int b = 0; b < k; b++)
+            if (w->reach[(size_t)a * k + b] == 2) {
+                lp_term(m, w->S[b], 1);
+                completion(m, p, w, a, -1);
+                lp_row_end(m, 0, LP_INF);
+            }
+    /* one op at a time: pairs not ordered by the DAG that may share a device */
+    w->npairs = 0;
+    for (int a = 0; a < k; a++)
+        for (int b = a + 1; b < k; b++) {
+            if (w->reach[(size_t)a * k + b] || w->reach[(size_t)b * k + a])
+                continue;
+            int common = 0;
+            for (int d = 0; d < nd; d++)
+                common |= w->X[a * nd + d] >= 0 && w->X[b * nd + d] >= 0;
+            if (!common)
+                continue;
+            int delta = lp_col(m, 0, 1, 0, 1), q = lp_col(m, 0, 1, 0, 0);
+            for (int d = 0; d < nd; d++)
+                if (w->X[a * nd + d] >= 0 && w->X[b * nd + d] >= 0) {
+                    lp_term(m, q, 1);
+                    lp_term(m, w->X[a * nd + d], -1);
+                    lp_term(m, w->X[b * nd + d], -1);
+                    lp_row_end(m, -1, LP_INF);
+                }
+            /* a before b when delta = 1: S_b >= C_a - H(1-delta) - H(1-q) */
+            lp_term(m, w->S[b], 1);
+            completion(m, p, w, a, -1);
+            lp_term(m, delta, -H);
+            lp_term(m, q, -H);
+            lp_row_end(m, -2 * H, LP_INF);
+            /* b before a when delta = 0: S_a >= C_b - H delta - H(1-q) */
+            lp_term(m, w->S[a], 1);
+            completion(m, p, w, b, -1);
+            lp_term(m, delta, H);
+            lp_term(m, q, -H);
+            lp_row_end(m, -H, LP_INF);
+            w->pair_a[w->npairs] = a;
+            w->pair_b[w->npairs] = b;
+            w->pair_delta[w->npairs] = delta;
+            w->npairs++;
+        }
+    free(rel);
+    free(tailq);
+    return m->oom ? -1 : 0;
+}
+
+/* Reachability between the window's ops: over the slice's ops (DAG edges,
+ * and the incumbent's device order for the fixed ops, which the new orders
+ * keep).  reach[a*k+b] = 1: a DAG edge or a path inside the window; 2: only
+ * through fixed ops.  slice_pos and bits are scratch of the slice's size. */
+static void window_reach(const op_problem *p, const op_placement *pl, const sched *s, window *w,
+                         int *slice_pos, unsigned char *bits)
+{
+    int k = w->k, ns = w->hi - w->lo;
+    size_t rb = ((size_t)ns + 7) / 8;
+    for (int r = w->lo; r < w->hi; r++)
+        slice_pos[s->by_start[r]] = r - w->lo;
+    memset(bits, 0, (size_t)ns * rb);
+    int *next_dev = malloc(((size_t)p->nd + 1) * sizeof *next_dev);
+    if (!next_dev)
+        return;
+    for (int d = 0; d < p->nd; d++)
+        next_dev[d] = -1;
+    for (int r = w->hi - 1; r >= w->lo; r--) { /* successors come later in the slice */
+        int v = s->by_start[r], i = r - w->lo;
+        unsigned char *row = bits + (size_t)i * rb;
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++) {
+            int x = p->g->succ[e];
+            int j = slice_pos[x];
+            if (j < 0 || s->rank[x] < w->lo || s->rank[x] >= w->hi)
+                continue;
+            row[j >> 3] |= (unsigned char)(1u << (j & 7));
+            for (size_t t = 0; t < rb; t++)
+                row[t] |= bits[(size_t)j * rb + t];
+        }
+        int d = pl->device_of[v];
+        if (w->loc[v] < 0 && next_dev[d] >= 0) { /* fixed: its device successor stays */
+            int j = next_dev[d];
+            row[j >> 3] |= (unsigned char)(1u << (j & 7));
+            for (size_t t = 0; t < rb; t++)
+                row[t] |= bits[(size_t)j * rb + t];
+        }
+        if (w->loc[v] < 0)
+            next_dev[d] = i;
+    }
+    free(next_dev);
+    memset(w->reach, 0, (size_t)k * k);
+    for (int a = 0; a < k; a++) {
+        int i = slice_pos[w->ops[a]];
+        for (int b = 0; b < k; b++) {
+            int j = slice_pos[w->ops[b]];
+            if (a != b && (bits[(size_t)i * rb + (j >> 3)] >> (j & 7)) & 1)
+                w->reach[(size_t)a * k + b] = 2;
+        }
+        int v = w->ops[a]; /* direct edges are modelled with their transfer */
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++) {
+            int b = w->loc[p->g->succ[e]];
+            if (b >= 0)
+                w->reach[(size_t)a * k + b] = 1;
+        }
+    }
+    for (int r = w->lo; r < w->hi; r++)
+        slice_pos[s->by_start[r]] = -1;
+}
+
+typedef struct lns_buf {
+    sched s;
+    window w;
+    int *slice_pos;
+    unsigned char *bits;
+    size_t bits_cap;
+    int *chain, *last, *seq;
+    double *key;
+    int *cols;
+    double *vals;
+} lns_buf;
+
+static void buf_free(lns_buf *b)
+{
+    free(b->s.start);
+    free(b->s.finish);
+    free(b->s.latest);
+    free(b->s.by_start);
+    free(b->s.rank);
+    free(b->s.prev_dev);
+    free(b->w.ops);
+    free(b->w.loc);
+    free(b->w.S);
+    free(b->w.X);
+    free(b->w.pair_a);
+    free(b->w.pair_b);
+    free(b->w.pair_delta);
+    free(b->w.reach);
+    free(b->chain);
+    free(b->slice_pos);
+    free(b->bits);
+    free(b->last);
+    free(b->seq);
+    free(b->key);
+    free(b->cols);
+    free(b->vals);
+}
+
+static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
+{
+    size_t n = (size_t)p->n + 1, k = (size_t)maxk + 1, pairs = k * k / 2 + 1;
+    b->s.start = malloc(n * sizeof(double));
+    b->s.finish = malloc(n * sizeof(double));
+    b->s.latest = malloc(n * sizeof(double));
+    b->s.by_start = malloc(n * sizeof(int));
+    b->s.rank = malloc(n * sizeof(int));
+    b->s.prev_dev = malloc(n * sizeof(int));
+    b->w.ops = malloc(k * sizeof(int));
+    b->w.loc = malloc(n * sizeof(int));
+    b->w.S = malloc(k * sizeof(int));
+    b->w.X = malloc(k * (size_t)p->nd * sizeof(int));
+    b->w.pair_a = malloc(pairs * sizeof(int));
+    b->w.pair_b = malloc(pairs * sizeof(int));
+    b->w.pair_delta = malloc(pairs * sizeof(int));
+    b->w.reach = malloc(k * k);
+    b->chain = malloc(n * sizeof(int));
+    b->slice_pos = malloc(n * sizeof(int));
+    b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
+    b->seq = malloc(n * sizeof(int));
+    b->key = malloc(n * sizeof(double));
+    b->cols = malloc((k * (size_t)p->nd + pairs) * sizeof(int));
+    b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
+    if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
+        !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
+        !b->w.pair_delta || !b->w.reach || !b->chain || !b->slice_pos || !b->last || !b->seq || !b->key ||
+        !b->cols || !b->vals)
+        return -1;
+    for (int i = 0; i < p->n; i++)
+        b->w.loc[i] = b->slice_pos[i] = -1;
+    return 0;
+}
+
+/* The candidate of a solved window: inc's devices outside, the solution's
+ * inside; order: before the window, the window by S, after. */
+static op_status candidate_from(const op_problem *p, const op_placement *inc, lns_buf *b,
+                                const double *x, op_placement *cand, op_error *err)
+{
+    window *w = &b->w;
+    op_status st = op_placement_copy(cand, inc, err);
+    if (st)
+        return st;
+    for (int a = 0; a < w->k; a++) {
+        int best = -1;
+        double bv = -1;
+        for (int d = 0; d < p->nd; d++) {
+            int c = w->X[a * p->nd + d];
+            if (c >= 0 && x[c] > bv) {
+                bv = x[c];
+                best = d;
+            }
+        }
+        cand->device_of[w->ops[a]] = best;
+    }
+    int n = 0;
+    for (int r = 0; r < w->lo; r++)
+        b->seq[n++] = b->s.by_start[r];
+    for (int r = w->lo; r < w->hi; r++) { /* fixed ops keep their start */
+        int v = b->s.by_start[r];
+        b->key[v] = round(b->s.start[v] * 1e3) + (double)(r - w->lo) * 1e-6;
+        b->seq[n + r - w->lo] = v;
+    }
+    for (int a = 0; a < w->k; a++)
+        /* S rounded to 1e-3 us so solver round-off cannot swap equal times */
+        b->key[w->ops[a]] = round(x[w->S[a]] * 1e3) + (double)a * 1e-6;
+    sort_ops(b->seq + n, w->hi - w->lo, b->key, p->g->topo_pos);
+    n += w->hi - w->lo;
+    for (int r = w->hi; r < p->n; r++)
+        b->seq[n++] = b->s.by_start[r];
+    if ((st = op_placement_set_order_from_sequence(cand, b->seq, err)))
+        op_placement_destroy(cand);
+    return st;
+}
+
+/* The window: the ops of two devices (the anchor's and another, when there
+ * are more than two) in a slice of the start order around the anchor,
+ * widened on both sides until it holds k of them.  With two devices the
+ * slice spans about twice the time of an all-device window of k ops. */
+static void choose_window(const op_problem *p, const op_placement *inc, lns_buf *b, int anchor,
+                          int other, int k)
+{
+    window *w = &b->w;
+    w->dev_a = -1;
+    w->dev_b = -1;
+    if (p->nd > 2) {
+        w->dev_a = inc->device_of[anchor];
+        w->dev_b = other == w->dev_a ? (other + 1) % p->nd : other;
+    }
+    int centre = b->s.rank[anchor], lo = centre, hi = centre + 1, got = 1;
+    while (got < k && (lo > 0 || hi < p->n)) {
+        if (lo > 0 && (hi >= p->n || centre - lo <= hi - centre)) {
+            lo--;
+            got += free_dev(w, inc->device_of[b->s.by_start[lo]]);
+        } else {
+            got += free_dev(w, inc->device_of[b->s.by_start[hi]]);
+            hi++;
+        }
+    }
+    w->lo = lo;
+    w->hi = hi;
+    w->k = 0;
+    for (int r = lo; r < hi; r++) {
+        int v = b->s.by_start[r];
+        if (free_dev(w, inc->device_of[v])) {
+            w->ops[w->k] = v;
+            w->loc[v] = w->k++;
+        }
+    }
+}
+
+/* Solve one window; *improved when the candidate replaced *inc. */
+static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
+                            op_placement *inc, lns_buf *b, int *improved, int *optimal,
+                            int *stopped, op_error *err)
+{
+    const op_problem *p = ctx->p;
+    window *w = &b->w;
+    *improved = *optimal = *stopped = 0;
+    size_t rb = ((size_t)(w->hi - w->lo) + 7) / 8, need = (size_t)(w->hi - w->lo) * rb + 1;
+    if (need > b->bits_cap) {
+        unsigned char *nb = realloc(b->bits, need);
+        if (!nb)
+            return op_fail(err, OP_ENOMEM, "pesto: out of memory for a window");
+        b->bits = nb;
+        b->bits_cap = need;
+    }
+    window_reach(p, inc, &b->s, w, b->slice_pos, b->bits);
+    lp_model m = {0};
+    op_status st = OP_OK;
+    if (build(&m, p, inc, &b->s, w)) {
+        st = op_fail(err, OP_ENOMEM, "pesto: out of memory building a window's ILP");
+        goto done;
+    }
+    int ns = 0, nd = p->nd;
+    for (int a = 0; a < w->k; a++)
+        for (int d = 0; d < nd; d++)
+            if (w->X[a * nd + d] >= 0) {
+                b->cols[ns] = w->X[a * nd + d];
+                b->vals[ns++] = inc->device_of[w->ops[a]] == d;
+            }
+    for (long t = 0; t < w->npairs; t++) {
+        b->cols[ns] = w->pair_delta[t];
+        b->vals[ns++] = b->s.rank[w->ops[w->pair_a[t]]] < b->s.rank[w->ops[w->pair_b[t]]];
+    }
+    lp_solve_opts so = {.seconds = o->window_seconds, .deadline = o->deadline, .nstart = ns,
+                        .start_cols = b->cols, .start_vals = b->vals};
+    lp_solution sol;
+    if ((st = lp_solve(&m, &so, &sol, err)))
+        goto done;
+    *optimal = sol.status == LP_OPTIMAL;
+    *stopped = sol.stopped;
+    if (sol.x) {
+        op_placement cand;
+        if (!(st = candidate_from(p, inc, b, sol.x, &cand, err))) {
+            sched cs = b->s; /* reuses the arrays: the loop re-simulates the incumbent */
+            double old_step = b->s.step, old_over = b->s.over;
+            if (!(st = simulate(p, sim, &cand, &cs, err)) &&
+                op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
+                op_placement tmp = *inc;
+                *inc = cand;
+                cand = tmp;
+                b->s.step = cs.step;
+                b->s.over = cs.over;
+                *improved = 1;
+            }
+            op_progress(ctx, "pesto: LNS window of %d ops (devices %d,%d) at %.1f us: ILP %s "
+                        "%.1f us, simulated %.1f us%s", w->k, w->dev_a, w->dev_b,
+                        b->s.start[w->ops[0]],
+                        *optimal ? "optimal" : "incumbent", sol.objective, cs.step,
+                        *improved ? " (kept)" : "");
+            op_placement_destroy(&cand);
+        }
+        free(sol.x);
+    }
+done:
+    for (int a = 0; a < w->k; a++)
+        w->loc[w->ops[a]] = -1;
+    lp_free(&m);
+    return st;
+}
+
+op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
+                    op_placement *inc, double *step_us, double *overflow, pesto_lns_stats *stats,
+                    op_error *err)
+{
+    const op_problem *p = ctx->p;
+    memset(stats, 0, sizeof *stats);
+    int maxk = o->max_window < p->n ? o->max_window : p->n;
+    int mink = o->min_window < maxk ? o->min_window : maxk;
+    if (maxk < 2)
+        return OP_OK;
+    lns_buf b;
+    memset(&b, 0, sizeof b);
+    op_status st = OP_OK;
+    if (buf_alloc(&b, p, maxk)) {
+        st = op_fail(err, OP_ENOMEM, "pesto: out of memory for the LNS");
+        goto done;
+    }
+    if ((st = simulate(p, sim, inc, &b.s, err)))
+        goto done;
+    if (!inc->has_order) { /* the simulated order, so windows can keep it */
+        for (int i = 0; i < p->n; i++)
+            b.seq[i] = i;
+        sort_ops(b.seq, p->n, b.s.start, p->g->topo_pos);
+        if ((st = op_placement_set_order_from_sequence(inc, b.seq, err)) ||
+            (st = simulate(p, sim, inc, &b.s, err)))
+            goto done;
+    }
+    stats->first_step_us = b.s.step;
+    int k = (mink + maxk) / 2, anchor = 0, fails_here = 0;
+    uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    while (!op_interrupted() && (o->deadline <= 0 || op_seconds_now() < o->deadline) &&
+           (o->max_windows <= 0 || stats->windows < o->max_windows)) {
+        if (stats->windows > 0 && (st = simulate(p, sim, inc, &b.s, err)))
+            goto done;
+        index_schedule(p, inc, &b.s, b.last);
+        int nchain = critical_chain(p, &b.s, b.chain);
+        if (stats->windows == 0 && getenv("PESTO_LNS_DEBUG")) {
+            double busy = 0, gap_x = 0, gap_d = 0;
+            for (int c = 0; c < nchain; c++) {
+                int v = b.chain[c];
+                busy += b.s.finish[v] - b.s.start[v];
+                if (c + 1 < nchain) {
+                    int u = b.chain[c + 1];
+                    double gap = b.s.start[v] - b.s.finish[u];
+                    if (inc->device_of[u] != inc->device_of[v])
+                        gap_x += gap;
+                    else
+                        gap_d += gap;
+                }
+            }
+            fprintf(stderr, "chain %d ops: busy %.1f, gaps after a cross-device pred %.1f, "
+                    "same device %.1f, first start %.1f\n", nchain, busy, gap_x, gap_d,
+                    b.s.start[b.chain[nchain - 1]]);
+        }
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        if (fails_here > 0) /* jump along the chain after a window that did not help */
+            anchor += 1 + (int)((rng >> 33) % (uint64_t)(nchain > 8 ? nchain / 8 : 1));
+        int centre_op = b.chain[anchor % nchain];
+        choose_window(p, inc, &b, centre_op, (int)((rng >> 17) % (uint64_t)p->nd), k);
+        int improved, optimal, stopped;
+        if ((st = one_window(ctx, sim, o, inc, &b, &improved, &optimal, &stopped, err)))
+            goto done;
+        stats->windows++;
+        stats->improved += improved;
+        stats->optimal += optimal;
+        stats->stopped += stopped;
+        if (stopped)
+            break;
+        fails_here = !improved;
+        if (optimal && k < maxk)
+            k = k + (k + 3) / 4 < maxk ? k + (k + 3) / 4 : maxk;
+        else if (!optimal && k > mink)
+            k = k - k / 5 > mink ? k - k / 5 : mink;
+    }
+    if ((st = simulate(p, sim, inc, &b.s, err)))
+        goto done;
+    stats->step_us = b.s.step;
+    *step_us = b.s.step;
+    *overflow = b.s.over;
+done:
+    buf_free(&b);
+    return st;
+}
