@@ -512,7 +512,7 @@ static void xfer_channels(const inst *I, int e, unsigned char *set)
     for (int s = 0; s < I->nd; s++)
         for (int t = 0; t < I->nd; t++)
             if (I->Y[((size_t)e * I->nd + s) * I->nd + t] >= 0) {
-                int ch = I->p->c->chan[s * I->nd + t];
+                int ch = op_cluster_chan(I->p->c, s, t);
                 set[ch >> 3] |= (unsigned char)(1u << (ch & 7));
             }
 }
@@ -600,7 +600,7 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
             int used = 0;
             for (int s = 0; s < I->nd; s++)
                 for (int u = 0; u < I->nd; u++) {
-                    if (s == u || I->p->c->chan[s * I->nd + u] != ch)
+                    if (s == u || op_cluster_chan(I->p->c, s, u) != ch)
                         continue;
                     int y1 = I->Y[((size_t)e * I->nd + s) * I->nd + u];
                     int y2 = I->Y[((size_t)f * I->nd + s) * I->nd + u];

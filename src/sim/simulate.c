@@ -242,7 +242,7 @@ static void issue_transfers(run *R, int op, double t)
     for (int i = 0; i < nt; i++) {
         int d = s->touched[i], x = s->n_xf++;
         s->xf[x] = (transfer){.src = op, .dst_dev = d,
-                              .chan = s->p->c->chan[src_dev * s->nd + d],
+                              .chan = op_cluster_chan(s->p->c, src_dev, d),
                               .refs = s->dev_count[d], .next = -1,
                               .bytes = s->dev_bytes[d], .issue = t};
         s->new_xf[s->n_new++] = x;
