@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/file_util.h"
 #include "opplace/io.h"
 #include "opplace/parallel.h"
 #include "opplace/placer.h"
@@ -149,7 +150,7 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     if (!st && json) {
         op_metrics_write_json(stdout, &m, cp->c);
         fputc('\n', stdout);
-    } else if (!st) {
+    } else if (!st && !op_output_claimed_stdout()) { /* -o -: stdout holds only the JSON */
         print_metrics(cp, &r, pl->algorithm ? pl->algorithm : "?", seconds);
     }
     if (!st && r.oom)
@@ -304,9 +305,15 @@ static op_status run_place(cli_args *a, op_error *err)
     int quiet = op_options_has(a->opts, "quiet");
     ctx.progress = !quiet && (isatty(STDERR_FILENO) || op_options_has(a->opts, "progress"));
     op_status st;
+    double t_cmd = cli_now();
     if ((st = op_options_u64(a->opts, "seed", 1, &ctx.seed, err)) ||
         (st = op_options_double(a->opts, "budget-seconds", 0, 0, 1e9, &ctx.budget_seconds, err)))
         return st;
+    if (op_options_has(a->opts, "budget-seconds") && ctx.budget_seconds <= 0)
+        return op_fail(err, OP_EUSAGE, "--budget-seconds must be positive (leave it out for "
+                       "each algorithm's default)");
+    if (ctx.budget_seconds > 0) /* one deadline for the whole command, loading included */
+        ctx.deadline = t_cmd + ctx.budget_seconds;
     cli_problem cp;
     if ((st = cli_load_problem(a, a->pos[0], &cp, err)))
         goto done;

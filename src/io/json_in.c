@@ -32,7 +32,7 @@ static void *arena_alloc(size_t n)
     n = (n + 15) & ~(size_t)15;
     if (!arena || arena->cap - arena->used < n) {
         size_t cap = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
-        arena_chunk *c = malloc(sizeof *c + cap);
+        arena_chunk *c = op_malloc(sizeof *c + cap, NULL); /* failure injection reaches it */
         if (!c)
             return NULL;
         c->next = arena;
