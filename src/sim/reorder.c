@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "opplace/reorder.h"
+#include "opplace/placer.h"
 
 static const op_priority PRIORITIES[] = {OP_PRIORITY_BLEVEL, OP_PRIORITY_CPATH,
                                          OP_PRIORITY_BLEVEL_W};
@@ -81,9 +82,10 @@ static op_status screen(const op_problem *p, op_sim *sim, const op_placement *vi
                         op_error *err)
 {
     op_status st = OP_OK;
-    for (int c = 0; c < N_CAPS && !st; c++) {
+    /* an interrupt (Ctrl-C) ends the screening: the best order so far stands */
+    for (int c = 0; c < N_CAPS && !st && !op_interrupted(); c++) {
         fill_cap(p, CAP_SHARES[c], initial->peak, cap);
-        for (int k = 0; k < N_PRIORITIES && !st; k++) {
+        for (int k = 0; k < N_PRIORITIES && !st && !op_interrupted(); k++) {
             judged j;
             op_sim_dispatch_by_priority(sim, prio[k], cap);
             st = run_judged(p, sim, view, r, &j, err);
