@@ -182,6 +182,11 @@ else echo "FAIL ONNX renaming: $(grep -o '"name": "[^"]*"' "$tmp/dup.json" | hea
 expect "ONNX outputs past 2^50" 1 "huge.onnx: node 0 .'big'.: its outputs hold" "$opplace" import "$tmp/huge.onnx" -o "$tmp/huge.json"
 expect "ONNX node writes an initializer" 1 "init.onnx: tensor 'w' is an initializer" "$opplace" import "$tmp/init.onnx" -o "$tmp/init.json"
 expect "ONNX 10^6+1 empty nodes" 1 "1000001 nodes, more than the 1000000" limited 400000 "$opplace" import "$tmp/empty_nodes.onnx" -o "$tmp/e.json"
+# the calibration CSV follows the same rules
+printf 'src_kind,dst_kind,bytes,time_us\ngpu,gpu,1000,5\ngpu\0x,gpu,2000,6\n' > "$tmp/nul.csv"
+expect "CSV with a NUL byte" 1 "nul.csv:3: a NUL byte" "$opplace" fit-comm "$tmp/nul.csv"
+printf 'src_kind,dst_kind,bytes,time_us\ngpu,gpu,1000,5\ngpu,gpu,2000,1e300\n' > "$tmp/big.csv"
+expect "CSV time past 1e12" 1 "big.csv:3: bytes .0 to 2\\^50. and time_us" "$opplace" fit-comm "$tmp/big.csv"
 # interrupts: SIGINT stops a running command with its best result and exit 130
 "$opplace" zoo transformer --layers 2 --batch 32 -o "$tmp/tr.json" 2> /dev/null
 "$opplace" place "$tmp/tr.json" --budget-seconds 120 -o "$tmp/int.json" > /dev/null 2> "$tmp/int.err" &
