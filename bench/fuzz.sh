@@ -22,7 +22,7 @@ root=$(pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(graph cluster placement onnx)
+[ ${#targets[@]} -gt 0 ] || targets=(graph cluster placement onnx weights)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 
 if ! command -v clang > /dev/null; then
@@ -56,6 +56,15 @@ seed_corpus() { # target dir
     graph) cp tests/data/good_graph.json tests/data/bad/graph_*.json "$dir"/ 2>/dev/null || true ;;
     cluster) cp tests/data/good_cluster.json tests/data/bad/cluster_*.json "$dir"/ 2>/dev/null || true ;;
     placement) cp tests/data/good_placement.json tests/data/bad/placement_*.json "$dir"/ 2>/dev/null || true ;;
+    weights) python3 - "$dir" <<'PY' || true
+import struct, sys, zlib
+def entry(name, rows, cols, vals):
+    b = name.encode()
+    return struct.pack('<I', len(b)) + b + struct.pack('<II', rows, cols) + b''.join(struct.pack('<d', v) for v in vals)
+body = b'OPNN' + struct.pack('<II', 1, 2) + entry('sgdp.arch', 1, 4, [1, 2, 3, 4]) + entry('w', 2, 2, [0.5, -1, 2, 0])
+open(sys.argv[1] + '/valid.bin', 'wb').write(body + struct.pack('<I', zlib.crc32(body)))
+PY
+      ;;
     onnx) [ -n "$onnx_examples" ] && find "$onnx_examples" -name '*.onnx' -size -256k \
             -exec cp {} "$dir"/ \; 2>/dev/null || true ;;
   esac
