@@ -8,8 +8,9 @@
  * leak checker runs when each test's process exits) a leak.
  *
  * Scenarios: the three JSON readers (graph, cluster, placement), a writer
- * pair, the simulator with a trace, and the fast placers on the catalogue's
- * good files.
+ * pair, the ONNX importer (tests/data/onnx/tiny_mlp.onnx: three nodes, two
+ * of them named alike, one initializer), the simulator with a trace, and the
+ * fast placers on the catalogue's good files.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -152,6 +153,17 @@ static op_status sc_place(const void *arg, double *result, op_error *err)
     return st;
 }
 
+static op_status sc_onnx(const void *arg, double *result, op_error *err)
+{
+    (void)arg;
+    op_graph *g = op_onnx_import(DATA "/onnx/tiny_mlp.onnx", NULL, err);
+    if (!g)
+        return err->code ? err->code : OP_ENOMEM;
+    *result = g->n_ops + 1000.0 * g->n_edges + (double)g->param_bytes[0];
+    op_graph_free(g);
+    return OP_OK;
+}
+
 /* Fail each allocation point of sc in turn (single failures, then sticky). */
 static void drive(scenario sc, const void *arg, const char *what)
 {
@@ -195,6 +207,11 @@ Test(alloc_failures, readers)
 Test(alloc_failures, writer_and_reader_round_trip)
 {
     drive(sc_write, NULL, "cluster write + read");
+}
+
+Test(alloc_failures, onnx_import)
+{
+    drive(sc_onnx, NULL, "ONNX import of tests/data/onnx/tiny_mlp.onnx");
 }
 
 Test(alloc_failures, simulator_with_trace)
