@@ -120,6 +120,16 @@ static outputs read_outputs(cli_args *a)
     return o;
 }
 
+/* Every output path writable, checked before any work (file_util.h). */
+static op_status check_outputs(const outputs *o, op_error *err)
+{
+    const char *paths[] = {o->out, o->trace_path, o->report, o->svg, o->dot};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if (op_output_check(paths[i], err))
+            return err->code;
+    return OP_OK;
+}
+
 /* Simulate pl, then print and write what was asked for. */
 static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_placement *pl,
                        double seconds, op_error *err)
@@ -301,6 +311,9 @@ static op_status run_place(cli_args *a, op_error *err)
     if (!placer)
         return op_fail(err, OP_EUSAGE, "unknown algorithm '%s' (see 'opplace algos')", algo);
     outputs o = read_outputs(a);
+    op_status cst = check_outputs(&o, err);
+    if (cst)
+        return cst;
     op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
     int quiet = op_options_has(a->opts, "quiet");
     ctx.progress = !quiet && (isatty(STDERR_FILENO) || op_options_has(a->opts, "progress"));
@@ -345,6 +358,9 @@ static op_status run_simulate(cli_args *a, op_error *err)
     if (!ppath)
         return op_fail(err, OP_EUSAGE, "--placement FILE is required");
     outputs o = read_outputs(a);
+    op_status cst = check_outputs(&o, err);
+    if (cst)
+        return cst;
     cli_problem cp;
     op_placement pl = {0};
     op_status st = cli_load_problem(a, a->pos[0], &cp, err);

@@ -184,6 +184,24 @@ static op_status resolve_target(const char *path, char **final, mode_t *mode, op
     return OP_OK;
 }
 
+op_status op_output_check(const char *path, op_error *err)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return OP_OK;
+    char *final = NULL;
+    mode_t mode;
+    op_status st = resolve_target(path, &final, &mode, err);
+    if (st)
+        return st;
+    char dir[4096];
+    dir_of(final, dir, sizeof dir);
+    free(final);
+    if (access(dir, W_OK) != 0)
+        return op_fail(err, OP_EIO, "%s: cannot create: %s%s", path, strerror(errno),
+                       errno == ENOENT ? " (the directory does not exist)" : "");
+    return OP_OK;
+}
+
 op_status op_atomic_open(op_atomic *a, const char *path, op_error *err)
 {
     memset(a, 0, sizeof *a);

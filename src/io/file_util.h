@@ -40,6 +40,9 @@ void op_atomic_abort(op_atomic *a);
  * them.  The CLI brackets every command with these (main.c). */
 void op_output_begin(void);
 op_status op_output_end(int commit, op_error *err);
+/* Check, before any work, that path can be written under the rules above
+ * (its directory exists and is writable; it is not a FIFO, device, ...). */
+op_status op_output_check(const char *path, op_error *err);
 /* 1 once some output went to standard output ("-"): commands then print
  * their human-readable tables on stderr, so stdout holds only the data. */
 int op_output_claimed_stdout(void);
