@@ -22,7 +22,7 @@ root=$(pwd)
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(graph cluster placement onnx)
+[ ${#targets[@]} -gt 0 ] || targets=(graph cluster placement onnx weights)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 
 if ! command -v clang > /dev/null; then
@@ -36,9 +36,13 @@ fi
 # FUZZ_SAN_EXTRA: extra flags, e.g. -fno-sanitize=nonnull-attribute to look
 # past a known finding while its fix is pending.
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer ${FUZZ_SAN_EXTRA:-}"
+# The project builds with gcc -Werror; clang warns about a few things gcc
+# does not, which must not stop a fuzz run (the -Wno-error=X flags outlast
+# the project's later -Werror).
+nowerr="-Wno-error=sometimes-uninitialized -Wno-error=uninitialized -Wno-error=unused-but-set-variable -Wno-error=unused-function -Wno-error=conditional-uninitialized"
 echo "fuzz.sh: building libopplace with clang in $build" >&2
 cmake -S "$root" -B "$build/lib" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DOPPLACE_TESTS=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link $san" > /dev/null
+  -DOPPLACE_TESTS=OFF -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link $san $nowerr" > /dev/null
 cmake --build "$build/lib" --target opplace_lib -j"$(nproc)" > "$build/lib-build.log" 2>&1 ||
   { tail -30 "$build/lib-build.log"; exit 1; }
 deps=$(pkg-config --libs jansson openblas cbc libprotobuf-c)
@@ -52,6 +56,15 @@ seed_corpus() { # target dir
     graph) cp tests/data/good_graph.json tests/data/bad/graph_*.json "$dir"/ 2>/dev/null || true ;;
     cluster) cp tests/data/good_cluster.json tests/data/bad/cluster_*.json "$dir"/ 2>/dev/null || true ;;
     placement) cp tests/data/good_placement.json tests/data/bad/placement_*.json "$dir"/ 2>/dev/null || true ;;
+    weights) python3 - "$dir" <<'PY' || true
+import struct, sys, zlib
+def entry(name, rows, cols, vals):
+    b = name.encode()
+    return struct.pack('<I', len(b)) + b + struct.pack('<II', rows, cols) + b''.join(struct.pack('<d', v) for v in vals)
+body = b'OPNN' + struct.pack('<II', 1, 2) + entry('sgdp.arch', 1, 4, [1, 2, 3, 4]) + entry('w', 2, 2, [0.5, -1, 2, 0])
+open(sys.argv[1] + '/valid.bin', 'wb').write(body + struct.pack('<I', zlib.crc32(body)))
+PY
+      ;;
     onnx) [ -n "$onnx_examples" ] && find "$onnx_examples" -name '*.onnx' -size -256k \
             -exec cp {} "$dir"/ \; 2>/dev/null || true ;;
   esac

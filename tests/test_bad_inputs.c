@@ -121,3 +121,54 @@ Test(bad_inputs, a_failed_write_leaves_no_partial_file)
     cr_expect(out && out[0] == '0', "temporary files left behind: %s", out);
     free(out);
 }
+
+#include "io/file_util.h"
+
+static int file_holds(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    char buf[64] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    return n == strlen(text) && memcmp(buf, text, n) == 0;
+}
+
+static op_status write_text(const char *path, const char *text, op_error *err)
+{
+    op_atomic a;
+    if (op_atomic_open(&a, path, err))
+        return err->code;
+    fputs(text, a.f);
+    return op_atomic_commit(&a, err);
+}
+
+/* The output transaction (issue 22): between op_output_begin and
+ * op_output_end, committed outputs land only at the end, all or none. */
+Test(bad_inputs, outputs_of_one_command_land_together_or_not_at_all)
+{
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/tx_a.txt", tk_tmpdir());
+    snprintf(b, sizeof b, "%s/tx_b.txt", tk_tmpdir());
+    op_error err = {0};
+    cr_assert_eq(write_text(a, "old", &err), OP_OK, "%s", err.msg); /* no transaction: at once */
+    cr_assert(file_holds(a, "old"));
+    op_output_begin();
+    cr_assert_eq(write_text(a, "new", &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(write_text(b, "new", &err), OP_OK, "%s", err.msg);
+    cr_expect(file_holds(a, "old"), "a committed output landed before the end");
+    cr_expect_eq(op_output_end(0, &err), OP_OK); /* the command failed: none */
+    cr_expect(file_holds(a, "old"), "a failed command replaced an output");
+    cr_expect(!file_holds(b, "new"), "a failed command created an output");
+    op_output_begin();
+    cr_assert_eq(write_text(a, "new", &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(write_text(b, "new", &err), OP_OK, "%s", err.msg);
+    cr_expect_eq(op_output_end(1, &err), OP_OK, "%s", err.msg); /* success: all */
+    cr_expect(file_holds(a, "new") && file_holds(b, "new"));
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd, "ls -a %s | grep -c '^\\.opplace-'", tk_tmpdir());
+    tk_run(cmd, &out);
+    cr_expect(out && out[0] == '0', "temporaries left behind: %s", out);
+    free(out);
+}

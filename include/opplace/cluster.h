@@ -2,14 +2,26 @@
  * opplace/cluster.h - devices and the links between them.
  *
  * A transfer of b bytes from device s to device d takes
- *     lat[s][d] + upb[s][d] * b   microseconds
- * on channel chan[s][d].  Each channel carries one transfer at a time; every
- * ordered pair has its own channel unless links name a shared `channel`
- * (formats.md section 2).  Pairs with no listed link use the default link.
+ *     op_cluster_latency(c, s, d) + op_cluster_us_per_byte(c, s, d) * b
+ * microseconds on channel op_cluster_chan(c, s, d).  Each channel carries one
+ * transfer at a time; every ordered pair has its own channel unless links
+ * name a shared `channel` (formats.md section 2).  Pairs with no listed link
+ * use the default link.
+ *
+ * Storage is linear in the input: per-pair state exists only for the listed
+ * links (sorted by source, then destination, with a row index per source),
+ * so a 4,000-device cluster with a default link costs kilobytes, not the
+ * 16 million pairs' tables.  A lookup is a binary search in the source's
+ * row (a few comparisons for real clusters).  Channel ids: the named
+ * channels are 0..n_named_chan-1; the pair (s, d) that has no named channel
+ * owns id n_named_chan + s * (n_dev - 1) + (d < s ? d : d - 1), so n_chan is
+ * n_named_chan + n_dev * (n_dev - 1) (ids of pairs on a named channel stay
+ * unused).
  */
 #ifndef OPPLACE_CLUSTER_H
 #define OPPLACE_CLUSTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "opplace/error.h"
@@ -26,19 +38,26 @@ typedef struct op_link_model {
     double us_per_byte;
 } op_link_model;
 
+/* A listed link, resolved to device indices. */
+typedef struct op_cluster_link {
+    int src, dst;
+    double latency_us, us_per_byte;
+    int chan;              /* its channel id (named or the pair's own) */
+    int named;             /* 1 when it names a shared channel */
+} op_cluster_link;
+
 typedef struct op_cluster {
     int n_dev;
     op_device *dev;
-    /* n_dev x n_dev, row = source device; the diagonal is unused */
-    double *lat, *upb;
-    int *chan;
+    int n_links;
+    op_cluster_link *link; /* sorted by (src, dst) */
+    int *link_row;         /* n_dev + 1: source s's links are link[link_row[s] .. link_row[s+1]) */
     int n_chan;
     int n_named_chan;      /* channels 0..n_named_chan-1 are the links' named channels */
-    char **chan_name;      /* a named channel's name, or "src->dst" */
+    char **named_chan;     /* their names */
     int has_default_link;
     op_link_model default_link;
-    /* which ordered pairs were listed explicitly (1) or use the default (0) */
-    unsigned char *listed;
+    void *name_ix;         /* device name -> index (private) */
 } op_cluster;
 
 /* A link as given in a file or by a preset. channel may be NULL. */
@@ -55,12 +74,64 @@ op_cluster *op_cluster_new(const op_device *devs, int n_dev, const op_link_spec 
                            const char *origin, op_error *err);
 void op_cluster_free(op_cluster *c);
 
+/* Device index by name (a hash lookup), or -1. */
 int op_cluster_find(const op_cluster *c, const char *device_name);
+
+/* The listed link from s to d, or NULL when the pair uses the default link. */
+static inline const op_cluster_link *op_cluster_listed(const op_cluster *c, int s, int d)
+{
+    int lo = c->link_row[s], hi = c->link_row[s + 1];
+    while (lo < hi) {
+        int mid = (lo + hi) >> 1;
+        int t = c->link[mid].dst;
+        if (t == d)
+            return &c->link[mid];
+        if (t < d)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (const op_cluster_link *)0;
+}
+/* The link model of the ordered pair s != d (listed, else the default). */
+static inline op_link_model op_cluster_link_model(const op_cluster *c, int s, int d)
+{
+    const op_cluster_link *l = op_cluster_listed(c, s, d);
+    if (l)
+        return (op_link_model){l->latency_us, l->us_per_byte};
+    return c->default_link;
+}
+static inline double op_cluster_latency(const op_cluster *c, int s, int d)
+{
+    return op_cluster_link_model(c, s, d).latency_us;
+}
+static inline double op_cluster_us_per_byte(const op_cluster *c, int s, int d)
+{
+    return op_cluster_link_model(c, s, d).us_per_byte;
+}
+/* The channel of the ordered pair s != d; -1 for s == d. */
+static inline int op_cluster_chan(const op_cluster *c, int s, int d)
+{
+    if (s == d)
+        return -1;
+    const op_cluster_link *l = op_cluster_listed(c, s, d);
+    if (l)
+        return l->chan;
+    return c->n_named_chan + s * (c->n_dev - 1) + (d < s ? d : d - 1);
+}
 static inline double op_cluster_transfer_us(const op_cluster *c, int s, int d, int64_t bytes)
 {
-    int k = s * c->n_dev + d;
-    return c->lat[k] + c->upb[k] * (double)bytes;
+    op_link_model m = op_cluster_link_model(c, s, d);
+    return m.latency_us + m.us_per_byte * (double)bytes;
 }
+/* The mean link model over the ordered pairs s != d (zero for one device):
+ * the communication estimate of the list-scheduling baselines and features. */
+op_link_model op_cluster_mean_link(const op_cluster *c);
+/* A channel's name: a named channel's own, else "src->dst"; written to buf. */
+const char *op_cluster_chan_name(const op_cluster *c, int chan, char *buf, size_t cap);
+/* List (or re-list) the link s -> d with a model; it keeps a named channel
+ * it already had, else it uses the pair's own channel.  O(listed links). */
+op_status op_cluster_set_link(op_cluster *c, int s, int d, op_link_model m, op_error *err);
 
 /* Presets: op_cluster_preset("v100-nvlink", 4, with_cpu, &err). */
 typedef struct op_preset_info {

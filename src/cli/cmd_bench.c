@@ -11,7 +11,6 @@
  * named or with --algos all.
  */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +22,6 @@
 #include "opplace/report.h"
 #include "opplace/zoo.h"
 
-static void on_sigint(int sig);
 
 static const char HELP[] =
     "usage: opplace bench [--models M1,M2,...|all] [--gpus 2,4] [--preset P] [--cpu]\n"
@@ -300,7 +298,6 @@ static op_status run_bench(cli_args *a, op_error *err)
     bench_row *rows = st ? NULL : op_calloc((size_t)total + 1, sizeof *rows, err);
     if (!st && !rows)
         st = OP_ENOMEM;
-    signal(SIGINT, on_sigint);
     for (int m = 0; m < c.models.n && !st && !op_interrupted(); m++) {
         op_graph *g = make_model(c.models.item[m], err);
         if (!g) {
@@ -335,13 +332,6 @@ static op_status run_bench(cli_args *a, op_error *err)
 
 /* Ctrl-C: finish the running placer, then print the rows measured so far;
  * a second Ctrl-C stops at once. */
-static void on_sigint(int sig)
-{
-    (void)sig;
-    if (op_interrupted())
-        _exit(130);
-    op_set_interrupted(1);
-}
 
 int cmd_bench(int argc, char **argv)
 {

@@ -2,7 +2,6 @@
  * cmd_bound.c - `opplace bound`: the best lower bound on the step time that
  * opplace can prove for a graph on a cluster (opplace/bound.h).
  */
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,11 +25,6 @@ static const char HELP[] =
     "  --json      print {\"lower_bound_us\": X, \"method\": \"...\", ...}\n"
     "Default cluster: 4 x v100-nvlink.\n";
 
-static void on_sigint(int sig)
-{
-    (void)sig;
-    op_set_interrupted(1);
-}
 
 static op_status run(cli_args *a, op_error *err)
 {
@@ -48,7 +42,6 @@ static op_status run(cli_args *a, op_error *err)
         cli_problem_destroy(&cp);
         return st;
     }
-    signal(SIGINT, on_sigint);
     double t0 = cli_now();
     op_bound b;
     st = op_lower_bound(&cp.p, seconds, &b, err);

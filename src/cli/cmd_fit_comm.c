@@ -52,8 +52,9 @@ static op_status write_links(const op_comm_fit *f, int n, const char *path, op_e
     return op_atomic_commit(&a, err);
 }
 
-/* Replace each ordered pair's link by the fit for its kinds, when there is one. */
-static int apply_fits(op_cluster *c, const op_comm_fit *f, int n)
+/* Replace each ordered pair's link by the fit for its kinds, when there is
+ * one; -1 when out of memory. */
+static int apply_fits(op_cluster *c, const op_comm_fit *f, int n, op_error *err)
 {
     int replaced = 0;
     for (int s = 0; s < c->n_dev; s++)
@@ -62,10 +63,10 @@ static int apply_fits(op_cluster *c, const op_comm_fit *f, int n)
                 continue;
             for (int i = 0; i < n; i++)
                 if (!strcmp(f[i].src_kind, c->dev[s].kind) && !strcmp(f[i].dst_kind, c->dev[d].kind)) {
-                    int k = s * c->n_dev + d;
-                    c->lat[k] = f[i].latency_us < 0 ? 0 : f[i].latency_us;
-                    c->upb[k] = f[i].us_per_byte < 0 ? 0 : f[i].us_per_byte;
-                    c->listed[k] = 1;
+                    op_link_model m = {f[i].latency_us < 0 ? 0 : f[i].latency_us,
+                                       f[i].us_per_byte < 0 ? 0 : f[i].us_per_byte};
+                    if (op_cluster_set_link(c, s, d, m, err))
+                        return -1;
                     replaced++;
                 }
         }
@@ -97,7 +98,9 @@ int cmd_fit_comm(int argc, char **argv)
     if (base) {
         if (!(c = op_cluster_read(base, &err)))
             goto fail;
-        int replaced = apply_fits(c, fits, n);
+        int replaced = apply_fits(c, fits, n, &err);
+        if (replaced < 0)
+            goto fail;
         fprintf(stderr, "opplace fit-comm: replaced %d of %d links of %s\n", replaced,
                 c->n_dev * (c->n_dev - 1), base);
         if (out && op_cluster_write(c, out, &err))

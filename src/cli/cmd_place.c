@@ -2,13 +2,13 @@
  * cmd_place.c - `opplace place` and `opplace simulate`: run a placer (or
  * read a placement), judge it with the simulator, print and write results.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "io/file_util.h"
 #include "opplace/io.h"
 #include "core/parallel.h"
 #include "opplace/placer.h"
@@ -83,13 +83,6 @@ static const op_opt_decl CLI_OPTIONS[] = {
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 
-static void on_sigint(int sig)
-{
-    (void)sig;
-    if (op_interrupted())
-        _exit(130); /* second Ctrl-C: stop now */
-    op_set_interrupted(1);
-}
 
 static void print_metrics(const cli_problem *cp, const op_sim_result *r, const char *algo,
                           double seconds)
@@ -139,6 +132,16 @@ static outputs read_outputs(cli_args *a)
     return o;
 }
 
+/* Every output path writable, checked before any work (file_util.h). */
+static op_status check_outputs(const outputs *o, op_error *err)
+{
+    const char *paths[] = {o->out, o->trace_path, o->report, o->svg, o->dot};
+    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
+        if (op_output_check(paths[i], err))
+            return err->code;
+    return OP_OK;
+}
+
 /* Simulate pl, then print and write what was asked for. */
 static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_placement *pl,
                        double seconds, op_error *err)
@@ -169,7 +172,7 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     if (!st && json) {
         op_metrics_write_json(stdout, &m, cp->c);
         fputc('\n', stdout);
-    } else if (!st) {
+    } else if (!st && !op_output_claimed_stdout()) { /* -o -: stdout holds only the JSON */
         print_metrics(cp, &r, pl->algorithm ? pl->algorithm : "?", seconds);
     }
     if (!st && r.oom)
@@ -240,18 +243,26 @@ static op_status run_place(cli_args *a, op_error *err)
         (st = op_options_check(a->opts, help, err)))
         return st;
     outputs o = read_outputs(a);
+    op_status cst = check_outputs(&o, err);
+    if (cst)
+        return cst;
     op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
     int quiet = op_options_has(a->opts, "quiet");
     ctx.progress = !quiet && (isatty(STDERR_FILENO) || op_options_has(a->opts, "progress"));
+    double t_cmd = cli_now();
     if ((st = op_options_u64(a->opts, "seed", 1, &ctx.seed, err)) ||
         (st = op_options_double(a->opts, "budget-seconds", 0, 0, 1e9, &ctx.budget_seconds, err)))
         return st;
+    if (op_options_has(a->opts, "budget-seconds") && ctx.budget_seconds <= 0)
+        return op_fail(err, OP_EUSAGE, "--budget-seconds must be positive (leave it out for "
+                       "each algorithm's default)");
+    if (ctx.budget_seconds > 0) /* one deadline for the whole command, loading included */
+        ctx.deadline = t_cmd + ctx.budget_seconds;
     cli_problem cp;
     if ((st = cli_load_problem(a, a->pos[0], &cp, err)))
         goto done;
     ctx.p = &cp.p;
     op_placement pl;
-    signal(SIGINT, on_sigint);
     double t0 = cli_now();
     if ((st = op_place(placer, &ctx, &pl, err)))
         goto done;
@@ -276,6 +287,9 @@ static op_status run_simulate(cli_args *a, op_error *err)
     if (!ppath)
         return op_fail(err, OP_EUSAGE, "--placement FILE is required");
     outputs o = read_outputs(a);
+    op_status cst = check_outputs(&o, err);
+    if (cst)
+        return cst;
     cli_problem cp;
     op_placement pl = {0};
     op_status st = cli_load_problem(a, a->pos[0], &cp, err);

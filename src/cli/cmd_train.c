@@ -7,7 +7,6 @@
  * below.  A new learned placer (e.g. Trinity) adds one function with the
  * signature of train_fn and one line to TRAINERS.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,13 +67,6 @@ typedef struct train_inputs {
 
 typedef op_status (*train_fn)(cli_args *a, train_inputs *in, op_error *err);
 
-static void on_sigint(int sig)
-{
-    (void)sig;
-    if (op_interrupted())
-        _exit(130);
-    op_set_interrupted(1);
-}
 
 /* ----------------------------------------------------------------- sgdp */
 
@@ -293,7 +285,6 @@ static op_status run_train(cli_args *a, op_error *err)
     in.ctx = (op_place_ctx){.seed = in.seed, .budget_seconds = in.budget_seconds,
                             .progress = !quiet};
     if (!(st = load_inputs(a, &in, err))) {
-        signal(SIGINT, on_sigint);
         st = tr->run(a, &in, err);
     }
     free_inputs(&in);

@@ -2,11 +2,19 @@
  * main.c - the opplace command: dispatch to subcommands.
  * With no arguments it runs the built-in demo (cmd_demo.c).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/parallel.h"
+#include "io/file_util.h"
+#include "opplace/placer.h"
+
+/* Exit code of a command stopped by SIGINT/SIGTERM: 128 + SIGINT, as shells
+ * report a Ctrl-C. */
+#define OPPLACE_EXIT_INTERRUPTED 130
 
 typedef struct command {
     const char *name;
@@ -64,10 +72,39 @@ static int dispatch(int argc, char **argv)
     return 2;
 }
 
+/* One interrupt for every command: SIGINT or SIGTERM sets the flag that
+ * op_seconds_left and op_interrupted report, so every long stage returns its
+ * best result so far; a second signal stops at once. */
+static void on_stop(int sig)
+{
+    (void)sig;
+    if (op_interrupted())
+        _exit(OPPLACE_EXIT_INTERRUPTED);
+    op_set_interrupted(1);
+}
+
 int main(int argc, char **argv)
 {
     op_par_init(&argc, &argv); /* a no-op unless started by mpirun */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    /* all outputs of the command, or none (file_util.h) */
+    op_output_begin();
     int code = dispatch(argc, argv);
+    op_error err = {0};
+    if (op_output_end(code == 0, &err)) {
+        fprintf(stderr, "opplace: %s\n", err.msg);
+        code = 1;
+    }
+    if (op_interrupted()) {
+        fprintf(stderr, "opplace: interrupted (exit code %d)%s\n", OPPLACE_EXIT_INTERRUPTED,
+                code == 0 ? "; the best result found so far was written" : "");
+        code = OPPLACE_EXIT_INTERRUPTED;
+    }
     op_par_finalize();
     return code;
 }

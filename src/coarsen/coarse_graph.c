@@ -239,7 +239,7 @@ op_status op_coarse_build(const op_graph *g, const int *group_of, int ng, op_coa
             gs.s.colocate = gs.coloc;
         }
         if (op_graph_add_op(b, &gs.s, err) < 0)
-            st = OP_EINPUT;
+            st = err && err->code ? err->code : OP_EINPUT; /* OP_ENOMEM stays itself */
     }
     if (!st)
         st = add_coarse_edges(g, group_of, b, err);

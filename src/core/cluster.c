@@ -1,43 +1,90 @@
 /*
- * cluster.c - building a cluster: devices, per-pair link models, channels.
+ * cluster.c - building a cluster: devices, listed links, channels.
  *
- * Channel numbering: links that name a `channel` share that channel's queue;
- * every other ordered pair (listed without a channel, or falling back to the
- * default link) gets a channel of its own named "src->dst".
+ * Everything here is linear in the input (devices + listed links): names
+ * resolve through a hash index, listed links are sorted once and looked up
+ * by binary search in their source's row, and the channels of pairs with no
+ * named channel are numbered by formula (opplace/cluster.h), so nothing is
+ * stored per ordered pair.  Numbers follow opplace/limits.h.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "core/strtab.h"
 #include "opplace/cluster.h"
+#include "opplace/limits.h"
 
 void op_cluster_free(op_cluster *c)
 {
     if (!c)
         return;
+    if (c->name_ix) {
+        op_name_index_destroy(c->name_ix);
+        free(c->name_ix);
+    }
     for (int i = 0; i < c->n_dev; i++) {
         free(c->dev[i].name);
         free(c->dev[i].kind);
     }
-    for (int k = 0; k < c->n_chan; k++)
-        free(c->chan_name[k]);
-    free(c->chan_name);
+    for (int k = 0; k < c->n_named_chan; k++)
+        free(c->named_chan[k]);
+    free(c->named_chan);
     free(c->dev);
-    free(c->lat);
-    free(c->upb);
-    free(c->chan);
-    free(c->listed);
+    free(c->link);
+    free(c->link_row);
     free(c);
 }
 
 int op_cluster_find(const op_cluster *c, const char *name)
 {
+    if (c->name_ix)
+        return op_name_index_get(c->name_ix, name);
     for (int i = 0; i < c->n_dev; i++)
         if (strcmp(c->dev[i].name, name) == 0)
             return i;
     return -1;
+}
+
+const char *op_cluster_chan_name(const op_cluster *c, int ch, char *buf, size_t cap)
+{
+    if (ch >= 0 && ch < c->n_named_chan) {
+        snprintf(buf, cap, "%s", c->named_chan[ch]);
+        return buf;
+    }
+    int nd = c->n_dev, k = ch - c->n_named_chan;
+    if (nd < 2 || k < 0 || k >= nd * (nd - 1)) {
+        snprintf(buf, cap, "channel %d", ch);
+        return buf;
+    }
+    int s = k / (nd - 1), d = k % (nd - 1);
+    if (d >= s)
+        d++;
+    snprintf(buf, cap, "%s->%s", c->dev[s].name, c->dev[d].name);
+    return buf;
+}
+
+op_link_model op_cluster_mean_link(const op_cluster *c)
+{
+    /* pair by pair, in the order the dense tables were summed, so the
+     * baselines' rankings stay bit-identical */
+    double lat = 0, upb = 0;
+    long pairs = 0;
+    for (int a = 0; a < c->n_dev; a++)
+        for (int b = 0; b < c->n_dev; b++)
+            if (a != b) {
+                op_link_model m = op_cluster_link_model(c, a, b);
+                lat += m.latency_us;
+                upb += m.us_per_byte;
+                pairs++;
+            }
+    if (pairs) {
+        lat /= (double)pairs;
+        upb /= (double)pairs;
+    }
+    return (op_link_model){lat, upb};
 }
 
 static op_status copy_devices(op_cluster *c, const op_device *devs, int n, const char *origin,
@@ -46,25 +93,31 @@ static op_status copy_devices(op_cluster *c, const op_device *devs, int n, const
     if (n <= 0)
         return op_fail(err, OP_EINPUT, "%s: devices: the cluster needs at least one device",
                        origin);
+    if (n > OP_MAX_DEVICES)
+        return op_fail(err, OP_EINPUT, "%s: devices: %d devices; opplace accepts at most %d",
+                       origin, n, OP_MAX_DEVICES);
     c->dev = op_calloc((size_t)n, sizeof *c->dev, err);
-    if (!c->dev)
+    c->name_ix = op_calloc(1, sizeof(op_name_index), err);
+    if (!c->dev || !c->name_ix)
         return OP_ENOMEM;
+    if (op_name_index_init(c->name_ix, (size_t)n, err)) {
+        free(c->name_ix);
+        c->name_ix = NULL;
+        return OP_ENOMEM;
+    }
     for (int i = 0; i < n; i++) {
         const op_device *d = &devs[i];
         if (!d->name || !d->name[0] || !d->kind || !d->kind[0])
             return op_fail(err, OP_EINPUT, "%s: devices[%d]: name and kind must be non-empty",
                            origin, i);
-        if (!(isfinite(d->speed) && d->speed > 0))
-            return op_fail(err, OP_EINPUT, "%s: devices[%d].speed: must be a positive number",
-                           origin, i);
-        if (d->memory_bytes < 0)
+        if (!(d->speed >= OP_MIN_SPEED && d->speed <= OP_MAX_SPEED))
             return op_fail(err, OP_EINPUT,
-                           "%s: devices[%d].memory_bytes: must be a non-negative number", origin,
-                           i);
-        for (int j = 0; j < i; j++)
-            if (strcmp(c->dev[j].name, d->name) == 0)
-                return op_fail(err, OP_EINPUT, "%s: devices[%d]: duplicate device name '%s'",
-                               origin, i, d->name);
+                           "%s: devices[%d].speed: must be a number from %g to %g (got %g)",
+                           origin, i, OP_MIN_SPEED, OP_MAX_SPEED, d->speed);
+        if (d->memory_bytes < 0 || d->memory_bytes > OP_MAX_BYTES)
+            return op_fail(err, OP_EINPUT,
+                           "%s: devices[%d].memory_bytes: must be a number from 0 to 2^50",
+                           origin, i);
         c->dev[i].name = op_strdup(d->name, err);
         c->dev[i].kind = op_strdup(d->kind, err);
         c->n_dev = i + 1; /* so op_cluster_free releases what was copied */
@@ -72,113 +125,165 @@ static op_status copy_devices(op_cluster *c, const op_device *devs, int n, const
             return OP_ENOMEM;
         c->dev[i].memory_bytes = d->memory_bytes;
         c->dev[i].speed = d->speed;
+        int old = op_name_index_put(c->name_ix, c->dev[i].name, i, err);
+        if (old == -2)
+            return OP_ENOMEM;
+        if (old >= 0)
+            return op_fail(err, OP_EINPUT, "%s: devices[%d]: duplicate device name '%s'",
+                           origin, i, d->name);
     }
     return OP_OK;
 }
 
-static int valid_link_number(double v)
+static int valid_link(double lat, double upb)
 {
-    return isfinite(v) && v >= 0;
+    return op_valid_time(lat) && upb >= 0 && upb <= OP_MAX_US_PER_BYTE;
+}
+
+static int own_chan(const op_cluster *c, int s, int d)
+{
+    return c->n_named_chan + s * (c->n_dev - 1) + (d < s ? d : d - 1);
+}
+
+static int cmp_link(const void *a, const void *b)
+{
+    const op_cluster_link *x = a, *y = b;
+    if (x->src != y->src)
+        return x->src < y->src ? -1 : 1;
+    return (x->dst > y->dst) - (x->dst < y->dst);
+}
+
+static op_status build_rows(op_cluster *c, op_error *err)
+{
+    free(c->link_row);
+    c->link_row = op_calloc((size_t)c->n_dev + 1, sizeof *c->link_row, err);
+    if (!c->link_row)
+        return OP_ENOMEM;
+    for (int l = 0; l < c->n_links; l++)
+        c->link_row[c->link[l].src + 1]++;
+    for (int s = 0; s < c->n_dev; s++)
+        c->link_row[s + 1] += c->link_row[s];
+    return OP_OK;
 }
 
 static op_status apply_links(op_cluster *c, const op_link_spec *links, int n_links,
-                             op_strtab *shared, int *shared_chan, const char *origin,
-                             op_error *err)
+                             const char *origin, op_error *err)
 {
-    int nd = c->n_dev;
-    for (int l = 0; l < n_links; l++) {
+    op_strtab shared;
+    if (op_strtab_init(&shared, err))
+        return OP_ENOMEM;
+    op_status st = OP_OK;
+    c->link = op_calloc((size_t)n_links + 1, sizeof *c->link, err);
+    if (!c->link) {
+        op_strtab_destroy(&shared);
+        return OP_ENOMEM;
+    }
+    for (int l = 0; l < n_links && !st; l++) {
         const op_link_spec *L = &links[l];
         int s = op_cluster_find(c, L->src), d = op_cluster_find(c, L->dst);
         if (s < 0 || d < 0)
-            return op_fail(err, OP_EINPUT, "%s: links[%d].%s: unknown device '%s'", origin, l,
-                           s < 0 ? "src" : "dst", s < 0 ? L->src : L->dst);
-        if (s == d)
-            return op_fail(err, OP_EINPUT, "%s: links[%d]: a link from '%s' to itself", origin,
-                           l, L->src);
-        if (!valid_link_number(L->latency_us) || !valid_link_number(L->us_per_byte))
-            return op_fail(err, OP_EINPUT,
-                           "%s: links[%d]: latency_us and us_per_byte must be finite and "
-                           "non-negative", origin, l);
-        int k = s * nd + d;
-        if (c->listed[k])
-            return op_fail(err, OP_EINPUT, "%s: links[%d]: a second link from '%s' to '%s'",
-                           origin, l, L->src, L->dst);
-        c->listed[k] = 1;
-        c->lat[k] = L->latency_us;
-        c->upb[k] = L->us_per_byte;
-        c->chan[k] = -1;
-        if (L->channel) {
-            int id = op_strtab_intern(shared, L->channel, err);
-            if (id < 0)
-                return OP_ENOMEM;
-            shared_chan[k] = id;
+            st = op_fail(err, OP_EINPUT, "%s: links[%d].%s: unknown device '%s'", origin, l,
+                         s < 0 ? "src" : "dst", s < 0 ? L->src : L->dst);
+        else if (s == d)
+            st = op_fail(err, OP_EINPUT, "%s: links[%d]: a link from '%s' to itself", origin, l,
+                         L->src);
+        else if (!valid_link(L->latency_us, L->us_per_byte))
+            st = op_fail(err, OP_EINPUT,
+                         "%s: links[%d]: latency_us must be from 0 to %g and us_per_byte "
+                         "from 0 to %g", origin, l, OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
+        else if (L->channel && !L->channel[0])
+            st = op_fail(err, OP_EINPUT, "%s: links[%d].channel: must not be empty", origin, l);
+        if (st)
+            break;
+        int id = -1;
+        if (L->channel && (id = op_strtab_intern(&shared, L->channel, err)) < 0) {
+            st = OP_ENOMEM;
+            break;
         }
+        /* chan holds the named id for now, or -1; the link's own index
+         * rides in `named` until the duplicate check below */
+        c->link[l] = (op_cluster_link){s, d, L->latency_us, L->us_per_byte, id, l};
     }
-    return OP_OK;
+    c->n_links = st ? 0 : n_links;
+    if (!st) {
+        qsort(c->link, (size_t)n_links, sizeof *c->link, cmp_link);
+        for (int l = 1; l < n_links && !st; l++)
+            if (c->link[l].src == c->link[l - 1].src && c->link[l].dst == c->link[l - 1].dst) {
+                int a = c->link[l - 1].named, b = c->link[l].named;
+                st = op_fail(err, OP_EINPUT,
+                             "%s: links[%d]: a second link from '%s' to '%s' (first: links[%d])",
+                             origin, a > b ? a : b, links[a].src, links[a].dst, a < b ? a : b);
+            }
+    }
+    if (!st) {
+        c->n_named_chan = shared.n;
+        c->named_chan = op_strtab_take(&shared, &c->n_named_chan);
+        if (!c->named_chan && c->n_named_chan > 0)
+            st = OP_ENOMEM;
+    }
+    op_strtab_destroy(&shared);
+    if (st)
+        return st;
+    for (int l = 0; l < n_links; l++) {
+        op_cluster_link *k = &c->link[l];
+        k->named = k->chan >= 0;
+        if (!k->named)
+            k->chan = own_chan(c, k->src, k->dst);
+    }
+    return build_rows(c, err);
 }
 
-/* Number the channels: shared ones first (in order of first mention), then
- * one per remaining ordered pair. */
-static op_status number_channels(op_cluster *c, op_strtab *shared, const int *shared_chan,
-                                 op_error *err)
-{
-    int nd = c->n_dev, n_shared = shared->n;
-    int total = n_shared + nd * (nd - 1);
-    c->n_named_chan = n_shared;
-    c->chan_name = op_calloc((size_t)total + 1, sizeof *c->chan_name, err);
-    if (!c->chan_name)
-        return OP_ENOMEM;
-    for (int k = 0; k < n_shared; k++) {
-        c->chan_name[k] = op_strdup(shared->names[k], err);
-        c->n_chan = k + 1;
-        if (!c->chan_name[k])
-            return OP_ENOMEM;
-    }
-    for (int s = 0; s < nd; s++)
-        for (int d = 0; d < nd; d++) {
-            int k = s * nd + d;
-            if (s == d) {
-                c->chan[k] = -1;
-                continue;
-            }
-            if (shared_chan[k] >= 0) {
-                c->chan[k] = shared_chan[k];
-                continue;
-            }
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s->%s", c->dev[s].name, c->dev[d].name);
-            c->chan_name[c->n_chan] = op_strdup(buf, err);
-            if (!c->chan_name[c->n_chan])
-                return OP_ENOMEM;
-            c->chan[k] = c->n_chan++;
-        }
-    return OP_OK;
-}
-
-static op_status fill_defaults(op_cluster *c, const op_link_model *def, const char *origin,
-                               op_error *err)
+static op_status check_defaults(op_cluster *c, const op_link_model *def, const char *origin,
+                                op_error *err)
 {
     int nd = c->n_dev;
     if (def) {
-        if (!valid_link_number(def->latency_us) || !valid_link_number(def->us_per_byte))
+        if (!valid_link(def->latency_us, def->us_per_byte))
             return op_fail(err, OP_EINPUT,
-                           "%s: default_link: latency_us and us_per_byte must be finite and "
-                           "non-negative", origin);
+                           "%s: default_link: latency_us must be from 0 to %g and us_per_byte "
+                           "from 0 to %g", origin, OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
         c->has_default_link = 1;
         c->default_link = *def;
+        return OP_OK;
     }
-    for (int s = 0; s < nd; s++)
-        for (int d = 0; d < nd; d++) {
-            int k = s * nd + d;
-            if (s == d || c->listed[k])
-                continue;
-            if (!def)
+    /* without a default every ordered pair must be listed: each row holds
+     * every other device exactly once (duplicates were refused) */
+    for (int s = 0; s < nd; s++) {
+        int have = c->link_row[s + 1] - c->link_row[s];
+        if (have == nd - 1)
+            continue;
+        for (int d = 0; d < nd; d++)
+            if (d != s && !op_cluster_listed(c, s, d))
                 return op_fail(err, OP_EINPUT,
                                "%s: no link from '%s' to '%s' and no default_link; add one "
                                "of them", origin, c->dev[s].name, c->dev[d].name);
-            c->lat[k] = def->latency_us;
-            c->upb[k] = def->us_per_byte;
-        }
+    }
+    return OP_OK;
+}
+
+op_status op_cluster_set_link(op_cluster *c, int s, int d, op_link_model m, op_error *err)
+{
+    if (s == d || s < 0 || d < 0 || s >= c->n_dev || d >= c->n_dev || !valid_link(m.latency_us, m.us_per_byte))
+        return op_fail(err, OP_EINPUT, "a link from device %d to %d with latency %g us and %g "
+                       "us per byte is not valid", s, d, m.latency_us, m.us_per_byte);
+    op_cluster_link *l = (op_cluster_link *)op_cluster_listed(c, s, d);
+    if (l) {
+        l->latency_us = m.latency_us;
+        l->us_per_byte = m.us_per_byte;
+        return OP_OK;
+    }
+    op_cluster_link *q = op_realloc(c->link, ((size_t)c->n_links + 1) * sizeof *q, err);
+    if (!q)
+        return OP_ENOMEM;
+    c->link = q;
+    int at = c->link_row[s + 1];
+    while (at > c->link_row[s] && c->link[at - 1].dst > d)
+        at--;
+    memmove(&c->link[at + 1], &c->link[at], (size_t)(c->n_links - at) * sizeof *q);
+    c->link[at] = (op_cluster_link){s, d, m.latency_us, m.us_per_byte, own_chan(c, s, d), 0};
+    c->n_links++;
+    for (int t = s + 1; t <= c->n_dev; t++)
+        c->link_row[t]++;
     return OP_OK;
 }
 
@@ -189,34 +294,12 @@ op_cluster *op_cluster_new(const op_device *devs, int n_dev, const op_link_spec 
     op_cluster *c = op_calloc(1, sizeof *c, err);
     if (!c)
         return NULL;
-    op_strtab shared;
-    int *shared_chan = NULL;
-    if (op_strtab_init(&shared, err)) {
-        free(c);
+    if (copy_devices(c, devs, n_dev, origin, err) ||
+        apply_links(c, links, n_links < 0 ? 0 : n_links, origin, err) ||
+        check_defaults(c, default_link, origin, err)) {
+        op_cluster_free(c);
         return NULL;
     }
-    if (copy_devices(c, devs, n_dev, origin, err))
-        goto fail;
-    size_t nn = (size_t)n_dev * (size_t)n_dev;
-    c->lat = op_calloc(nn, sizeof *c->lat, err);
-    c->upb = op_calloc(nn, sizeof *c->upb, err);
-    c->chan = op_malloc(nn * sizeof *c->chan, err);
-    c->listed = op_calloc(nn, 1, err);
-    shared_chan = op_malloc(nn * sizeof *shared_chan, err);
-    if (!c->lat || !c->upb || !c->chan || !c->listed || !shared_chan)
-        goto fail;
-    for (size_t k = 0; k < nn; k++)
-        shared_chan[k] = -1;
-    if (apply_links(c, links, n_links, &shared, shared_chan, origin, err) ||
-        fill_defaults(c, default_link, origin, err) ||
-        number_channels(c, &shared, shared_chan, err))
-        goto fail;
-    free(shared_chan);
-    op_strtab_destroy(&shared);
+    c->n_chan = c->n_named_chan + n_dev * (n_dev - 1);
     return c;
-fail:
-    free(shared_chan);
-    op_strtab_destroy(&shared);
-    op_cluster_free(c);
-    return NULL;
 }

@@ -52,9 +52,52 @@ int op_status_exit_code(op_status s)
     }
 }
 
+/* Injection state: single-threaded use (tests and the CLI set it before any
+ * worker starts); counting is relaxed under threads, which only makes the
+ * n-th call approximate. */
+static long fail_at = -1, calls;
+static int fail_sticky, fail_hit, env_read;
+
+void op_alloc_fail_after(long n, int sticky)
+{
+    env_read = 1;
+    fail_at = n > 0 ? n : -1;
+    fail_sticky = sticky;
+    calls = 0;
+    fail_hit = 0;
+}
+
+long op_alloc_count(void)
+{
+    return calls;
+}
+
+int op_alloc_failed(void)
+{
+    return fail_hit;
+}
+
+static int inject(void)
+{
+    if (!env_read) {
+        env_read = 1;
+        const char *e = getenv("OPPLACE_FAIL_ALLOC");
+        if (e && *e) {
+            char *end;
+            long n = strtol(e, &end, 10);
+            op_alloc_fail_after(n, *end == ',' && atoi(end + 1) != 0);
+        }
+    }
+    calls++;
+    if (fail_at < 0 || calls < fail_at || (calls > fail_at && !fail_sticky))
+        return 0;
+    fail_hit = 1;
+    return 1;
+}
+
 void *op_malloc(size_t n, op_error *err)
 {
-    void *p = malloc(n ? n : 1);
+    void *p = inject() ? NULL : malloc(n ? n : 1);
     if (!p)
         op_fail(err, OP_ENOMEM, "out of memory (allocating %zu bytes)", n);
     return p;
@@ -62,7 +105,7 @@ void *op_malloc(size_t n, op_error *err)
 
 void *op_calloc(size_t count, size_t size, op_error *err)
 {
-    void *p = calloc(count ? count : 1, size ? size : 1);
+    void *p = inject() ? NULL : calloc(count ? count : 1, size ? size : 1);
     if (!p)
         op_fail(err, OP_ENOMEM, "out of memory (allocating %zu x %zu bytes)", count, size);
     return p;
@@ -70,7 +113,7 @@ void *op_calloc(size_t count, size_t size, op_error *err)
 
 void *op_realloc(void *p, size_t n, op_error *err)
 {
-    void *q = realloc(p, n ? n : 1);
+    void *q = inject() ? NULL : realloc(p, n ? n : 1);
     if (!q)
         op_fail(err, OP_ENOMEM, "out of memory (growing to %zu bytes)", n);
     return q;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "core/graph_builder.h"
+#include "opplace/limits.h"
 
 op_graph_builder *op_graph_builder_new(const char *name, op_error *err)
 {
@@ -86,26 +87,33 @@ static op_status add_time(op_graph_builder *b, int kind, double t, op_error *err
     return OP_OK;
 }
 
-static int valid_amount(double v)
+static int valid_bytes(int64_t b)
 {
-    return isfinite(v) && v >= 0;
+    return b >= 0 && b <= OP_MAX_BYTES;
 }
 
 static op_status check_spec(const op_graph_builder *b, const op_op_spec *s, op_error *err)
 {
     if (!s->name || !s->name[0])
         return op_fail(err, OP_EINPUT, "%s: an op has no name", b->origin);
-    if (s->n_kind_times == 0 && !valid_amount(s->time_us))
-        return op_fail(err, OP_EINPUT, "%s: op '%s': time_us must be a finite non-negative number",
-                       b->origin, s->name);
+    if (s->n_kind_times == 0 && !op_valid_time(s->time_us))
+        return op_fail(err, OP_EINPUT, "%s: op '%s': time_us must be a number from 0 to %g",
+                       b->origin, s->name, OP_MAX_TIME_US);
     for (int i = 0; i < s->n_kind_times; i++)
-        if (!valid_amount(s->kind_times[i].time_us) || !s->kind_times[i].kind)
+        if (!op_valid_time(s->kind_times[i].time_us) || !s->kind_times[i].kind ||
+            !s->kind_times[i].kind[0])
             return op_fail(err, OP_EINPUT,
-                           "%s: op '%s': time_us.%s must be a finite non-negative number",
-                           b->origin, s->name, s->kind_times[i].kind ? s->kind_times[i].kind : "?");
-    if (s->output_bytes < 0 || s->param_bytes < 0 || s->temp_bytes < 0)
-        return op_fail(err, OP_EINPUT, "%s: op '%s': byte counts must be non-negative", b->origin,
-                       s->name);
+                           "%s: op '%s': time_us.%s must be a number from 0 to %g for a "
+                           "non-empty kind", b->origin, s->name,
+                           s->kind_times[i].kind ? s->kind_times[i].kind : "?", OP_MAX_TIME_US);
+    if (!valid_bytes(s->output_bytes) || !valid_bytes(s->param_bytes) ||
+        !valid_bytes(s->temp_bytes))
+        return op_fail(err, OP_EINPUT, "%s: op '%s': byte counts must be from 0 to 2^50",
+                       b->origin, s->name);
+    if ((s->kind && !s->kind[0]) || (s->colocate && !s->colocate[0]) ||
+        (s->device && !s->device[0]))
+        return op_fail(err, OP_EINPUT, "%s: op '%s': kind, colocate and device must not be "
+                       "empty strings", b->origin, s->name);
     return OP_OK;
 }
 
@@ -164,6 +172,9 @@ op_status op_graph_add_edge(op_graph_builder *b, int src, int dst, int64_t bytes
 {
     if (src < 0 || src >= b->n_ops || dst < 0 || dst >= b->n_ops)
         return op_fail(err, OP_EINPUT, "%s: edge refers to an unknown op", b->origin);
+    if (bytes > OP_MAX_BYTES)
+        return op_fail(err, OP_EINPUT, "%s: edge from '%s': bytes above 2^50", b->origin,
+                       b->op_name[src]);
     size_t need = (size_t)b->n_edges + 1;
     if (need > b->cap_edges) {
         size_t cap = b->cap_edges ? b->cap_edges * 2 : 256;

@@ -275,16 +275,25 @@ static op_status check_groups(const op_graph *g, const char *origin, op_error *e
         off[k] = off[k - 1];
     off[0] = 0;
     for (int grp = 0; grp < ng && !st; grp++) {
-        int lo = off[grp], hi = off[grp + 1], constrained = 0, ok = 0;
-        for (int m = lo; m < hi; m++)
+        int lo = off[grp], hi = off[grp + 1], first_c = -1, ok = 0;
+        for (int m = lo; m < hi && first_c < 0; m++)
             if (g->kind[members[m]] != OP_NONE || !op_has_any_kind_time(g, members[m]))
-                constrained = 1;
-        if (!constrained)
+                first_c = members[m];
+        if (first_c < 0)
             continue;
-        for (int kind = 0; kind < g->n_kinds && !ok; kind++) {
+        /* the kinds a common kind can be: those the first constrained member
+         * allows (its pin, or the few kinds its time_us names), so the check
+         * is linear in the group's size, not in (groups x kinds) */
+        int cand[64], nc = 0;
+        if (g->kind[first_c] != OP_NONE)
+            cand[nc++] = g->kind[first_c];
+        else
+            for (int e = g->time_off[first_c]; e < g->time_off[first_c + 1] && nc < 64; e++)
+                cand[nc++] = g->time_kind[e];
+        for (int c = 0; c < nc && !ok; c++) {
             ok = 1;
             for (int m = lo; m < hi && ok; m++)
-                ok = op_allows_kind(g, members[m], kind);
+                ok = op_allows_kind(g, members[m], cand[c]);
         }
         if (!ok)
             st = op_fail(err, OP_EINPUT,

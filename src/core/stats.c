@@ -3,19 +3,10 @@
 
 static void reference_link(const op_cluster *c, double *lat, double *upb)
 {
-    int pairs = 0;
-    *lat = *upb = 0;
-    for (int s = 0; s < c->n_dev; s++)
-        for (int d = 0; d < c->n_dev; d++)
-            if (s != d) {
-                *lat += c->lat[s * c->n_dev + d];
-                *upb += c->upb[s * c->n_dev + d];
-                pairs++;
-            }
-    if (pairs) {
-        *lat /= pairs;
-        *upb /= pairs;
-    } else if (c->has_default_link) {
+    op_link_model m = op_cluster_mean_link(c);
+    *lat = m.latency_us;
+    *upb = m.us_per_byte;
+    if (c->n_dev < 2 && c->has_default_link) {
         *lat = c->default_link.latency_us;
         *upb = c->default_link.us_per_byte;
     }

@@ -14,6 +14,7 @@
 
 #include "io/file_util.h"
 #include "cost/commfit.h"
+#include "opplace/limits.h"
 
 op_status op_linear_fit(const double *x, const double *y, int n, double *a, double *b,
                         double *r2, op_error *err)
@@ -116,9 +117,10 @@ static op_status parse_csv(const char *path, char *text, sample **out, int *n_ou
         } else if (!field[0][0] || !field[1][0] || strlen(field[0]) >= 64 || strlen(field[1]) >= 64) {
             st = op_fail(err, OP_EINPUT, "%s:%d: src_kind and dst_kind must be non-empty names",
                          path, line_no);
-        } else if (!parse_number(field[2], &bytes) || !parse_number(field[3], &t)) {
-            st = op_fail(err, OP_EINPUT, "%s:%d: bytes and time_us must be non-negative numbers",
-                         path, line_no);
+        } else if (!parse_number(field[2], &bytes) || !parse_number(field[3], &t) ||
+                   bytes > (double)OP_MAX_BYTES || !op_valid_time(t)) {
+            st = op_fail(err, OP_EINPUT, "%s:%d: bytes (0 to 2^50) and time_us (0 to %g) must be "
+                         "numbers in range", path, line_no, OP_MAX_TIME_US);
         } else {
             int pair = find_pair(f, nf, field[0], field[1]);
             if (pair < 0 && !(st = op_reserve((void **)&f, sizeof *f, &fcap, (size_t)nf + 1, err))) {
@@ -155,6 +157,14 @@ op_status op_comm_fit_csv(const char *path, op_comm_fit **fits, int *n_fits, op_
     op_status st = op_read_whole_file(path, &text, &len, err);
     if (st)
         return st;
+    const char *nul = memchr(text, '\0', len); /* one rule for strings: no NUL anywhere */
+    if (nul) {
+        int line = 1;
+        for (const char *q = text; q < nul; q++)
+            line += *q == '\n';
+        free(text);
+        return op_fail(err, OP_EINPUT, "%s:%d: a NUL byte; the file must be text", path, line);
+    }
     st = parse_csv(path, text, &s, &n, fits, n_fits, err);
     double *x = st ? NULL : op_malloc((size_t)n * sizeof *x, err);
     double *y = st ? NULL : op_malloc((size_t)n * sizeof *y, err);

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/name_index.h"
 #include "io/file_util.h"
 #include "io/json_in.h"
 #include "opplace/io.h"
@@ -20,14 +21,17 @@ static op_status read_device(const json_doc *d, json_t *v, long i, op_device *ou
         (st = json_get_bytes(d, v, at, 2, "memory_bytes", 1, &mem)) ||
         (st = json_get_amount(d, v, at, 2, "speed", 0, &speed)))
         return st;
-    if (speed <= 0) {
+    if (speed <= 0 || speed < OP_MIN_SPEED || speed > OP_MAX_SPEED) {
         json_step sp[3] = {at[0], at[1], {"speed", 0}};
-        return json_fail(d, sp, 3, "must be positive");
+        return json_fail(d, sp, 3, "must be positive, from %g to %g (got %g)", OP_MIN_SPEED,
+                         OP_MAX_SPEED, speed);
     }
-    if (!name[0]) {
-        json_step np[3] = {at[0], at[1], {"name", 0}};
-        return json_fail(d, np, 3, "must not be empty");
-    }
+    const char *named[2] = {name, kind}, *keys[2] = {"name", "kind"};
+    for (int k = 0; k < 2; k++)
+        if (!named[k][0]) {
+            json_step np[3] = {at[0], at[1], {keys[k], 0}};
+            return json_fail(d, np, 3, "must not be empty");
+        }
     *out = (op_device){(char *)name, (char *)kind, mem, speed};
     return OP_OK;
 }
@@ -36,13 +40,20 @@ static op_status read_link_numbers(const json_doc *d, json_t *v, const json_step
                                    op_link_model *out)
 {
     op_status st;
-    if ((st = json_get_amount(d, v, at, n, "latency_us", 1, &out->latency_us)) ||
+    if ((st = json_get_time(d, v, at, n, "latency_us", 1, &out->latency_us)) ||
         (st = json_get_amount(d, v, at, n, "us_per_byte", 1, &out->us_per_byte)))
         return st;
+    if (out->us_per_byte > OP_MAX_US_PER_BYTE) {
+        json_step path[8];
+        memcpy(path, at, (size_t)n * sizeof *at);
+        path[n] = (json_step){"us_per_byte", 0};
+        return json_fail(d, path, n + 1, "must be at most %g (got %g)", OP_MAX_US_PER_BYTE,
+                         out->us_per_byte);
+    }
     return OP_OK;
 }
 
-static op_status read_link(const json_doc *d, json_t *v, long i, const op_device *devs, int nd,
+static op_status read_link(const json_doc *d, json_t *v, long i, const op_name_index *ix,
                            op_link_spec *out)
 {
     json_step at[2] = {{"links", 0}, {NULL, i}};
@@ -59,10 +70,7 @@ static op_status read_link(const json_doc *d, json_t *v, long i, const op_device
     out->us_per_byte = m.us_per_byte;
     const char *ends[2] = {out->src, out->dst}, *keys[2] = {"src", "dst"};
     for (int e = 0; e < 2; e++) {
-        int found = 0;
-        for (int k = 0; k < nd; k++)
-            found |= strcmp(devs[k].name, ends[e]) == 0;
-        if (!found) {
+        if (op_name_index_get(ix, ends[e]) < 0) {
             json_step kp[3] = {at[0], at[1], {keys[e], 0}};
             return json_fail(d, kp, 3, "unknown device '%s'", ends[e]);
         }
@@ -77,6 +85,7 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
     op_device *devs = NULL;
     op_link_spec *links = NULL;
     op_cluster *c = NULL;
+    op_name_index ix = {0};
     if (json_doc_load(&d, path, err) || json_check_header(&d, "opplace-cluster") ||
         json_get_array(&d, "devices", 1, &devs_j) || json_get_array(&d, "links", 0, &links_j))
         goto done;
@@ -86,34 +95,37 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
         json_fail(&d, at, 1, "the cluster needs at least one device");
         goto done;
     }
+    if (nd > OP_MAX_DEVICES || nl > (size_t)INT32_MAX) {
+        json_step at[1] = {{nd > OP_MAX_DEVICES ? "devices" : "links", 0}};
+        json_fail(&d, at, 1, "too many entries (at most %d devices)", OP_MAX_DEVICES);
+        goto done;
+    }
     devs = op_calloc(nd, sizeof *devs, err);
     links = op_calloc(nl + 1, sizeof *links, err);
-    if (!devs || !links)
+    if (!devs || !links || op_name_index_init(&ix, nd, err))
         goto done;
+    /* names resolve through a hash index: linear in devices + links;
+     * op_cluster_new refuses repeated links */
     for (size_t i = 0; i < nd; i++) {
         if (read_device(&d, json_array_get(devs_j, i), (long)i, &devs[i]))
             goto done;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(devs[j].name, devs[i].name) == 0) {
-                json_step np[3] = {{"devices", 0}, {NULL, (long)i}, {"name", 0}};
-                json_fail(&d, np, 3, "duplicate device name '%s'", devs[i].name);
-                goto done;
-            }
+        int old = op_name_index_put(&ix, devs[i].name, (int)i, err);
+        if (old == -2)
+            goto done;
+        if (old >= 0) {
+            json_step np[3] = {{"devices", 0}, {NULL, (long)i}, {"name", 0}};
+            json_fail(&d, np, 3, "duplicate device name '%s'", devs[i].name);
+            goto done;
+        }
     }
     for (size_t i = 0; i < nl; i++) {
-        if (read_link(&d, json_array_get(links_j, i), (long)i, devs, (int)nd, &links[i]))
+        if (read_link(&d, json_array_get(links_j, i), (long)i, &ix, &links[i]))
             goto done;
         json_step at[2] = {{"links", 0}, {NULL, (long)i}};
         if (!strcmp(links[i].src, links[i].dst)) {
             json_fail(&d, at, 2, "a link from '%s' to itself", links[i].src);
             goto done;
         }
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(links[j].src, links[i].src) && !strcmp(links[j].dst, links[i].dst)) {
-                json_fail(&d, at, 2, "a second link from '%s' to '%s' (first: links[%zu])",
-                          links[i].src, links[i].dst, j);
-                goto done;
-            }
     }
     op_link_model def, *defp = NULL;
     json_t *dl = json_object_get(d.root, "default_link");
@@ -129,6 +141,8 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
     }
     c = op_cluster_new(devs, (int)nd, links, (int)nl, defp, path, err);
 done:
+    if (ix.keys)
+        op_name_index_destroy(&ix);
     free(devs);
     free(links);
     json_doc_destroy(&d);
@@ -161,24 +175,21 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
     }
     fputs("  ],\n  \"links\": [", f);
     int first = 1;
-    for (int s = 0; s < c->n_dev; s++)
-        for (int d = 0; d < c->n_dev; d++) {
-            int k = s * c->n_dev + d;
-            if (s == d || !c->listed[k])
-                continue;
-            fputs(first ? "\n    {\"src\": " : ",\n    {\"src\": ", f);
-            first = 0;
-            op_json_put_string(f, c->dev[s].name);
-            fputs(", \"dst\": ", f);
-            op_json_put_string(f, c->dev[d].name);
-            fputs(", ", f);
-            put_link(f, c->lat[k], c->upb[k]);
-            if (c->chan[k] < c->n_named_chan) {
-                fputs(", \"channel\": ", f);
-                op_json_put_string(f, c->chan_name[c->chan[k]]);
-            }
-            fputc('}', f);
+    for (int l = 0; l < c->n_links; l++) {
+        const op_cluster_link *k = &c->link[l];
+        fputs(first ? "\n    {\"src\": " : ",\n    {\"src\": ", f);
+        first = 0;
+        op_json_put_string(f, c->dev[k->src].name);
+        fputs(", \"dst\": ", f);
+        op_json_put_string(f, c->dev[k->dst].name);
+        fputs(", ", f);
+        put_link(f, k->latency_us, k->us_per_byte);
+        if (k->named) {
+            fputs(", \"channel\": ", f);
+            op_json_put_string(f, c->named_chan[k->chan]);
         }
+        fputc('}', f);
+    }
     fputs(first ? "]" : "\n  ]", f);
     if (c->has_default_link) {
         fputs(",\n  \"default_link\": {", f);

@@ -14,8 +14,11 @@
 
 #include "opplace/error.h"
 
-/* Largest input file opplace reads (hostile-input guard). */
-#define OP_MAX_INPUT_BYTES ((size_t)4 << 30)
+/* Largest input file opplace reads (hostile-input guard): 1 GiB, about
+ * 30 times the largest graph of the zoo.  Devices and sockets are refused
+ * outright (`--cluster /dev/zero`), regular files by their size before any
+ * read, pipes once they pass the limit. */
+#define OP_MAX_INPUT_BYTES ((size_t)1 << 30)
 
 op_status op_read_whole_file(const char *path, char **text, size_t *len, op_error *err);
 
@@ -24,11 +27,25 @@ typedef struct op_atomic {
     char *final_path, *tmp_path; /* tmp_path NULL when writing to stdout */
 } op_atomic;
 
-/* path "-" writes to standard output. */
+/* path "-" writes to standard output.  Symlinks are written through,
+ * non-regular targets refused, the target's mode kept (file_util.c). */
 op_status op_atomic_open(op_atomic *a, const char *path, op_error *err);
 /* Flush, close and rename; on any write error the temporary is removed. */
 op_status op_atomic_commit(op_atomic *a, op_error *err);
 void op_atomic_abort(op_atomic *a);
+
+/* One command, all outputs or none: between op_output_begin and
+ * op_output_end, op_atomic_commit only completes each temporary file;
+ * op_output_end(1) renames them all into place, op_output_end(0) removes
+ * them.  The CLI brackets every command with these (main.c). */
+void op_output_begin(void);
+op_status op_output_end(int commit, op_error *err);
+/* Check, before any work, that path can be written under the rules above
+ * (its directory exists and is writable; it is not a FIFO, device, ...). */
+op_status op_output_check(const char *path, op_error *err);
+/* 1 once some output went to standard output ("-"): commands then print
+ * their human-readable tables on stderr, so stdout holds only the data. */
+int op_output_claimed_stdout(void);
 
 /* JSON text helpers for the writers. */
 void op_json_put_string(FILE *f, const char *s);

@@ -21,7 +21,7 @@ static op_status read_time(const json_doc *d, json_t *op, const json_step *at, o
     if (!v || json_is_null(v))
         return json_fail(d, path, 3, "required key is missing");
     if (json_is_number(v))
-        return json_get_amount(d, op, at, 2, "time_us", 1, &s->time_us);
+        return json_check_time(d, path, 3, v, &s->time_us);
     if (!json_is_object(v))
         return json_fail(d, path, 3, "must be a number or an object like {\"gpu\": 12.0}");
     if (json_object_size(v) == 0)
@@ -34,8 +34,11 @@ static op_status read_time(const json_doc *d, json_t *op, const json_step *at, o
     json_object_foreach(v, kind, t) {
         json_step kpath[4] = {at[0], at[1], {"time_us", 0}, {kind, 0}};
         double x = -1;
-        if (!json_is_number(t) || (x = json_number_value(t)) < 0 || x != x || x > 1e300)
-            return json_fail(d, kpath, 4, "must be a finite non-negative number");
+        if (!kind[0])
+            return json_fail(d, kpath, 4, "a device kind must not be empty");
+        op_status st = json_check_time(d, kpath, 4, t, &x);
+        if (st)
+            return st;
         kt[n++] = (op_kind_time){kind, x};
     }
     s->kind_times = kt;
@@ -62,10 +65,14 @@ static op_status read_op(const json_doc *d, json_t *op, long i, op_graph_builder
         (st = json_get_string(d, op, at, 2, "kind", 0, &s.kind)) ||
         (st = json_get_string(d, op, at, 2, "device", 0, &s.device)))
         return st;
-    if (!s.name[0]) {
-        json_step np[3] = {at[0], at[1], {"name", 0}};
-        return json_fail(d, np, 3, "must not be empty");
-    }
+    /* names are never empty: an empty kind would name a kind no device has */
+    const char *named[4] = {s.name, s.kind, s.colocate, s.device};
+    const char *keys[4] = {"name", "kind", "colocate", "device"};
+    for (int k = 0; k < 4; k++)
+        if (named[k] && !named[k][0]) {
+            json_step np[3] = {at[0], at[1], {keys[k], 0}};
+            return json_fail(d, np, 3, "must not be empty (leave the key out instead)");
+        }
     if (op_graph_builder_find(b, s.name) >= 0) {
         json_step np[3] = {at[0], at[1], {"name", 0}};
         return json_fail(d, np, 3, "duplicate op name '%s'", s.name);

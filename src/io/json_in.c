@@ -32,7 +32,7 @@ static void *arena_alloc(size_t n)
     n = (n + 15) & ~(size_t)15;
     if (!arena || arena->cap - arena->used < n) {
         size_t cap = n > ((size_t)1 << 20) ? n : ((size_t)1 << 20);
-        arena_chunk *c = malloc(sizeof *c + cap);
+        arena_chunk *c = op_malloc(sizeof *c + cap, NULL); /* failure injection reaches it */
         if (!c)
             return NULL;
         c->next = arena;
@@ -89,6 +89,72 @@ static op_status check_string_lengths(const json_doc *d)
     return OP_OK;
 }
 
+/* One rule for strings: no NUL character in any string or key.  jansson
+ * keeps the length of a string with \u0000 (JSON_ALLOW_NUL), so a value that
+ * C code would silently cut ("gpu:0\u0000junk" read as "gpu:0") is refused
+ * here, once, for every reader.  The text holds a NUL only as the escape
+ * \u0000 (a raw NUL byte is invalid JSON), so documents without that escape
+ * skip the walk. */
+static int has_escaped_nul(const char *p, size_t len)
+{
+    for (const char *q = p; (q = memchr(q, '\\', len - (size_t)(q - p))) != NULL; q++) {
+        if ((size_t)(p + len - q) < 6)
+            return 0;
+        if (q[1] == 'u' && q[2] == '0' && q[3] == '0' && q[4] == '0' && q[5] == '0')
+            return 1;
+        if (q[1] == '\\')
+            q++; /* an escaped backslash */
+    }
+    return 0;
+}
+
+static op_status walk_nul(const json_doc *d, json_t *v, json_step *path, int n)
+{
+    int pn = n < 7 ? n : 7;
+    if (json_is_string(v)) {
+        if (strlen(json_string_value(v)) != json_string_length(v))
+            return json_fail(d, path, pn, "must not contain a NUL character (\\u0000)");
+        return OP_OK;
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        size_t klen;
+        json_t *x;
+        void *tmp;
+        json_object_keylen_foreach_safe(v, tmp, k, klen, x) {
+            if (n < 7)
+                path[n] = (json_step){k, 0};
+            if (strlen(k) != klen)
+                return json_fail(d, path, n < 7 ? n : 7,
+                                 "a key holds a NUL character (\\u0000); keys must not");
+            op_status st = walk_nul(d, x, path, n + 1);
+            if (st)
+                return st;
+        }
+        return OP_OK;
+    }
+    if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            if (n < 7)
+                path[n] = (json_step){NULL, (long)i};
+            op_status st = walk_nul(d, x, path, n + 1);
+            if (st)
+                return st;
+        }
+    }
+    return OP_OK;
+}
+
+static op_status check_no_nul(const json_doc *d)
+{
+    if (!has_escaped_nul(d->text, d->len))
+        return OP_OK;
+    json_step path[8];
+    return walk_nul(d, d->root, path, 0);
+}
+
 op_status json_doc_load(json_doc *d, const char *path, op_error *err)
 {
     memset(d, 0, sizeof *d);
@@ -114,7 +180,7 @@ op_status json_doc_load(json_doc *d, const char *path, op_error *err)
                        je.text);
     if (!json_is_object(d->root))
         return op_fail(err, OP_EINPUT, "%s:1: the top level must be a JSON object", path);
-    return OP_OK;
+    return check_no_nul(d);
 }
 
 void json_doc_destroy(json_doc *d)
@@ -189,8 +255,6 @@ op_status json_get_string(const json_doc *d, json_t *obj, const json_step *at, i
         return st;
     if (!json_is_string(v))
         return json_fail(d, path, pn, "must be a string");
-    if (strlen(json_string_value(v)) != json_string_length(v))
-        return json_fail(d, path, pn, "must not contain a NUL character");
     *out = json_string_value(v);
     return OP_OK;
 }
@@ -228,6 +292,31 @@ op_status json_get_array(const json_doc *d, const char *key, int required, json_
     return OP_OK;
 }
 
+op_status json_check_time(const json_doc *d, const json_step *path, int pn, json_t *v,
+                          double *out)
+{
+    if (!json_is_number(v))
+        return json_fail(d, path, pn, "must be a number");
+    double x = json_number_value(v);
+    if (!op_valid_time(x))
+        return json_fail(d, path, pn, "must be a number from 0 to %g microseconds (got %g)",
+                         OP_MAX_TIME_US, x);
+    *out = x;
+    return OP_OK;
+}
+
+op_status json_get_time(const json_doc *d, json_t *obj, const json_step *at, int n,
+                        const char *key, int required, double *out)
+{
+    json_step path[8];
+    int pn;
+    json_t *v;
+    op_status st;
+    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
+        return st;
+    return json_check_time(d, path, pn, v, out);
+}
+
 op_status json_get_bytes(const json_doc *d, json_t *obj, const json_step *at, int n,
                          const char *key, int required, int64_t *out)
 {
@@ -251,7 +340,8 @@ op_status json_check_header(const json_doc *d, const char *format)
     json_t *f = json_object_get(root, "format"), *v = json_object_get(root, "version");
     if (!f)
         return json_fail(d, fpath, 1, "required key is missing (expected \"%s\")", format);
-    if (!json_is_string(f) || strcmp(json_string_value(f), format) != 0)
+    if (!json_is_string(f) || strcmp(json_string_value(f), format) != 0 ||
+        json_string_length(f) != strlen(format))
         return json_fail(d, fpath, 1, "must be \"%s\"", format);
     if (!v)
         return json_fail(d, vpath, 1, "required key is missing (expected 1)");

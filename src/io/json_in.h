@@ -14,10 +14,12 @@
 #include <stdint.h>
 
 #include "opplace/error.h"
+#include "opplace/limits.h"
 
-/* Limits on hostile input: strings (names, kinds) and byte counts. */
+/* Limit on hostile input: strings (names, kinds).  Numbers: opplace/limits.h.
+ * One rule for strings: a string that holds a NUL character (\u0000), in a
+ * value or in a key, is refused everywhere (json_doc_load). */
 #define OP_MAX_STRING (1 << 20)
-#define OP_MAX_BYTES ((int64_t)1 << 50)
 
 /* One step of a path into a JSON document: an object key or an array index. */
 typedef struct json_step {
@@ -53,6 +55,12 @@ op_status json_get_string(const json_doc *d, json_t *obj, const json_step *at, i
                           const char *key, int required, const char **out);
 op_status json_get_amount(const json_doc *d, json_t *obj, const json_step *at, int n,
                           const char *key, int required, double *out);
+/* A time in microseconds: 0 .. OP_MAX_TIME_US (opplace/limits.h). */
+op_status json_get_time(const json_doc *d, json_t *obj, const json_step *at, int n,
+                        const char *key, int required, double *out);
+/* Check a number already fetched against the time rule; path names it. */
+op_status json_check_time(const json_doc *d, const json_step *path, int pn, json_t *v,
+                          double *out);
 op_status json_get_bytes(const json_doc *d, json_t *obj, const json_step *at, int n,
                          const char *key, int required, int64_t *out);
 /* A top-level array; *out is NULL when an optional key is absent. */

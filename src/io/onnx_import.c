@@ -39,9 +39,11 @@
 #include "opplace/graph.h"
 #include "opplace/io.h"
 #include "opplace/profile.h"
+#include "opplace/limits.h"
 
 #define ONNX_MAX_FILE ((size_t)2 << 30) /* protobuf's own message limit */
-#define ONNX_MAX_NODES 10000000
+#define ONNX_MAX_NODES 1000000 /* checked on the wire, before unpacking (about
+                                  150 bytes of memory each, even when empty) */
 #define ONNX_MAX_RANK 8                /* dims kept for FLOP formulas */
 #define ONNX_MAX_TENSOR_BYTES 1e15     /* a size beyond this is garbage */
 
@@ -195,7 +197,12 @@ static op_status add_producers(importer *im, op_error *err)
             int k = tensor_get(im, nd->output[o], err);
             if (k < 0)
                 return OP_ENOMEM;
-            if (im->t[k].producer >= 0 || im->t[k].initializer)
+            if (im->t[k].initializer)
+                return op_fail(err, OP_EINPUT,
+                               "%s: tensor '%s' is an initializer (a weight) but node %zu also "
+                               "produces it; an ONNX graph assigns each tensor once",
+                               im->path, nd->output[o], i);
+            if (im->t[k].producer >= 0)
                 return op_fail(err, OP_EINPUT,
                                "%s: tensor '%s' is produced twice (nodes %d and %zu); "
                                "an ONNX graph assigns each tensor once",
@@ -351,12 +358,24 @@ static op_status add_node_op(importer *im, op_graph_builder *b, size_t i,
         snprintf(name, sizeof name, "%s", nd->name);
     else
         snprintf(name, sizeof name, "%s_%zu", type, i);
+    /* ONNX does not require unique node names: a repeated name becomes
+     * "name#i" (i its node index), or "name#i#k" with the smallest k >= 2
+     * that is free, so renaming is stable for a given file */
     if (op_graph_builder_find(b, name) >= 0) {
         size_t len = strlen(name);
-        snprintf(name + (len < 480 ? len : 480), sizeof name - (len < 480 ? len : 480),
-                 "#%zu", i);
+        if (len > 440)
+            len = 440;
+        snprintf(name + len, sizeof name - len, "#%zu", i);
+        size_t len2 = strlen(name);
+        for (long k = 2; op_graph_builder_find(b, name) >= 0; k++)
+            snprintf(name + len2, sizeof name - len2, "#%ld", k);
     }
     layer_of(name, layer, sizeof layer);
+    if (out_bytes > (double)OP_MAX_BYTES || params > (double)OP_MAX_BYTES)
+        return op_fail(err, OP_EINPUT, "%s: node %zu ('%s'): its %s hold %.3g bytes, above the "
+                       "2^50 bytes opplace accepts for one op", im->path, i, name,
+                       out_bytes > (double)OP_MAX_BYTES ? "outputs" : "weights",
+                       out_bytes > (double)OP_MAX_BYTES ? out_bytes : params);
     double flops = node_flops(im, nd, out_elems);
     op_op_spec spec = {.name = name,
                        .type = type,
@@ -406,6 +425,65 @@ static void default_name(const char *path, char *out, size_t cap)
     char *dot = strrchr(out, '.');
     if (dot && dot != out)
         *dot = '\0';
+}
+
+/* Protocol-buffer wire scanning, enough to count the nodes of the graph
+ * before protobuf-c unpacks them all (a file of empty nodes costs ~75x its
+ * size once unpacked). */
+static int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t c = *(*p)++;
+        *v |= (uint64_t)(c & 0x7F) << shift;
+        if (!(c & 0x80))
+            return 1;
+    }
+    return 0;
+}
+
+/* Skip a field of wire type wt; 0 when malformed (unpacking will say so). */
+static int wire_skip(const uint8_t **p, const uint8_t *end, unsigned wt, const uint8_t **body,
+                     uint64_t *blen)
+{
+    uint64_t v;
+    switch (wt) {
+    case 0: return wire_varint(p, end, &v);
+    case 1: if (end - *p < 8) return 0; *p += 8; return 1;
+    case 5: if (end - *p < 4) return 0; *p += 4; return 1;
+    case 2:
+        if (!wire_varint(p, end, &v) || v > (uint64_t)(end - *p))
+            return 0;
+        *body = *p;
+        *blen = v;
+        *p += v;
+        return 1;
+    default: return 0;
+    }
+}
+
+/* Nodes of the ModelProto's graph (field 7; nodes are GraphProto field 1). */
+static size_t wire_count_nodes(const uint8_t *data, size_t len)
+{
+    const uint8_t *p = data, *end = data + len;
+    size_t nodes = 0;
+    while (p < end) {
+        uint64_t tag, blen = 0;
+        const uint8_t *body = NULL;
+        if (!wire_varint(&p, end, &tag) || !wire_skip(&p, end, (unsigned)(tag & 7), &body, &blen))
+            break;
+        if (tag >> 3 != 7 || !body)
+            continue;
+        const uint8_t *q = body, *qend = body + blen;
+        while (q < qend) {
+            uint64_t t2, l2 = 0;
+            const uint8_t *b2 = NULL;
+            if (!wire_varint(&q, qend, &t2) || !wire_skip(&q, qend, (unsigned)(t2 & 7), &b2, &l2))
+                break;
+            nodes += t2 >> 3 == 1 && (t2 & 7) == 2;
+        }
+    }
+    return nodes;
 }
 
 static op_status check_model(const char *path, const Onnx__ModelProto *m, op_error *err)
@@ -471,6 +549,13 @@ op_graph *op_onnx_import_report(const char *path, const char *profile, op_onnx_r
     if (len > ONNX_MAX_FILE) {
         free(data);
         op_fail(err, OP_EINPUT, "%s: %zu bytes, above protobuf's 2 GiB limit", path, len);
+        return NULL;
+    }
+    size_t wire_nodes = wire_count_nodes((const uint8_t *)data, len);
+    if (wire_nodes > ONNX_MAX_NODES) {
+        free(data);
+        op_fail(err, OP_EINPUT, "%s: %zu nodes, more than the %d opplace accepts", path,
+                wire_nodes, ONNX_MAX_NODES);
         return NULL;
     }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, (const uint8_t *)data);

@@ -118,8 +118,13 @@ void op_metrics_write_json(FILE *f, const op_metrics *m, const op_cluster *c)
     fputs("{\"step_time_us\": ", f);
     op_json_put_number(f, m->step_time_us);
     if (m->placement_seconds >= 0) {
+        /* wall time, so two runs with one seed differ only here; with
+         * OPPLACE_REPRODUCIBLE=1 it is written as 0 and files compare
+         * byte for byte (bench/notes/hostile.md) */
+        const char *rep = getenv("OPPLACE_REPRODUCIBLE");
+        int reproducible = rep && *rep && strcmp(rep, "0") != 0;
         fputs(", \"placement_seconds\": ", f);
-        op_json_put_number(f, m->placement_seconds);
+        op_json_put_number(f, reproducible ? 0.0 : m->placement_seconds);
     }
     fputs(", \"peak_memory_bytes\": {", f);
     for (int d = 0; d < c->n_dev; d++) {

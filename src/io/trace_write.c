@@ -87,9 +87,11 @@ op_status op_trace_write(const op_sim_trace *t, const op_problem *p, const char 
     unsigned char *used = calloc((size_t)p->c->n_chan + 1, 1);
     for (int x = 0; used && x < t->n_transfers; x++)
         used[t->transfers[x].chan] = 1;
+    char cn[512];
     for (int ch = 0; used && ch < p->c->n_chan; ch++)
         if (used[ch])
-            put_meta(f, 2, ch, "thread_name", p->c->chan_name[ch], &first);
+            put_meta(f, 2, ch, "thread_name", op_cluster_chan_name(p->c, ch, cn, sizeof cn),
+                     &first);
     free(used);
     put_ops(f, t, p);
     put_transfers(f, t, p);

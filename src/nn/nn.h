@@ -216,6 +216,12 @@ void nn_param_init_xavier(nn_param *p, nn_rng *rng);
 
 op_status nn_params_save(const nn_params *ps, const char *path, op_error *err);
 op_status nn_params_load(nn_params *ps, const char *path, op_error *err);
+/* Check a weights file without a model: magic, version, checksum, the
+ * layout of every entry (names, shapes, sizes adding up to the file) and
+ * that every value is finite.  Loaders call it before building the model a
+ * file describes, so a corrupt or hostile file costs only its own size.
+ * *n_values (may be NULL) receives the number of values it holds. */
+op_status nn_params_check_file(const char *path, size_t *n_values, op_error *err);
 uint32_t nn_crc32(uint32_t crc, const void *data, size_t n);  /* start with 0 */
 
 /* ---------------------------------------------------------- optimizer */

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,61 @@ static op_status parse_entries(nn_params *ps, const byte_buf *b, const char *pat
     return OP_OK;
 }
 
+/* Every value finite: a NaN or inf weight would only show up later as a
+ * softmax with every entry masked, far from the file that caused it. */
+static op_status check_values(const unsigned char *q, size_t n, const char *path,
+                              const char *name, op_error *err)
+{
+    for (size_t k = 0; k < n; k++) {
+        double x = le_f64(q + 8 * k);
+        if (!isfinite(x))
+            return op_fail(err, OP_EINPUT, "%s: tensor '%s' holds a non-finite value (%g) at "
+                           "index %zu; the file is damaged: re-train or restore it", path,
+                           name, x, k);
+    }
+    return OP_OK;
+}
+
+op_status nn_params_check_file(const char *path, size_t *n_values, op_error *err)
+{
+    byte_buf b = {0};
+    size_t total = 0;
+    op_status st = read_file(path, &b, err);
+    if (st == OP_OK)
+        st = check_header(&b, path, err);
+    if (st == OP_OK) {
+        reader r = {b.data + 12, b.data + b.len - 4};
+        uint32_t count = le_u32(b.data + 8);
+        for (uint32_t i = 0; i < count && st == OP_OK; i++) {
+            uint32_t name_len, rows, cols;
+            const unsigned char *name, *values;
+            char namebuf[NN_NAME_MAX];
+            if (!take_u32(&r, &name_len) || name_len == 0 || name_len >= NN_NAME_MAX ||
+                !take(&r, name_len, &name) || !take_u32(&r, &rows) || !take_u32(&r, &cols)) {
+                st = op_fail(err, OP_EINPUT, "%s: tensor %u: a damaged entry header", path, i);
+                break;
+            }
+            memcpy(namebuf, name, name_len);
+            namebuf[name_len] = '\0';
+            uint64_t n = (uint64_t)rows * cols;
+            if (n > (uint64_t)(r.end - r.p) / 8 || !take(&r, (size_t)n * 8, &values)) {
+                st = op_fail(err, OP_EINPUT, "%s: tensor '%s' (%ux%u) is larger than the file",
+                             path, namebuf, rows, cols);
+                break;
+            }
+            st = check_values(values, (size_t)n, path, namebuf, err);
+            total += (size_t)n;
+        }
+        if (st == OP_OK && r.p != r.end)
+            st = op_fail(err, OP_EINPUT, "%s: %zu unexpected bytes after the last tensor", path,
+                         (size_t)(r.end - r.p));
+    }
+    free(b.data);
+    if (st == OP_OK && n_values)
+        *n_values = total;
+    return st;
+}
+
 op_status nn_params_load(nn_params *ps, const char *path, op_error *err)
 {
     byte_buf b = {0};
@@ -308,6 +364,9 @@ op_status nn_params_load(nn_params *ps, const char *path, op_error *err)
         entries = op_calloc(ps->count ? ps->count : 1, sizeof *entries, err);
         st = entries ? parse_entries(ps, &b, path, entries, err) : OP_ENOMEM;
     }
+    for (size_t i = 0; st == OP_OK && i < ps->count; i++)
+        st = check_values(entries[i].values, nn_tensor_size(&entries[i].param->value), path,
+                          entries[i].param->name, err);
     for (size_t i = 0; st == OP_OK && i < ps->count; i++) {
         nn_tensor *v = &entries[i].param->value;
         size_t n = nn_tensor_size(v);

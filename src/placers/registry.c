@@ -88,8 +88,10 @@ op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *o
     op_status st = pl->place(ctx, out, err);
     if (!st && !out->algorithm) /* a placer may name itself more precisely */
         st = op_placement_set_algorithm(out, pl->name, err);
-    if (!st && op_problem_check_placement(ctx->p, out, err) != OP_OK) {
-        /* a placer that breaks the hard rules is a bug, not bad input */
+    if (!st && (st = op_problem_check_placement(ctx->p, out, err)) != OP_OK &&
+        st != OP_ENOMEM) {
+        /* a placer that breaks the hard rules is a bug, not bad input (the
+         * check running out of memory is neither) */
         err->code = OP_EINTERNAL;
         st = OP_EINTERNAL;
     }

@@ -130,7 +130,8 @@ static void put_channels(const html_ctx *c)
     for (int s = 0; s < c->tr.n_chan; s++) {
         int ch = c->tr.chan[s];
         fputs("<tr class=\"channel\"><td>", f);
-        rp_put_text(f, c->p->c->chan_name[ch], RP_XML);
+        char cn[512];
+        rp_put_text(f, op_cluster_chan_name(c->p->c, ch, cn, sizeof cn), RP_XML);
         double busy = ch < r->n_chan ? r->chan_busy_us[ch] : 0;
         fprintf(f, "</td><td>%d</td><td>%s</td><td>%s</td><td>%.1f%%</td></tr>\n",
                 c->tr.chan_off[s + 1] - c->tr.chan_off[s],
@@ -172,8 +173,9 @@ static void put_timeline(const html_ctx *c)
     int y = AXIS_H;
     for (int d = 0; d < c->tr.n_dev; d++, y += TRACK + GAP)
         put_track(f, "device", d, c->p->c->dev[d].name, y);
+    char cn[512];
     for (int s = 0; s < c->tr.n_chan; s++, y += TRACK + GAP)
-        put_track(f, "channel", s, c->p->c->chan_name[c->tr.chan[s]], y);
+        put_track(f, "channel", s, op_cluster_chan_name(c->p->c, c->tr.chan[s], cn, sizeof cn), y);
     fputs("</svg></div>\n", f);
 }
 
@@ -310,7 +312,8 @@ static void put_data(const html_ctx *c)
     fputs("],\n\"chan\":[", f);
     for (int s = 0; s < c->tr.n_chan; s++) {
         fputs(s ? ",{\"name\":" : "{\"name\":", f);
-        rp_put_text(f, p->c->chan_name[c->tr.chan[s]], RP_JS);
+        char cn[512];
+        rp_put_text(f, op_cluster_chan_name(p->c, c->tr.chan[s], cn, sizeof cn), RP_JS);
         fputc('}', f);
     }
     fputs("],\n\"types\":[", f);

@@ -209,7 +209,8 @@ static void write_svg(const svg_ctx *c, const rp_tracks *tr)
         fputs("</g>\n", f);
     }
     for (int s = 0; s < tr->n_chan; s++, y += TRACK + GAP) {
-        put_label(f, "channel", c->p->c->chan_name[tr->chan[s]], y);
+        char cn[512];
+        put_label(f, "channel", op_cluster_chan_name(c->p->c, tr->chan[s], cn, sizeof cn), y);
         put_track_items(c, 0, tr->chan_xfers + tr->chan_off[s],
                         tr->chan_off[s + 1] - tr->chan_off[s], y);
         fputs("</g>\n", f);

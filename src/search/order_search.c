@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/placer.h"
 #include "opplace/search.h"
 
 const double op_cap_shares[OP_N_CAP_SHARES] = {0, 1.0, 0.95, 0.9, -1};
@@ -79,8 +80,9 @@ op_status op_order_search(const op_problem *p, const op_order_space *sp, int64_t
     int inner = sp->prio_outer ? OP_N_CAP_SHARES : np;
     int stop = 0;
     op_status st = OP_OK;
-    for (int i = 0; i < outer && !st && !stop; i++)
-        for (int j = 0; j < inner && !st && !stop; j++) {
+    /* an interrupt (Ctrl-C) ends the search: the best order so far stands */
+    for (int i = 0; i < outer && !st && !stop && !op_interrupted(); i++)
+        for (int j = 0; j < inner && !st && !stop && !op_interrupted(); j++) {
             int v = sp->prio_outer ? j : i, k = sp->prio_outer ? i : j;
             if (wanted(sp, v))
                 st = visit(arg, prio[k], op_cap_shares[v], caps_of(p, sp, v, cap_buf), &stop,

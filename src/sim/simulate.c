@@ -20,6 +20,7 @@
  * Every array is allocated by op_sim_new; op_sim_run allocates nothing
  * unless a trace is requested.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,8 +211,10 @@ static void make_ready(run *R, int op, double t)
 
 static void release_output(run *R, int op)
 {
+    assert(R->s->out_refs[op] > 0); /* released once per holder */
     if (--R->s->out_refs[op] == 0)
         R->s->mem[R->dev[op]] -= R->s->p->g->output_bytes[op];
+    assert(R->s->mem[R->dev[op]] >= 0);
 }
 
 /* Group op's remote consumers by device and issue one transfer per device. */
@@ -242,7 +245,7 @@ static void issue_transfers(run *R, int op, double t)
     for (int i = 0; i < nt; i++) {
         int d = s->touched[i], x = s->n_xf++;
         s->xf[x] = (transfer){.src = op, .dst_dev = d,
-                              .chan = s->p->c->chan[src_dev * s->nd + d],
+                              .chan = op_cluster_chan(s->p->c, src_dev, d),
                               .refs = s->dev_count[d], .next = -1,
                               .bytes = s->dev_bytes[d], .issue = t};
         s->new_xf[s->n_new++] = x;
@@ -266,6 +269,9 @@ static void finish_op(run *R, int op, double t)
     op_sim *s = R->s;
     const op_graph *g = s->p->g;
     int d = R->dev[op];
+    /* debug-build invariants (formats.md section 5): an op finishes once,
+     * on the device that runs it, no earlier than it started */
+    assert(s->running[d] == op && s->finish[op] < 0 && t >= s->start[op]);
     s->running[d] = -1;
     s->finish[op] = t;
     R->done++;
@@ -277,6 +283,7 @@ static void finish_op(run *R, int op, double t)
             release_output(R, u);
         } else {
             transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+            assert(x->refs > 0 && x->dst_dev == d);
             if (--x->refs == 0)
                 s->mem[d] -= x->bytes;
         }
@@ -456,6 +463,8 @@ static void start_ops(run *R, double t)
         if (op < 0)
             continue;
         double dur = op_exec_us(s->p, op, d);
+        /* starts once, when every input has arrived; times are finite */
+        assert(s->start[op] < 0 && s->pending[op] == 0 && dur >= 0 && isfinite(t + dur));
         s->running[d] = op;
         s->start[op] = t;
         s->out_refs[op] = 1;
@@ -548,6 +557,7 @@ static void fill_outputs(run *R)
     for (int i = 0; i < s->n; i++)
         if (s->finish[i] > r->step_time_us)
             r->step_time_us = s->finish[i];
+    assert(isfinite(r->step_time_us)); /* opplace/limits.h keeps every sum finite */
     r->n_transfers = s->n_xf;
     for (int d = 0; d < s->nd; d++) {
         r->peak_mem[d] = s->peak[d];

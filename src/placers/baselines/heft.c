@@ -195,19 +195,9 @@ static void upward_rank(const op_problem *p, double *rank)
 {
     const op_graph *g = p->g;
     const op_cluster *c = p->c;
-    double lat = 0, upb = 0;
-    int pairs = 0;
-    for (int a = 0; a < p->nd; a++)
-        for (int b = 0; b < p->nd; b++)
-            if (a != b) {
-                lat += c->lat[a * p->nd + b];
-                upb += c->upb[a * p->nd + b];
-                pairs++;
-            }
-    if (pairs) {
-        lat /= pairs;
-        upb /= pairs;
-    }
+    op_link_model mean_link = op_cluster_mean_link(c);
+    double lat = mean_link.latency_us, upb = mean_link.us_per_byte;
+    int pairs = p->nd > 1;
     for (int t = p->n - 1; t >= 0; t--) {
         int v = g->topo[t];
         double mean = 0;

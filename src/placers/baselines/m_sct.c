@@ -46,19 +46,9 @@
 /* Mean transfer time model over ordered device pairs. */
 static void mean_link(const op_problem *p, double *lat, double *upb)
 {
-    int pairs = 0;
-    *lat = *upb = 0;
-    for (int a = 0; a < p->nd; a++)
-        for (int b = 0; b < p->nd; b++)
-            if (a != b) {
-                *lat += p->c->lat[a * p->nd + b];
-                *upb += p->c->upb[a * p->nd + b];
-                pairs++;
-            }
-    if (pairs) {
-        *lat /= pairs;
-        *upb /= pairs;
-    }
+    op_link_model m = op_cluster_mean_link(p->c);
+    *lat = m.latency_us;
+    *upb = m.us_per_byte;
 }
 
 static double edge_comm(const op_problem *p, int e, double lat, double upb)

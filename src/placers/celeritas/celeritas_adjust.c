@@ -129,7 +129,7 @@ static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *x
     size_t k = (size_t)u * ps->p->nd + d;
     if (xb->arrive[k] >= 0 && bytes <= xb->sent[k])
         return xb->arrive[k];
-    return earliest_slot(ch, c->chan[du * c->n_dev + d], fin[u], w) + w;
+    return earliest_slot(ch, op_cluster_chan(c, du, d), fin[u], w) + w;
 }
 
 /* COMP_EST without the memory test. */
@@ -165,7 +165,7 @@ static op_status commit_transfers(cel_pass *ps, timeline *ch, xfer_book *xb,
         int64_t bytes = ps->edge_bytes[g->pred_edge[j]];
         if (du == d || (xb->arrive[k] >= 0 && bytes <= xb->sent[k]))
             continue;
-        int chan = c->chan[du * c->n_dev + d];
+        int chan = op_cluster_chan(c, du, d);
         double w = op_cluster_transfer_us(c, du, d, bytes);
         double s = earliest_slot(ch, chan, fin[u], w);
         xb->arrive[k] = s + w;

@@ -285,21 +285,9 @@ static uint64_t *original_masks(const op_problem *p, op_error *err)
 
 static double mean_link(const op_cluster *c, double *upb)
 {
-    double lat = 0;
-    int pairs = 0;
-    *upb = 0;
-    for (int s = 0; s < c->n_dev; s++)
-        for (int t = 0; t < c->n_dev; t++)
-            if (s != t) {
-                lat += c->lat[s * c->n_dev + t];
-                *upb += c->upb[s * c->n_dev + t];
-                pairs++;
-            }
-    if (pairs) {
-        lat /= pairs;
-        *upb /= pairs;
-    }
-    return lat;
+    op_link_model m = op_cluster_mean_link(c);
+    *upb = m.us_per_byte;
+    return m.latency_us;
 }
 
 /* Group ids for one batch: pairs share the id of their smaller vertex. */

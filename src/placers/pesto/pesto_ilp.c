@@ -416,7 +416,7 @@ static void xfer_channels(const inst *I, int e, unsigned char *set)
     for (int s = 0; s < I->nd; s++)
         for (int t = 0; t < I->nd; t++)
             if (I->Y[((size_t)e * I->nd + s) * I->nd + t] >= 0) {
-                int ch = I->p->c->chan[s * I->nd + t];
+                int ch = op_cluster_chan(I->p->c, s, t);
                 set[ch >> 3] |= (unsigned char)(1u << (ch & 7));
             }
 }
@@ -504,7 +504,7 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
             int used = 0;
             for (int s = 0; s < I->nd; s++)
                 for (int u = 0; u < I->nd; u++) {
-                    if (s == u || I->p->c->chan[s * I->nd + u] != ch)
+                    if (s == u || op_cluster_chan(I->p->c, s, u) != ch)
                         continue;
                     int y1 = I->Y[((size_t)e * I->nd + s) * I->nd + u];
                     int y2 = I->Y[((size_t)f * I->nd + s) * I->nd + u];
@@ -605,6 +605,13 @@ int pesto_ilp_memory_ok(const op_problem *p, const int *dev, const pesto_ilp_opt
  * device is first used (by op index) after the device before it.  Row per
  * op i and class member j > 0: x_{i,d_j} <= sum_{i' < i} x_{i',d_{j-1}}.
  * class_of[d] receives d's class leader; returns the number of rows added. */
+/* Link s -> d costs the same as link t -> e. */
+static int same_link(const op_cluster *c, int s, int d, int t, int e)
+{
+    return op_cluster_latency(c, s, d) == op_cluster_latency(c, t, e) &&
+           op_cluster_us_per_byte(c, s, d) == op_cluster_us_per_byte(c, t, e);
+}
+
 static int same_device(const op_problem *p, int a, int b)
 {
     const op_cluster *c = p->c;
@@ -618,11 +625,10 @@ static int same_device(const op_problem *p, int a, int b)
     for (int k = 0; k < nd; k++) {
         if (k == a || k == b)
             continue;
-        if (c->lat[a * nd + k] != c->lat[b * nd + k] || c->upb[a * nd + k] != c->upb[b * nd + k] ||
-            c->lat[k * nd + a] != c->lat[k * nd + b] || c->upb[k * nd + a] != c->upb[k * nd + b])
+        if (!same_link(c, a, k, b, k) || !same_link(c, k, a, k, b))
             return 0;
     }
-    if (c->lat[a * nd + b] != c->lat[b * nd + a] || c->upb[a * nd + b] != c->upb[b * nd + a])
+    if (!same_link(c, a, b, b, a))
         return 0;
     return 1;
 }
@@ -631,7 +637,8 @@ static int own_channels(const op_cluster *c, int nd)
 {
     for (int x = 0; x < nd * nd; x++)
         for (int y = x + 1; y < nd * nd; y++)
-            if (x / nd != x % nd && y / nd != y % nd && c->chan[x] == c->chan[y])
+            if (x / nd != x % nd && y / nd != y % nd &&
+                op_cluster_chan(c, x / nd, x % nd) == op_cluster_chan(c, y / nd, y % nd))
                 return 0;
     return 1;
 }
@@ -639,7 +646,7 @@ static int own_channels(const op_cluster *c, int nd)
 static int device_classes(const op_problem *p, int *class_of)
 {
     int nd = p->nd, any = 0;
-    int ok = own_channels(p->c, nd);
+    int ok = nd <= 64 && own_channels(p->c, nd); /* the check is quartic in nd */
     for (int d = 0; d < nd; d++) {
         class_of[d] = d;
         for (int e = 0; e < d && ok; e++)

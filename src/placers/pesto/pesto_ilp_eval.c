@@ -62,7 +62,7 @@ static int by_issue(const void *a, const void *b)
 static int channel_arcs(const op_problem *p, const int *dev, const double *hint, arc_list *arcs)
 {
     const op_graph *g = p->g;
-    int n = p->n, m = g->n_edges, nd = p->nd;
+    int n = p->n, m = g->n_edges;
     xfer_key *keys = malloc((size_t)m * sizeof *keys + 1);
     if (!keys)
         return -1;
@@ -71,7 +71,7 @@ static int channel_arcs(const op_problem *p, const int *dev, const double *hint,
         int k = 0;
         for (int e = 0; e < m; e++) {
             int a = g->edge_src[e], b = g->edge_dst[e];
-            if (dev[a] == dev[b] || p->c->chan[dev[a] * nd + dev[b]] != ch)
+            if (dev[a] == dev[b] || op_cluster_chan(p->c, dev[a], dev[b]) != ch)
                 continue;
             keys[k++] = (xfer_key){hint ? hint[a] : (double)g->topo_pos[a], a, e};
         }
@@ -163,8 +163,8 @@ double pesto_xfer_us(const op_problem *p, const pesto_ilp_opts *o, int e, int s,
         return 0;
     if (!o || !o->xfer_count || !o->xfer_bytes)
         return op_cluster_transfer_us(p->c, s, t, p->g->edge_bytes[e]);
-    size_t k = (size_t)s * p->nd + t;
-    return o->xfer_count[e] * p->c->lat[k] + p->c->upb[k] * (double)o->xfer_bytes[e];
+    op_link_model m = op_cluster_link_model(p->c, s, t);
+    return o->xfer_count[e] * m.latency_us + m.us_per_byte * (double)o->xfer_bytes[e];
 }
 
 double pesto_model_makespan(const op_problem *p, const pesto_ilp_opts *o, const op_placement *pl,

@@ -83,17 +83,9 @@ static void compute_levels(const op_problem *p, double *top, double *bottom)
 
 static void average_link(const op_cluster *c, double *lat, double *upb)
 {
-    double sl = 0, su = 0;
-    int cnt = 0;
-    for (int s = 0; s < c->n_dev; s++)
-        for (int d = 0; d < c->n_dev; d++)
-            if (s != d) {
-                sl += c->lat[s * c->n_dev + d];
-                su += c->upb[s * c->n_dev + d];
-                cnt++;
-            }
-    *lat = cnt ? sl / cnt : 0;
-    *upb = cnt ? su / cnt : 0;
+    op_link_model m = op_cluster_mean_link(c);
+    *lat = m.latency_us;
+    *upb = m.us_per_byte;
 }
 
 static op_status fill_features(sgdp_graph *sg, op_error *err)

@@ -247,6 +247,9 @@ static int read_f64(FILE *f, double *v)
  * entry; the full checks (checksum, shapes) happen in nn_params_load. */
 op_status sgdp_weights_config(const char *path, sgdp_config *cfg, op_error *err)
 {
+    op_status chk = nn_params_check_file(path, NULL, err); /* before any allocation */
+    if (chk)
+        return chk;
     FILE *f = fopen(path, "rb");
     if (!f)
         return op_fail(err, OP_EIO, "%s: cannot open SGDP weights file", path);

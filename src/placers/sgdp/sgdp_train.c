@@ -445,14 +445,16 @@ static int interchangeable(const op_cluster *c, const int *perm)
         for (int d1 = 0; d1 < nd; d1++) {
             if (s1 == d1)
                 continue;
-            int k = s1 * nd + d1, pk = perm[s1] * nd + perm[d1];
-            if (c->lat[k] != c->lat[pk] || c->upb[k] != c->upb[pk])
+            op_link_model m1 = op_cluster_link_model(c, s1, d1),
+                          m2 = op_cluster_link_model(c, perm[s1], perm[d1]);
+            int k = op_cluster_chan(c, s1, d1), pk = op_cluster_chan(c, perm[s1], perm[d1]);
+            if (m1.latency_us != m2.latency_us || m1.us_per_byte != m2.us_per_byte)
                 return 0;
             for (int s2 = 0; s2 < nd; s2++) /* links sharing a channel still do */
                 for (int d2 = 0; d2 < nd; d2++)
                     if (s2 != d2 &&
-                        (c->chan[k] == c->chan[s2 * nd + d2]) !=
-                            (c->chan[pk] == c->chan[perm[s2] * nd + perm[d2]]))
+                        (k == op_cluster_chan(c, s2, d2)) !=
+                            (pk == op_cluster_chan(c, perm[s2], perm[d2])))
                         return 0;
         }
     return 1;

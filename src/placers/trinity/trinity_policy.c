@@ -217,6 +217,9 @@ static int read_f64(FILE *f, double *v)
 /* Reads the "trinity.arch" entry (nn_params_load checks the rest). */
 static op_status weights_config(const char *path, trinity_config *cfg, op_error *err)
 {
+    op_status chk = nn_params_check_file(path, NULL, err); /* before any allocation */
+    if (chk)
+        return chk;
     FILE *f = fopen(path, "rb");
     if (!f)
         return op_fail(err, OP_EIO, "%s: cannot open Trinity weights file", path);

@@ -56,7 +56,7 @@ static int64_t device_load(const op_cluster *c, const op_sim_result *r, int d)
     for (int ch = 0; ch < r->n_chan; ch++) {
         int touches = 0;
         for (int o = 0; o < nd && !touches; o++)
-            touches = o != d && (c->chan[d * nd + o] == ch || c->chan[o * nd + d] == ch);
+            touches = o != d && (op_cluster_chan(c, d, o) == ch || op_cluster_chan(c, o, d) == ch);
         if (touches)
             load += r->chan_bytes[ch];
     }
