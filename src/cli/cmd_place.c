@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "io/file_util.h"
+#include "opplace/bound.h"
 #include "opplace/io.h"
 #include "core/parallel.h"
 #include "opplace/placer.h"
@@ -94,6 +95,14 @@ static void print_metrics(const cli_problem *cp, const op_sim_result *r, const c
     printf("step time    %s  (lower bound %s, ratio %.3f)\n",
            cli_time(a, sizeof a, r->step_time_us), cli_time(b, sizeof b, p->lower_bound_us),
            p->lower_bound_us > 0 ? r->step_time_us / p->lower_bound_us : 1.0);
+    op_bound pb;
+    op_error berr = {0};
+    /* the proven bound (opplace bound), with a short budget: what is
+     * provable in half a second */
+    if (!op_lower_bound(p, 0.5, &pb, &berr) && pb.lower_bound_us > p->lower_bound_us)
+        printf("proven bound %s  (%s; gap %.1f%%, 'opplace bound' tries longer)\n",
+               cli_time(b, sizeof b, pb.lower_bound_us), pb.method,
+               100 * op_bound_gap(r->step_time_us, pb.lower_bound_us));
     printf("traffic      %s in %d transfers\n", cli_bytes(a, sizeof a, (double)r->comm_bytes),
            r->n_transfers);
     if (seconds >= 0)

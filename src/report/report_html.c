@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "io/file_util.h"
+#include "opplace/bound.h"
 #include "opplace/report.h"
 #include "report/report_util.h"
 
@@ -80,6 +81,13 @@ static void put_summary(const html_ctx *c)
              rp_time(a, sizeof a, p->critical_path_us),
              rp_time(b, sizeof b, p->total_speed > 0 ? p->total_work_us / p->total_speed : 0));
     row_text(f, "bound parts", buf);
+    op_bound pb;
+    op_error berr = {0};
+    if (!op_lower_bound(p, 2.0, &pb, &berr)) {
+        snprintf(buf, sizeof buf, "%s (%s); gap %.1f%%", rp_time(a, sizeof a, pb.lower_bound_us),
+                 pb.method, 100 * op_bound_gap(r->step_time_us, pb.lower_bound_us));
+        row_text(f, "proven lower bound", buf);
+    }
     snprintf(buf, sizeof buf, "%s in %d transfers", rp_bytes(a, sizeof a, (double)r->comm_bytes),
              r->n_transfers);
     row_text(f, "traffic", buf);
