@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# auto vs every fast placer on the zoo (issue 9): `opplace bench` with the
+# auto vs every fast placer on the zoo: `opplace bench` with the
 # fast portfolio, then, per setting, auto's step time next to the best
 # individual placer's (placements that fit in memory rank first).
 # Usage: bash bench/auto.sh [BUILD_DIR] [PRESET] [GPUS]   (~5 min)

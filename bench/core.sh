@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Core speed: load + validate + simulate synthetic layered DAGs (issue 2's
+# Core speed: load + validate + simulate synthetic layered DAGs (the
 # benchmark).  Usage: bash bench/core.sh [BUILD_DIR]  (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fidelity.sh - measured vs simulated training step on this CPU (issue 17).
+# fidelity.sh - measured vs simulated training step on this CPU.
 # Each model is exported with per-op times measured on the CPU (one thread),
 # placed with `single` on a cluster whose only device that can run it is
 # cpu:0, applied with opplace.torch.apply and run for real (median of the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS_EACH] [TARGET...] - run the libFuzzer harnesses of fuzz/.
 #
-#   bash bench/fuzz.sh 600                 # >= 10 minutes each (issue 10)
+#   bash bench/fuzz.sh 600                 # >= 10 minutes each
 #   bash bench/fuzz.sh 60 graph cluster    # a quick look at two readers
 #
 # Builds libopplace with clang, -fsanitize=fuzzer-no-link,address,undefined

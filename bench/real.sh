@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/real.sh - the benchmark of record on real PyTorch training graphs
-# (issue 18): every placer, the lower bound, and Baechi's own placers side
+# every placer, the lower bound, and Baechi's own placers side
 # by side, all judged by the contract simulator (`opplace simulate`).
 #
 # Usage: bash bench/real.sh [path/to/opplace]          (prints Markdown)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Beyond the papers (issue 9): incremental vs full re-simulation, the auto
+# Beyond the papers: incremental vs full re-simulation, the auto
 # portfolio on 1 and 2 MPI ranks, and auto on a 1,000,000-op graph.
 # Usage: bash bench/scale.sh [BUILD_DIR]   (default: build; takes ~10 min)
 set -euo pipefail

@@ -11,7 +11,7 @@
 #      without samples, the previous default (--search sample), fine-tuned
 #      ($FINETUNE iterations); each against an untrained policy of the same
 #      seed placed the same way (the control: what the trained weights add);
-#      Also (issue 7, src/placers/sgdp/sgdp_rank.c) the trained weights after a
+#      Also (src/placers/sgdp/sgdp_rank.c) the trained weights after a
 #      supervised move-ranking stage of $RANK_STEPS steps (`train sgdp --init
 #      batch$s.bin --iterations 0 --rank-steps N`);
 #   3. training throughput (simulated rollouts per second);
@@ -202,7 +202,7 @@ echo
 fi
 
 has mpi || exit 0
-echo "### MPI: SGDP-one training on 1 and 2 ranks (issue 9)"
+echo "### MPI: SGDP-one training on 1 and 2 ranks"
 echo
 if ! command -v mpirun > /dev/null; then
   echo "(mpirun not installed: skipped)"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # torch_export.sh - opplace.torch export (shapes on the meta device, roofline
-# times of the v100 profile) of the issue-17 model set, loaded by `opplace info`,
+# times of the v100 profile) of the export benchmark's model set, loaded by `opplace info`,
 # then ONNX import of inception_v3 and resnet50 for comparison:
 # ops, edges, colocation groups, export wall time and peak RSS, as Markdown.
 # usage: bash bench/torch_export.sh [path/to/opplace]

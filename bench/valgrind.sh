@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run every Criterion test executable under valgrind memcheck (issue 10:
+# Run every Criterion test executable under valgrind memcheck (the rule
 # "all tests pass under ASan/UBSan and valgrind").  Criterion runs each test
 # in a child process, so valgrind follows children and writes one log per
 # process; a test program is clean when it passes and no log reports an

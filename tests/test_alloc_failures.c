@@ -1,5 +1,5 @@
 /*
- * test_alloc_failures.c - allocation-failure injection (issue 22), the way
+ * test_alloc_failures.c - allocation-failure injection, the way
  * SQLite attacks itself: every op_malloc/op_calloc/op_realloc call of a
  * scenario is made to fail in turn (op_alloc_fail_after, opplace/error.h),
  * once alone and once with every later call failing too.  Each run must end

@@ -144,7 +144,7 @@ static op_status write_text(const char *path, const char *text, op_error *err)
     return op_atomic_commit(&a, err);
 }
 
-/* The output transaction (issue 22): between op_output_begin and
+/* The output transaction: between op_output_begin and
  * op_output_end, committed outputs land only at the end, all or none. */
 Test(bad_inputs, outputs_of_one_command_land_together_or_not_at_all)
 {

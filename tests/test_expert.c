@@ -4,7 +4,7 @@
  * Contiguous layer groups where splitting pays (a pipelined layer x time
  * grid), branches of a cell spread over the devices, never slower than one
  * device where the graph fits on one (a chain, random layered graphs:
- * issue 18 found expert 1.7-5.3x slower than one GPU on real CNNs), and a
+ * an outside audit found expert 1.7-5.3x slower than one GPU on real CNNs), and a
  * split where one device lacks the memory.
  */
 #include <criterion/criterion.h>

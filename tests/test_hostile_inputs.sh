@@ -72,7 +72,7 @@ else
   expect "10^7-op graph in 1 GB" 1 "" limited 1000000 bash -c "$(declare -f gen); gen | '$opplace' info /dev/stdin"
 fi
 
-# ---- issue 22: the catalogue of the outside attack's failure classes -----
+# ---- the catalogue of the outside attack's failure classes -----
 # (the file-level cases - NUL, empty kind, escaped keys, numbers out of
 # range - are in tests/data/bad/MANIFEST.tsv; these need a command around them)
 g=$2/good_graph.json c=$2/good_cluster.json

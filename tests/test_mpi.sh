@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The auto portfolio and refinement under MPI (issue 9): the same answer with
+# The auto portfolio and refinement under MPI: the same answer with
 # 1 and 2 ranks for a fixed seed, iteration-bounded refinement and a fixed
 # number of refinement streams.  Args: OPPLACE_BIN DATA_DIR
 set -euo pipefail

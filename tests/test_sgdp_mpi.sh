@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SGDP training under MPI (issues 7 and 9): with a fixed number of rollout
+# SGDP training under MPI: with a fixed number of rollout
 # batches per iteration (--slots 2) and of iterations, 1 and 2 ranks give
 # bit-identical weights and the same best placement; only rank 0 prints and
 # writes.  Two graphs (batch training), so the varied reference inputs and

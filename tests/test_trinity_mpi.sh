@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Trinity training under MPI (issue 9): with a fixed number of rollout
+# Trinity training under MPI: with a fixed number of rollout
 # batches per iteration (--slots 2) and of iterations, 1 and 2 ranks give
 # bit-identical weights and the same best placement; only rank 0 prints and
 # writes.  Both runs use single-threaded OpenBLAS: Trinity's results depend

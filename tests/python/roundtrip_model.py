@@ -1,4 +1,4 @@
-"""The model of issue 17's round-trip test: two inputs (tokens, image), a
+"""The round-trip test's model: two inputs (tokens, image), a
 tied embedding/output weight, an LSTM, a conv branch, a residual and a norm."""
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-"""Placements of exported graphs are realizable in PyTorch (issue 17): in the
+"""Placements of exported graphs are realizable in PyTorch: in the
 placement of EVERY algorithm of `opplace algos`, every backward op shares its
 forward op's device and every update its parameter holder's device."""
 import os

@@ -1,4 +1,4 @@
-"""opplace.torch round trip (issue 17): export -> opplace place -> apply ->
+"""opplace.torch round trip: export -> opplace place -> apply ->
 training that equals single-device training."""
 import copy
 import json

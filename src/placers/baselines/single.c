@@ -7,7 +7,7 @@
  * simulator's peak must stay within the device's memory.  (It used to be
  * the static sum params + outputs + temporaries, which refused graphs that
  * fit: GPT-12's training graph "needs 21.3 GB" by that sum, while its
- * simulated peak on one device is 11.4 GB, issue 18.)  Devices are tried
+ * simulated peak on one device is 11.4 GB.)  Devices are tried
  * fastest first, so usually one simulation is enough.  If no device can
  * run every op (kinds, pins), or the graph fits on none, it reports the
  * problem as infeasible (with --best-effort: the fastest device anyway,
