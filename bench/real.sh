@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/real.sh - the benchmark of record on real PyTorch training graphs
+# bench/real.sh - the benchmark of record on real PyTorch training graphs:
 # every placer, the lower bound, and Baechi's own placers side
 # by side, all judged by the contract simulator (`opplace simulate`).
 #
