@@ -20,6 +20,7 @@
 #include "opplace/zoo.h"
 #include "placers/baselines/baselines.h"
 #include "placers/baselines/etf_engine.h"
+#include "placers/placer_mem.h"
 #include "testkit.h"
 
 static const char *const MINE[] = {"m-etf", "m-sct", "heft", "m-topo", "metis", "expert"};
@@ -578,6 +579,52 @@ static void all_place_without_oom(const tk_problem *tp, const char *what)
         cr_assert(!simulated_oom(&tp->p, &pl), "%s: %s runs out of memory", what, MINE[k]);
         op_placement_destroy(&pl);
     }
+}
+
+Test(liveness, a_group_reserves_the_tensors_its_later_members_receive)
+{
+    /* a (group g, 100 B params, 10 B out) -> b (group g, 10 B out) and
+     * p (50 B out) -> b: the GPT case of issue 18 in miniature (the tied
+     * embedding's update receives the head's 154 MB weight gradient).
+     * Charging the group at a also charges b's copy of p's tensor over
+     * [slot of p, slot of b], so the estimate agrees with the simulator
+     * (170 B on a's device with p elsewhere) before p is placed; the old
+     * estimate said 120 B and let the device fill up until b fit nowhere. */
+    op_error err = {0};
+    op_graph_builder *gb = op_graph_builder_new("tied", &err);
+    int a = tk_op_full(gb, &(op_op_spec){.name = "a", .time_us = 10, .output_bytes = 10,
+                                         .param_bytes = 100, .colocate = "g"});
+    int p = tk_op_full(gb, &(op_op_spec){.name = "p", .time_us = 10, .output_bytes = 50});
+    int bb = tk_op_full(gb, &(op_op_spec){.name = "b", .time_us = 10, .output_bytes = 10,
+                                          .colocate = "g"});
+    tk_edge(gb, a, bb, 10);
+    tk_edge(gb, p, bb, 50);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(gb), tk_cluster(2, 1, 1e-3, 1000));
+    int order[3] = {a, p, bb};
+    for (int pd = 0; pd < 2; pd++) { /* p elsewhere, then p on a's device */
+        pmem m;
+        cr_assert_eq(pmem_init(&m, &tp.p, order, NULL, &err), OP_OK);
+        int dev[3] = {-1, -1, -1};
+        pmem_commit(&m, a, 0, dev);
+        dev[a] = 0;
+        cr_assert_eq(pmem_peak(&m, 0), 170, "a's group holds b's received copy: %lld",
+                     (long long)pmem_peak(&m, 0));
+        pmem_commit(&m, p, pd, dev);
+        dev[p] = pd;
+        pmem_commit(&m, bb, 0, dev);
+        dev[bb] = 0;
+        /* p on device 0: its own 50 B output replaces the reservation */
+        cr_assert_eq(pmem_peak(&m, 0), 170, "p on %d: %lld", pd, (long long)pmem_peak(&m, 0));
+        cr_assert_eq(pmem_peak(&m, 1), pd ? 50 : 0);
+        op_sim_result r;
+        cr_assert_eq(op_sim_result_init(&r, &tp.p, &err), OP_OK);
+        tk_simulate(&tp.p, dev, &r);
+        cr_assert_eq(r.peak_mem[0], 170, "the simulator agrees: %lld", (long long)r.peak_mem[0]);
+        op_sim_result_destroy(&r);
+        pmem_destroy(&m);
+    }
+    tk_unbind(&tp);
 }
 
 Test(liveness, a_long_chain_fits_although_its_outputs_sum_far_beyond_memory)

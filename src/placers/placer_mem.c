@@ -164,28 +164,21 @@ static int own_members(const pmem *m, int op, const int **members)
     return m->p->group_off[k + 1] - m->p->group_off[k];
 }
 
-/* Add (sign +1) or remove (-1) op's charges on dev; commit also records
- * them (received copies, output intervals). */
-static void apply(pmem *m, int op, int dev, const int *device_of, int64_t sign, int commit)
+/* Charge on dev the copies of op's input tensors that dev receives: one
+ * per producer u, the largest edge bytes, over [pos(u), the latest slot
+ * of its consumers on dev].  A producer on dev needs none.  With
+ * `reserve` (the other members of a group charged at its first member)
+ * a producer not placed yet is charged as if remote, a reservation its
+ * own placement on dev gives back (apply); otherwise an unplaced
+ * producer cannot occur (ops are placed in topological order) or was
+ * reserved already. */
+static void receive(pmem *m, int op, int dev, int64_t sign, int commit, int reserve)
 {
     const op_graph *g = m->p->g;
-    const int *members;
-    int nm = own_members(m, op, &members);
-    for (int j = 0; j < nm; j++) {
-        int i = members ? members[j] : op;
-        int end = output_end(m, i, dev, device_of, op, dev);
-        add_own(m, i, dev, end, sign);
-        if (commit) {
-            m->out_dev[i] = dev;
-            m->out_end[i] = end;
-        }
-    }
-    if (commit && members)
-        m->group_charged[m->p->group_of[op]] = 1;
-    int pv = m->pos[op];
+    int pv = m->pos[op], grp = m->p->group_of[op];
     for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
         int u = g->pred[k], du = m->out_dev[u];
-        if (du < 0 || du == dev)
+        if (du == dev || (du < 0 && (!reserve || (grp != OP_NONE && m->p->group_of[u] == grp))))
             continue;
         size_t at = (size_t)u * m->nd + dev;
         int64_t b = g->edge_bytes[g->pred_edge[k]], have = m->recv_bytes[at];
@@ -205,6 +198,39 @@ static void apply(pmem *m, int op, int dev, const int *device_of, int64_t sign, 
             m->recv_bytes[at] = have;
         }
     }
+}
+
+/* Add (sign +1) or remove (-1) op's charges on dev; commit also records
+ * them (received copies, output intervals). */
+static void apply(pmem *m, int op, int dev, const int *device_of, int64_t sign, int commit)
+{
+    const int *members;
+    int nm = own_members(m, op, &members);
+    for (int j = 0; j < nm; j++) {
+        int i = members ? members[j] : op;
+        int end = output_end(m, i, dev, device_of, op, dev);
+        add_own(m, i, dev, end, sign);
+        /* i's tensor was reserved on dev by a consumer's group (receive):
+         * its output interval, just charged, replaces the reservation */
+        size_t self = (size_t)i * m->nd + dev;
+        if (m->out_dev[i] < 0 && m->recv_end[self] >= 0) {
+            range_add(m, dev, m->pos[i], m->recv_end[self], -sign * m->recv_bytes[self]);
+            if (commit) {
+                m->recv_end[self] = -1;
+                m->recv_bytes[self] = 0;
+            }
+        }
+        if (commit) {
+            m->out_dev[i] = dev;
+            m->out_end[i] = end;
+        }
+    }
+    if (commit && members)
+        m->group_charged[m->p->group_of[op]] = 1;
+    receive(m, op, dev, sign, commit, 0);
+    for (int j = 0; members && j < nm; j++)
+        if (members[j] != op)
+            receive(m, members[j], dev, sign, commit, 1);
 }
 
 /* op went to dev: a producer elsewhere whose interval op ended may end
@@ -456,3 +482,6 @@ op_status pmem_place_checked(const op_place_ctx *ctx, const char *name, pmem_pla
     free(margin);
     return st;
 }
+
+void apply_dbg(pmem *m, int op, int dev, const int *device_of) { apply(m, op, dev, device_of, 1, 0); }
+void apply_dbg_undo(pmem *m, int op, int dev, const int *device_of) { apply(m, op, dev, device_of, -1, 0); }

@@ -26,8 +26,15 @@
  * Colocation: when the first member of a group is placed, every member's
  * params, output interval and temporary are charged at once (Baechi
  * charged only the first member, which the Celeritas paper, section
- * 6.5.2, blames for m-TOPO's OOM on NMT); later members add their
- * received tensors.
+ * 6.5.2, blames for m-TOPO's OOM on NMT), and so are the copies its
+ * other members will receive: of a producer outside the group placed
+ * elsewhere, or not placed yet (a reservation, over [pos(u), pos(member)]
+ * like any received copy; if u is then placed on the group's device its
+ * own output interval replaces the reservation).  Without the
+ * reservation a tied weight broke it: a GPT's embedding group (forward,
+ * backward, update) was charged at the embedding, the device filled up,
+ * and the update's copy of the head's 154 MB weight gradient then fit
+ * nowhere, so m-ETF, m-SCT and HEFT refused a graph m-TOPO places.
  *
  * Placing ops may shrink an earlier charge (a consumer placed on another
  * device ends its producer's interval at pos(u)+1), so a refusal is not

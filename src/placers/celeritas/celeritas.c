@@ -40,7 +40,8 @@
  * Inception-V3 at batch 512 (3,973 ops; m-topo fits at 99.6-99.9 % of
  * every device) fits at no R >= 2 and at R = 1; NMT 4 x 2048 at batch
  * 512 (13,570 ops with 40 steps) took 5.01 s with the fused graphs
- * (R >= 8) and takes 3.08 s unfused, where m-etf takes 3.21 s.
+ * (R >= 8) and 3.08 s unfused; with Adjusting Placement's transfers
+ * booked FIFO (celeritas_adjust.c) 2.30 s, where expert takes 2.67 s.
  * --balanced-fallback 0|1 (celeritas only, default 1): with --best-effort, when no
  * candidate fits, Order-Place again with every device's memory raised to
  * an equal share of the need (try_balanced, beyond the paper); 0 keeps

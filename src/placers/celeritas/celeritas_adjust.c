@@ -22,11 +22,20 @@
  *    contention-free, which is ps->contention = 0), transfers are planned
  *    like the simulator moves them (formats.md 5.3-5.4): one per (source
  *    op, destination device), reused by later consumers on that device
- *    unless they need more bytes, each in the earliest gap of its channel's
- *    timeline after the source finishes (insertion, as for devices).  An
- *    op's own inputs do not queue behind each other in its EST (they do
- *    once committed).  On high-CCR graphs over PCIe the contention-free
- *    plan was off by up to 10x from the simulator;
+ *    unless they need more bytes, each behind every transfer booked on its
+ *    channel (first come, first served, as the simulator's channels), and
+ *    an op's own inputs queue behind each other in its EST as
+ *    commit_transfers books them, so estimate and commit agree.  On
+ *    high-CCR graphs over PCIe the contention-free plan was off by up to
+ *    10x from the simulator.  An earlier version inserted a transfer into
+ *    the earliest gap of its channel (as ops go into device gaps): a
+ *    transfer booked later in the sequence then overtook one issued
+ *    before it, which FIFO channels never do, and the plan was
+ *    unrealizable: on the Celeritas paper's NMT (4 x 2048, b512, 40 steps,
+ *    4 x v100-pcie) it planned 2.01 s where the simulator, even given the
+ *    planned per-device order, measured 3.10 s; with FIFO booking it plans
+ *    2.77 s, the simulator measures 2.78 s with that order and 2.65 s
+ *    first-ready-first (bench/notes/realgaps.md);
  *  - memory: placer_mem.h's liveness estimate (celeritas_place.h);
  *  - colocation: an op whose group is already placed may only use that
  *    device; ties in EST go to the smaller device index.
@@ -114,12 +123,45 @@ typedef struct xfer_book {
     int64_t *sent;
 } xfer_book;
 
+/* The transfers of one op's inputs planned so far (its EST books them on
+ * top of the channel timelines in the order commit_transfers will). */
+typedef struct own_xfers {
+    int n;
+    int *chan;
+    slot *at;
+} own_xfers;
+
+/* Start of a transfer ready at `ready` on channel chan: behind every
+ * transfer booked on the channel (first come, first served, as the
+ * simulator's channels, formats.md 5.4; an earlier gap is not used: a
+ * transfer booked later in the sequence but placed in a gap ahead of one
+ * issued earlier would overtake it, which FIFO never does) and behind the
+ * op's own inputs planned before it. */
+static double earliest_channel_slot(const timeline *ch, const own_xfers *own, int chan,
+                                    double ready, double w)
+{
+    if (ch->len[chan] && ch->iv[chan][ch->len[chan] - 1].end > ready)
+        ready = ch->iv[chan][ch->len[chan] - 1].end; /* FIFO: behind every booked transfer */
+    for (;;) {
+        double s = earliest_slot(ch, chan, ready, w), later = s;
+        for (int i = 0; own && i < own->n; i++)
+            if (own->chan[i] == chan && s < own->at[i].end && own->at[i].start < s + w &&
+                own->at[i].end > later)
+                later = own->at[i].end;
+        if (later == s)
+            return s;
+        ready = later;
+    }
+}
+
 /* Planned arrival on d of u's output (u already placed, not on d).  With
  * contention (ps->contention), one transfer per (u, d) as in the simulator
  * (formats.md 5.3): a transfer already planned is reused, else the earliest
- * gap of the channel after Fin_t[u] is taken (channels as device timelines). */
+ * gap of the channel after Fin_t[u] is taken (channels as device timelines),
+ * behind the op's own inputs booked before it (own, NULL: none), which is
+ * how commit_transfers books them: estimate and commit agree. */
 static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *xb,
-                      const double *fin, int u, int d, int64_t bytes)
+                      own_xfers *own, const double *fin, int u, int d, int64_t bytes)
 {
     const op_cluster *c = ps->p->c;
     int du = ps->device_of[u];
@@ -129,21 +171,29 @@ static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *x
     size_t k = (size_t)u * ps->p->nd + d;
     if (xb->arrive[k] >= 0 && bytes <= xb->sent[k])
         return xb->arrive[k];
-    return earliest_slot(ch, op_cluster_chan(c, du, d), fin[u], w) + w;
+    int chan = op_cluster_chan(c, du, d);
+    double s = earliest_channel_slot(ch, own, chan, fin[u], w);
+    if (own) {
+        own->chan[own->n] = chan;
+        own->at[own->n++] = (slot){s, s + w};
+    }
+    return s + w;
 }
 
 /* COMP_EST without the memory test. */
 static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch,
-                       const xfer_book *xb, const double *fin, int v, int d)
+                       const xfer_book *xb, own_xfers *own, const double *fin, int v, int d)
 {
     const op_problem *p = ps->p;
     const op_graph *g = p->g;
     double pre = 0;
+    if (own)
+        own->n = 0;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
         int u = g->pred[j];
         double x = ps->device_of[u] == d
                        ? fin[u]
-                       : arrival(ps, ch, xb, fin, u, d, ps->edge_bytes[g->pred_edge[j]]);
+                       : arrival(ps, ch, xb, own, fin, u, d, ps->edge_bytes[g->pred_edge[j]]);
         if (x > pre)
             pre = x;
     }
@@ -167,7 +217,7 @@ static op_status commit_transfers(cel_pass *ps, timeline *ch, xfer_book *xb,
             continue;
         int chan = op_cluster_chan(c, du, d);
         double w = op_cluster_transfer_us(c, du, d, bytes);
-        double s = earliest_slot(ch, chan, fin[u], w);
+        double s = earliest_channel_slot(ch, NULL, chan, fin[u], w);
         xb->arrive[k] = s + w;
         xb->sent[k] = bytes;
         if (timeline_insert(ch, chan, s, s + w, err))
@@ -191,15 +241,15 @@ static double back_cost(const cel_pass *ps, int v, int from, int to)
 
 /* Algorithm 2 lines 6-18 for one op: the chosen device. */
 static int choose_device(cel_pass *ps, cel_memory *m, const timeline *t,
-                         const timeline *ch, const xfer_book *xb, const double *fin, int v,
-                         int prev, double *est)
+                         const timeline *ch, const xfer_book *xb, own_xfers *own,
+                         const double *fin, int v, int prev, double *est)
 {
     const op_problem *p = ps->p;
     int d1 = -1;
     for (int d = 0; d < p->nd; d++) {
         est[d] = INFINITY;
         if (cel_memory_allowed(m, v, d) && cel_memory_fits(m, ps->device_of, v, d))
-            est[d] = comp_est(ps, t, ch, xb, fin, v, d);
+            est[d] = comp_est(ps, t, ch, xb, own, fin, v, d);
         if (est[d] < INFINITY && (d1 < 0 || est[d] < est[d1]))
             d1 = d;
     }
@@ -230,9 +280,19 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     double *est = op_malloc((size_t)p->nd * sizeof *est, err);
     xfer_book xb = {op_malloc((n_arrive + 1) * sizeof *xb.arrive, err),
                     op_malloc((n_arrive + 1) * sizeof *xb.sent, err)};
-    op_status st = !fin || !est || !xb.arrive || !xb.sent ? OP_ENOMEM
-                                                          : cel_memory_init(&m, ps, err);
+    int max_in = 1;
+    for (int v = 0; v < p->n; v++)
+        if (p->g->pred_off[v + 1] - p->g->pred_off[v] > max_in)
+            max_in = p->g->pred_off[v + 1] - p->g->pred_off[v];
+    own_xfers own_buf = {0, op_malloc((size_t)max_in * sizeof(int), err),
+                         op_malloc((size_t)max_in * sizeof(slot), err)};
+    own_xfers *own = ps->contention ? &own_buf : NULL;
+    op_status st = !fin || !est || !xb.arrive || !xb.sent || !own_buf.chan || !own_buf.at
+                       ? OP_ENOMEM
+                       : cel_memory_init(&m, ps, err);
     if (st) {
+        free(own_buf.chan);
+        free(own_buf.at);
         free(fin);
         free(est);
         free(xb.arrive);
@@ -250,8 +310,8 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     int prev = -1;
     for (int k = 0; k < p->n && !st; k++) {
         int v = ps->seq[k];
-        int d = choose_device(ps, &m, &t, &ch, &xb, fin, v, prev, est);
-        double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, fin, v, d);
+        int d = choose_device(ps, &m, &t, &ch, &xb, own, fin, v, prev, est);
+        double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, own, fin, v, d);
         double w = op_exec_us(p, v, d);
         fin[v] = start + w;
         if (ps->start_us)
@@ -273,5 +333,7 @@ done:
     free(est);
     free(xb.arrive);
     free(xb.sent);
+    free(own_buf.chan);
+    free(own_buf.at);
     return st;
 }
