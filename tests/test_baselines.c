@@ -171,7 +171,7 @@ Test(m_etf, every_pick_is_the_earliest_start_pair)
     }
 }
 
-/* A hand-made CNN training step (issue 18): two residual blocks (a main
+/* A hand-made CNN training step: two residual blocks (a main
  * path and a downsample branch joined by an add), their backward mirror
  * that reads the saved forward activations, and small weight updates.
  * Activations are 12.8 MB (1.3 ms on a 10 GB/s link), compute a few
@@ -259,7 +259,7 @@ Test(m_etf, keeps_a_cnn_s_activations_on_one_device)
 
 /* ---------------------------------------------------------------- single */
 
-/* One memory truth (issue 18, formats.md 5.5): a chain of ten ops of 100
+/* One memory truth (formats.md 5.5): a chain of ten ops of 100
  * output bytes each needs 1000 bytes by the static sum but peaks at 200 by
  * liveness (an op's output lives until its consumer finishes).  single must
  * accept it on a 350-byte device, and refuse it on a 150-byte one. */
@@ -584,7 +584,7 @@ static void all_place_without_oom(const tk_problem *tp, const char *what)
 Test(liveness, a_group_reserves_the_tensors_its_later_members_receive)
 {
     /* a (group g, 100 B params, 10 B out) -> b (group g, 10 B out) and
-     * p (50 B out) -> b: the GPT case of issue 18 in miniature (the tied
+     * p (50 B out) -> b: the tied-embedding GPT case in miniature (the tied
      * embedding's update receives the head's 154 MB weight gradient).
      * Charging the group at a also charges b's copy of p's tensor over
      * [slot of p, slot of b], so the estimate agrees with the simulator

@@ -935,7 +935,7 @@ Test(cli, coarsen_and_estimate_commands)
     free(out);
 }
 
-/* Issue 18: at the paper's own setting, Inception-V3 at batch 512 on
+/* At the paper's own setting, Inception-V3 at batch 512 on
  * 4 x V100-PCIe (32 GB), memory is so tight that m-topo fits at 99.6-99.9 %
  * of every device; the search's fused graphs (R >= 2: fused ops are placed
  * whole) found no device with room and celeritas refused the problem.
@@ -967,7 +967,7 @@ Test(placers, feasible_where_m_topo_fits_at_the_papers_inception_setting, .timeo
     tk_unbind(&tp);
 }
 
-/* Issue 18: NMT at the paper's setting (4 layers x 2048, batch 512; 20
+/* NMT at the paper's setting (4 layers x 2048, batch 512; 20
  * steps here to keep the test short: 6,810 ops) on 4 x V100-PCIe.  The
  * fused graphs (R >= 4, all the search tried at this size) lost to m-sct
  * (1.87 s vs 1.77 s); the unfused candidate takes 1.45 s.  Celeritas must

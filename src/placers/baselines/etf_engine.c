@@ -27,7 +27,7 @@
  * commit does, so estimate and commit agree.  The channel is what
  * keeps a CNN's activations on one device: without the channel, every
  * transfer looks free of queueing and ETF sends a branch to an idle device
- * whenever its lone transfer beats the busy device (issue 18: ResNet-50
+ * whenever its lone transfer beats the busy device (ResNet-50
  * 7x slower than one GPU in the contract simulator).
  *
  * The "m-" part (Baechi): a device is a candidate

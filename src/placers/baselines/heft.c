@@ -29,7 +29,7 @@
  * before (a channel's plan only grows at its end, although HEFT visits ops
  * out of time order).  Without it HEFT sent a CNN's activations to idle
  * devices one by one, each transfer looking free, and ran ResNet-50 7x
- * slower than one GPU (issue 18).
+ * slower than one GPU.
  *
  * Output: the placement and HEFT's schedule as the per-device order (ops by
  * planned start), unless `--order none`.  The simulator judges, and checks

@@ -36,7 +36,7 @@
  * Order-Place of the ops themselves in CPD-TOPO order) is always one of
  * the candidates, however many ops it has: where memory is tight, fused
  * ops, which are placed whole, find no device with room.  At the paper's
- * own settings on 4 x v100-pcie (issue 18, bench/notes/expertcel.md):
+ * own settings on 4 x v100-pcie (bench/RESULTS.md, "Expert and Celeritas"):
  * Inception-V3 at batch 512 (3,973 ops; m-topo fits at 99.6-99.9 % of
  * every device) fits at no R >= 2 and at R = 1; NMT 4 x 2048 at batch
  * 512 (13,570 ops with 40 steps) took 5.01 s with the fused graphs
