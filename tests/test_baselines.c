@@ -389,28 +389,23 @@ Test(heft, beats_single_device_on_a_wide_graph)
 
 Test(m_topo, fills_devices_in_topological_order)
 {
-    const char *shares[] = {"memory", "compute"};
-    for (int s = 0; s < 2; s++)
-        for (uint64_t seed = 1; seed <= 4; seed++) {
-            tk_problem tp;
-            tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
-            op_error err = {0};
-            op_options *o = op_options_new(&err);
-            op_options_set(o, "share", shares[s], &err);
-            op_placement pl;
-            cr_assert_eq(run_placer("m-topo", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
-            int order[60], used[4] = {0};
-            m_topo_bfs_order(tp.g, order, &err);
-            for (int k = 1; k < 60; k++)
-                cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
-                              "share %s: op %d goes back to an earlier device", shares[s], k);
-            for (int i = 0; i < 60; i++)
-                used[pl.device_of[i]] = 1;
-            cr_assert(used[0] && used[3], "all devices filled");
-            op_placement_destroy(&pl);
-            op_options_free(o);
-            tk_unbind(&tp);
-        }
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(run_placer("m-topo", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
+        int order[60], used[4] = {0};
+        m_topo_bfs_order(tp.g, order, &err);
+        for (int k = 1; k < 60; k++)
+            cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
+                          "seed %d: op %d goes back to an earlier device", (int)seed, k);
+        for (int i = 0; i < 60; i++)
+            used[pl.device_of[i]] = 1;
+        cr_assert(used[0] && used[3], "all devices filled");
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
 }
 
 /* ---------------------------------------------------------------- METIS */
@@ -450,13 +445,14 @@ Test(metis, respects_its_balance_tolerance)
 
 Test(m_sct, favorite_children_form_a_matching_on_edges)
 {
-    const char *methods[] = {"lp", "greedy"};
+    /* the LP (every graph small enough) and the greedy rule (none is) */
+    const char *methods[] = {"100000000", "0"};
     for (int m = 0; m < 2; m++) {
         tk_problem tp;
         tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 50, 1e-3, INT64_C(1) << 40));
         op_error err = {0};
         op_options *o = op_options_new(&err);
-        op_options_set(o, "favorite", methods[m], &err);
+        op_options_set(o, "lp-max-edges", methods[m], &err);
         op_place_ctx ctx = {.p = &tp.p, .opts = o};
         int fav[40], parents[40] = {0}, any = 0;
         cr_assert_eq(m_sct_favorites(&ctx, fav, &err), OP_OK);
@@ -466,7 +462,7 @@ Test(m_sct, favorite_children_form_a_matching_on_edges)
                 cr_assert_eq(parents[fav[v]]++, 0, "a child has one favorite parent");
                 any = 1;
             }
-        cr_assert(any, "%s: some favorite child", methods[m]);
+        cr_assert(any, "--lp-max-edges %s: some favorite child", methods[m]);
         op_placement pl;
         cr_assert_eq(run_placer("m-sct", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
         op_placement_destroy(&pl);
