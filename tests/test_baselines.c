@@ -698,12 +698,13 @@ Test(liveness, transformer_on_four_pcie_v100s)
 
 Test(bench, prints_one_row_per_model_cluster_and_algorithm)
 {
-    char cmd[1024], csv[256], *out = NULL;
+    char cmd[1024], csv[256], md[256], *out = NULL;
     snprintf(csv, sizeof csv, "%s/bench.csv", tk_tmpdir());
+    snprintf(md, sizeof md, "%s/bench.md", tk_tmpdir());
     snprintf(cmd, sizeof cmd,
              "%s bench --models synthetic:ops=120:seed=2,synthetic:ops=80 --gpus 2,3 "
-             "--algos m-etf,heft,expert --csv %s",
-             OPPLACE_BIN, csv);
+             "--algos m-etf,heft,expert -o %s,%s",
+             OPPLACE_BIN, csv, md);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     int rows = 0, progress = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -727,6 +728,21 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
         lines++;
     fclose(f);
     cr_assert_eq(lines, 1 + 12);
+    /* -o takes several files, each in the format of its ending */
+    f = fopen(md, "r");
+    cr_assert(f);
+    lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines += !strncmp(line, "| synthetic", 11);
+    fclose(f);
+    cr_assert_eq(lines, 12);
+    /* an ending bench cannot write is refused before any work */
+    snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 -o %s/bench.txt", OPPLACE_BIN,
+             tk_tmpdir());
+    cr_assert_eq(tk_run(cmd, &out), 2, "%s", out ? out : "");
+    cr_expect(strstr(out, "name the file .csv, .md or .svg") != NULL, "%s", out);
+    free(out);
+    out = NULL;
     /* an unknown algorithm is a usage error */
     snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algos nope", OPPLACE_BIN);
     cr_assert_eq(tk_run(cmd, &out), 2);
