@@ -904,7 +904,7 @@ Test(cli, coarsen_and_estimate_commands)
     const char *dir = tk_tmpdir();
     char cmd[2048], *out = NULL;
     snprintf(cmd, sizeof cmd, "%s zoo synthetic --ops 600 -o %s/g.json && %s coarsen %s/g.json "
-             "--method celeritas --fusion-range 10 -o %s/c.json --map %s/m.json",
+             "--algo celeritas --fusion-range 10 -o %s/c.json --map %s/m.json",
              OPPLACE_BIN, dir, OPPLACE_BIN, dir, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     cr_assert(strstr(out, "nodes") && strstr(out, "CCR"), "%s", out);
@@ -913,7 +913,7 @@ Test(cli, coarsen_and_estimate_commands)
              OPPLACE_BIN, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     free(out);
-    snprintf(cmd, sizeof cmd, "%s coarsen %s/g.json --method nope", OPPLACE_BIN, dir);
+    snprintf(cmd, sizeof cmd, "%s coarsen %s/g.json --algo nope", OPPLACE_BIN, dir);
     cr_assert_eq(tk_run(cmd, NULL), 2);
     /* estimate from three written profiles */
     for (int k = 0; k < 3; k++) {
