@@ -249,6 +249,20 @@ static softmax decoder_layers(zb *z, const rnn_cfg *c, int in0, int in, lstm *L,
     return softmax_layer(z, c->hidden, c->vocab, B * c->steps);
 }
 
+/* Decoder step t's input to layer 0: the target word's embedding
+ * concatenated (op `name`) with what the previous step fed back. */
+static int decoder_input(zb *z, const rnn_cfg *c, int tgt_emb, int tgt, int t, const char *name,
+                         int fed_back)
+{
+    double B = (double)c->batch;
+    zb_scope(z, "embedding");
+    zb_prefix(z, "decoder/embedding/t%d", t);
+    int y = lookup(z, tgt_emb, tgt, B, c->hidden);
+    zb_scope(z, "decoder/layer_0");
+    zb_prefix(z, "decoder/layer_0/t%d", t);
+    return zb_ew2(z, name, "ConcatV2", 0, B * 2 * (double)c->hidden, y, fed_back);
+}
+
 /* ---- NMT: Luong attention with input feeding ---- */
 
 static op_graph *gen_nmt(op_options *o, op_error *err)
@@ -274,12 +288,7 @@ static op_graph *gen_nmt(op_options *o, op_error *err)
     softmax s = decoder_layers(z, &c, (int)(2 * H), (int)H, L, h, cs, &tgt, &tgt_emb);
     int att = L[0].zero; /* attention output of the previous step (input feeding) */
     for (int t = 0; t < T; t++) {
-        zb_scope(z, "embedding");
-        zb_prefix(z, "decoder/embedding/t%d", t);
-        int y = lookup(z, tgt_emb, tgt, B, c.hidden);
-        zb_scope(z, "decoder/layer_0");
-        zb_prefix(z, "decoder/layer_0/t%d", t);
-        int in = zb_ew2(z, "input_feeding", "ConcatV2", 0, B * 2 * H, y, att);
+        int in = decoder_input(z, &c, tgt_emb, tgt, t, "input_feeding", att);
         for (int l = 0; l < c.layers; l++) {
             zb_scope(z, "decoder/layer_%d", l);
             zb_prefix(z, "decoder/layer_%d/t%d", l, t);
@@ -348,12 +357,7 @@ static op_graph *gen_gnmt(op_options *o, op_error *err)
     softmax s = decoder_layers(z, &c, (int)(2 * H), (int)(2 * H), L, h, cs, &tgt, &tgt_emb);
     int ctx = L[0].zero; /* context of the previous step feeds the bottom layer */
     for (int t = 0; t < T; t++) {
-        zb_scope(z, "embedding");
-        zb_prefix(z, "decoder/embedding/t%d", t);
-        int y = lookup(z, tgt_emb, tgt, B, c.hidden);
-        zb_scope(z, "decoder/layer_0");
-        zb_prefix(z, "decoder/layer_0/t%d", t);
-        int in = zb_ew2(z, "input_concat", "ConcatV2", 0, B * 2 * H, y, ctx);
+        int in = decoder_input(z, &c, tgt_emb, tgt, t, "input_concat", ctx);
         int bottom = h[0] = lstm_cell(z, &L[0], in, h[0], &cs[0], B);
         zb_scope(z, "decoder/attention");
         zb_prefix(z, "decoder/attention/t%d", t);
