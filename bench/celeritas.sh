@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/celeritas.sh - Celeritas on the zoo (prints Markdown):
 #   1. Table 2 of the paper: nodes and CCR before and after Optimal Operation
-#      Fusion (opplace coarsen --method celeritas, default R=200, M=M_dev/4);
+#      Fusion (opplace coarsen --algo celeritas, default R=200, M=M_dev/4);
 #   2. simulated step time of celeritas, order-place, dfs-topo and every
 #      other registered fast placer (not auto: its 10 s budget per run would
 #      dominate), on 2 and 4 GPUs of each preset in PRESETS (default:
@@ -34,7 +34,7 @@ echo "| model | nodes | CCR | nodes after | CCR after | fusion s |"
 echo "|---|---:|---:|---:|---:|---:|"
 for m in $MODELS; do
   "$BIN" zoo "$m" --size small -o "$TMP/$m.json"
-  j=$("$BIN" coarsen "$TMP/$m.json" --method celeritas --json)
+  j=$("$BIN" coarsen "$TMP/$m.json" --algo celeritas --json)
   python3 - "$m" "$j" <<'PY'
 import json, sys
 d = json.loads(sys.argv[2])

@@ -32,7 +32,7 @@ for model in transformer nasnet gnmt; do
   for np in 1 2; do
     start=$(date +%s.%N)
     out=$(ASAN_OPTIONS=detect_leaks=0 "${mpi[@]}" -np "$np" "$bin" place "$tmp/$model.json" \
-          --preset v100-pcie --gpus 4 --algo auto --no-refine --best-effort 2>/dev/null)
+          --preset v100-pcie --gpus 4 --algo auto --refine-seconds 0 --best-effort 2>/dev/null)
     end=$(date +%s.%N)
     step=$(echo "$out" | sed -n 's/^step time *\([0-9.]*\) \(m\?s\).*/\1 \2/p')
     algo=$(echo "$out" | sed -n 's/^algorithm *//p')

@@ -390,28 +390,23 @@ Test(heft, beats_single_device_on_a_wide_graph)
 
 Test(m_topo, fills_devices_in_topological_order)
 {
-    const char *shares[] = {"memory", "compute"};
-    for (int s = 0; s < 2; s++)
-        for (uint64_t seed = 1; seed <= 4; seed++) {
-            tk_problem tp;
-            tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
-            op_error err = {0};
-            op_options *o = op_options_new(&err);
-            op_options_set(o, "share", shares[s], &err);
-            op_placement pl;
-            cr_assert_eq(run_placer("m-topo", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
-            int order[60], used[4] = {0};
-            m_topo_bfs_order(tp.g, order, &err);
-            for (int k = 1; k < 60; k++)
-                cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
-                              "share %s: op %d goes back to an earlier device", shares[s], k);
-            for (int i = 0; i < 60; i++)
-                used[pl.device_of[i]] = 1;
-            cr_assert(used[0] && used[3], "all devices filled");
-            op_placement_destroy(&pl);
-            op_options_free(o);
-            tk_unbind(&tp);
-        }
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, tk_random_dag(60, 0.08, seed), tk_cluster(4, 10, 1e-4, INT64_C(1) << 40));
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(run_placer("m-topo", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
+        int order[60], used[4] = {0};
+        m_topo_bfs_order(tp.g, order, &err);
+        for (int k = 1; k < 60; k++)
+            cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
+                          "seed %d: op %d goes back to an earlier device", (int)seed, k);
+        for (int i = 0; i < 60; i++)
+            used[pl.device_of[i]] = 1;
+        cr_assert(used[0] && used[3], "all devices filled");
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
 }
 
 /* ---------------------------------------------------------------- METIS */
@@ -451,13 +446,14 @@ Test(metis, respects_its_balance_tolerance)
 
 Test(m_sct, favorite_children_form_a_matching_on_edges)
 {
-    const char *methods[] = {"lp", "greedy"};
+    /* the LP (every graph small enough) and the greedy rule (none is) */
+    const char *methods[] = {"100000000", "0"};
     for (int m = 0; m < 2; m++) {
         tk_problem tp;
         tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 50, 1e-3, INT64_C(1) << 40));
         op_error err = {0};
         op_options *o = op_options_new(&err);
-        op_options_set(o, "favorite", methods[m], &err);
+        op_options_set(o, "lp-max-edges", methods[m], &err);
         op_place_ctx ctx = {.p = &tp.p, .opts = o};
         int fav[40], parents[40] = {0}, any = 0;
         cr_assert_eq(m_sct_favorites(&ctx, fav, &err), OP_OK);
@@ -467,7 +463,7 @@ Test(m_sct, favorite_children_form_a_matching_on_edges)
                 cr_assert_eq(parents[fav[v]]++, 0, "a child has one favorite parent");
                 any = 1;
             }
-        cr_assert(any, "%s: some favorite child", methods[m]);
+        cr_assert(any, "--lp-max-edges %s: some favorite child", methods[m]);
         op_placement pl;
         cr_assert_eq(run_placer("m-sct", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
         op_placement_destroy(&pl);
@@ -749,12 +745,13 @@ Test(liveness, transformer_on_four_pcie_v100s)
 
 Test(bench, prints_one_row_per_model_cluster_and_algorithm)
 {
-    char cmd[1024], csv[256], *out = NULL;
+    char cmd[1024], csv[256], md[256], *out = NULL;
     snprintf(csv, sizeof csv, "%s/bench.csv", tk_tmpdir());
+    snprintf(md, sizeof md, "%s/bench.md", tk_tmpdir());
     snprintf(cmd, sizeof cmd,
              "%s bench --models synthetic:ops=120:seed=2,synthetic:ops=80 --gpus 2,3 "
-             "--algos m-etf,heft,expert --csv %s",
-             OPPLACE_BIN, csv);
+             "--algos m-etf,heft,expert -o %s,%s",
+             OPPLACE_BIN, csv, md);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     int rows = 0, progress = 0;
     for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -778,6 +775,21 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
         lines++;
     fclose(f);
     cr_assert_eq(lines, 1 + 12);
+    /* -o takes several files, each in the format of its ending */
+    f = fopen(md, "r");
+    cr_assert(f);
+    lines = 0;
+    while (fgets(line, sizeof line, f))
+        lines += !strncmp(line, "| synthetic", 11);
+    fclose(f);
+    cr_assert_eq(lines, 12);
+    /* an ending bench cannot write is refused before any work */
+    snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 -o %s/bench.txt", OPPLACE_BIN,
+             tk_tmpdir());
+    cr_assert_eq(tk_run(cmd, &out), 2, "%s", out ? out : "");
+    cr_expect(strstr(out, "name the file .csv, .md or .svg") != NULL, "%s", out);
+    free(out);
+    out = NULL;
     /* an unknown algorithm is a usage error */
     snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algos nope", OPPLACE_BIN);
     cr_assert_eq(tk_run(cmd, &out), 2);

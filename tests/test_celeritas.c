@@ -508,7 +508,7 @@ Test(placers, no_room_is_infeasible_unless_best_effort)
  * its own plan says that starts it earlier by more than back_cost; the paper
  * proves each such step no worse than Order-Place.  The simulator is a
  * different model (channel contention, first-ready order), so for Algorithm
- * 2 alone (--guard 0) disagreements are printed, not asserted; the placer
+ * 2 alone (--paper) disagreements are printed, not asserted; the placer
  * as shipped (guard on, range search) must never lose to Order-Place or to
  * Algorithm 2 alone (OOM-free first, then the step time). */
 static void compare_adjusting(const op_problem *p, const char *what, int *worse, int *total,
@@ -516,11 +516,9 @@ static void compare_adjusting(const op_problem *p, const char *what, int *worse,
 {
     op_placement a, o, guarded;
     op_error err = {0};
-    /* Algorithm 2 as in the paper: the order-place's R, no contention, no guard,
-     * the simulator's own order */
-    const char *paper[] = {"guard",        "0",   "contention",        "0",
-                           "fusion-range", "200", "balanced-fallback", "0",
-                           "order", "none", NULL};
+    /* Algorithm 2 as in the paper (--paper): the order-place's R = 200, no
+     * contention, no guard, the simulator's own order */
+    const char *paper[] = {"paper", NULL, "fusion-range", "200", NULL};
     cr_assert_eq(run_placer_opts("celeritas", p, 1, paper, &a, &err), OP_OK, "%s: %s", what,
                  err.msg);
     cr_assert_eq(run_placer("order-place", p, 1, &o, &err), OP_OK, "%s: %s", what, err.msg);
@@ -764,12 +762,15 @@ Test(placers, at_least_as_good_as_baechi_on_transformer_xl_nvlink, .timeout = 12
     op_options_free(o);
 }
 
-/* The overflow of celeritas --best-effort with the given --balanced-fallback. */
-static double best_effort_overflow(const op_problem *p, const char *balance)
+/* The overflow of celeritas --best-effort as shipped (with the balanced
+ * fallback) or with --paper (the paper's fallback alone). */
+static double best_effort_overflow(const op_problem *p, int paper)
 {
     op_placement pl;
     op_error err = {0};
-    const char *opts[] = {"balanced-fallback", balance, NULL};
+    const char *opts[] = {"paper", NULL, NULL};
+    if (!paper)
+        opts[0] = NULL;
     cr_assert_eq(run_placer_opts("celeritas", p, 1, opts, &pl, &err), OP_OK, "%s", err.msg);
     int oom;
     double overflow;
@@ -790,8 +791,8 @@ Test(placers, balanced_best_effort_overflows_less, .timeout = 120)
         int nd = 2 + (int)(seed % 2);
         tk_problem tp;
         tk_bind(&tp, g, tk_cluster(nd, 20, 2e-4, single_device_peak(g) / (4 * nd)));
-        double balanced = best_effort_overflow(&tp.p, "1");
-        double paper = best_effort_overflow(&tp.p, "0");
+        double balanced = best_effort_overflow(&tp.p, 0);
+        double paper = best_effort_overflow(&tp.p, 1);
         cr_assert(balanced <= paper, "seed %llu: balanced %.0f bytes over, fallback %.0f",
                   (unsigned long long)seed, balanced, paper);
         tk_unbind(&tp);
@@ -802,8 +803,8 @@ Test(placers, balanced_best_effort_overflows_less, .timeout = 120)
     cr_assert(g, "%s", err.msg);
     tk_problem tp;
     tk_bind(&tp, g, op_cluster_preset("v100-nvlink", 2, 0, &err));
-    double balanced = best_effort_overflow(&tp.p, "1");
-    double paper = best_effort_overflow(&tp.p, "0");
+    double balanced = best_effort_overflow(&tp.p, 0);
+    double paper = best_effort_overflow(&tp.p, 1);
     cr_assert(balanced < paper, "tensor_holography: balanced %.2f GiB over, fallback %.2f GiB",
               balanced / 1073741824.0, paper / 1073741824.0);
     tk_unbind(&tp);
@@ -903,7 +904,7 @@ Test(cli, coarsen_and_estimate_commands)
     const char *dir = tk_tmpdir();
     char cmd[2048], *out = NULL;
     snprintf(cmd, sizeof cmd, "%s zoo synthetic --ops 600 -o %s/g.json && %s coarsen %s/g.json "
-             "--method celeritas --fusion-range 10 -o %s/c.json --map %s/m.json",
+             "--algo celeritas --fusion-range 10 -o %s/c.json --map %s/m.json",
              OPPLACE_BIN, dir, OPPLACE_BIN, dir, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     cr_assert(strstr(out, "nodes") && strstr(out, "CCR"), "%s", out);
@@ -912,7 +913,7 @@ Test(cli, coarsen_and_estimate_commands)
              OPPLACE_BIN, dir, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     free(out);
-    snprintf(cmd, sizeof cmd, "%s coarsen %s/g.json --method nope", OPPLACE_BIN, dir);
+    snprintf(cmd, sizeof cmd, "%s coarsen %s/g.json --algo nope", OPPLACE_BIN, dir);
     cr_assert_eq(tk_run(cmd, NULL), 2);
     /* estimate from three written profiles */
     for (int k = 0; k < 3; k++) {

@@ -101,10 +101,10 @@ Test(options, place_refuses_an_unknown_option_before_placing)
     cr_expect(strstr(out, "unknown option --no-such") != NULL, "%s", out);
     cr_expect(strstr(out, "opplace place --algo auto --help") != NULL, "%s", out);
     free(out);
-    snprintf(cmd, sizeof cmd, "%s place %s/good_graph.json --algo m-topo --share half", OPPLACE_BIN,
+    snprintf(cmd, sizeof cmd, "%s place %s/good_graph.json --algo m-topo --order half", OPPLACE_BIN,
              OPPLACE_TEST_DATA);
     cr_assert_eq(tk_run(cmd, &out), 2, "%s", out);
-    cr_expect(strstr(out, "--share must be one of memory|compute") != NULL, "%s", out);
+    cr_expect(strstr(out, "--order must be one of own|none|fit|peak") != NULL, "%s", out);
     free(out);
 }
 

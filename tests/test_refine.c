@@ -253,6 +253,33 @@ Test(refine, cli_refines_judged_by_the_chosen_order)
     free(out);
 }
 
+/* auto --refine-seconds 0 skips its refinement (even with --refine-iters),
+ * and refinement never makes auto's answer slower. */
+Test(auto_placer, refine_seconds_zero_skips_refinement)
+{
+    const char *dir = tk_tmpdir();
+    char cmd[4096], *out = NULL;
+    snprintf(cmd, sizeof cmd, "%s zoo rnnlm --layers 2 --seq-len 8 --hidden 256 -o %s/ga.json",
+             OPPLACE_BIN, dir);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    free(out);
+    double step[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s place %s/ga.json --preset v100-nvlink --gpus 2 --algo auto "
+                 "--budget-seconds 5 --refine-iters 200 --refine-streams 1 %s --quiet "
+                 "-o %s/pa.json > /dev/null && grep '\"algorithm\"' %s/pa.json && "
+                 "%s simulate %s/ga.json --preset v100-nvlink --gpus 2 --placement %s/pa.json "
+                 "--json", OPPLACE_BIN, dir, k ? "" : "--refine-seconds 0", dir, dir,
+                 OPPLACE_BIN, dir, dir);
+        cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+        if (k == 0)
+            cr_expect(strstr(out, "refine") == NULL, "refined anyway: %s", out);
+        step[k] = tk_json_number(out, "step_time_us");
+        free(out);
+    }
+    cr_expect_leq(step[1], step[0]);
+}
+
 Test(auto_placer, at_least_as_good_as_every_fast_placer)
 {
     const op_placer *autop = op_placer_find("auto");

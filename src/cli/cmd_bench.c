@@ -25,9 +25,7 @@
 
 static const char HELP[] =
     "usage: opplace bench [--models M1,M2,...|all] [--gpus 2,4] [--preset P] [--cpu]\n"
-    "                     [--algos A1,A2,...|fast|all] [--csv out.csv] [--md out.md]\n"
-    "                     [--plot out.svg]\n"
-    "                     [--seed S]\n"
+    "                     [--algos A1,A2,...|fast|all] [-o FILE[,FILE...]] [--seed S]\n"
     "\n"
     "Places every model on every cluster with every algorithm, simulates one\n"
     "training step and prints a Markdown table: step time, ratio to the lower\n"
@@ -37,8 +35,9 @@ static const char HELP[] =
     "             (default: the papers' models the zoo has, at their defaults)\n"
     "  --gpus     GPU counts (default 2,4); --preset the cluster (v100-nvlink)\n"
     "  --algos    names, 'fast' (default: every placer not marked slow) or 'all'\n"
-    "  --csv, --md  also write the table as CSV / Markdown to a file\n"
-    "  --plot FILE  draw step time per model and algorithm as an SVG bar chart\n"
+    "  -o, --output  also write the table to files, the format by each name's\n"
+    "             ending: .csv CSV, .md Markdown, .svg a bar chart of step time\n"
+    "             per model and algorithm (e.g. -o out.csv,out.svg)\n"
     "Every algorithm runs with --best-effort.\n";
 
 /* The models the papers evaluate, in the order tables list them. */
@@ -174,11 +173,25 @@ static op_status pick_algos(const char *spec, const op_placer ***out, int *n_out
     return st;
 }
 
+/* The format of an -o file by its ending: 0 Markdown, 1 CSV, 2 SVG, -1 none. */
+static int output_format(const char *path)
+{
+    static const char *const endings[] = {".md", ".csv", ".svg"};
+    size_t n = strlen(path);
+    for (int k = 0; k < 3; k++) {
+        size_t e = strlen(endings[k]);
+        if (n > e && !strcmp(path + n - e, endings[k]))
+            return k;
+    }
+    return -1;
+}
+
 typedef struct bench_cfg {
     list models, gpus;
     const op_placer **algos;
     int n_algos;
-    const char *preset, *csv, *md, *plot;
+    const char *preset;
+    list outputs; /* -o: files, each written in the format of its ending */
     int cpu;
     uint64_t seed;
 } bench_cfg;
@@ -189,9 +202,7 @@ static op_status read_cfg(cli_args *a, bench_cfg *c, op_error *err)
     const char *gpus = op_options_str(a->opts, "gpus", "2,4");
     const char *algos = op_options_str(a->opts, "algos", "fast");
     c->preset = op_options_str(a->opts, "preset", "v100-nvlink");
-    c->csv = op_options_str(a->opts, "csv", NULL);
-    c->md = op_options_str(a->opts, "md", NULL);
-    c->plot = op_options_str(a->opts, "plot", NULL);
+    const char *outputs = op_options_str(a->opts, "output", NULL);
     c->cpu = op_options_has(a->opts, "cpu");
     op_status st;
     if ((st = op_options_u64(a->opts, "seed", 1, &c->seed, err)))
@@ -211,6 +222,12 @@ static op_status read_cfg(cli_args *a, bench_cfg *c, op_error *err)
     }
     if (!st)
         st = pick_algos(algos, &c->algos, &c->n_algos, err);
+    if (!st && outputs)
+        st = split_commas(outputs, &c->outputs, err);
+    for (int i = 0; !st && i < c->outputs.n; i++)
+        if (output_format(c->outputs.item[i]) < 0)
+            st = op_fail(err, OP_EUSAGE, "-o %s: name the file .csv, .md or .svg",
+                         c->outputs.item[i]);
     if (!st && a->n_pos)
         st = op_fail(err, OP_EUSAGE, "unexpected argument '%s' (see 'opplace bench --help')",
                      a->pos[0]);
@@ -266,7 +283,7 @@ static op_status write_file(const char *path, const bench_row *rows, int n, int 
     return op_atomic_commit(&f, err);
 }
 
-/* --plot: step time per model setting and algorithm, as an SVG bar chart. */
+/* -o FILE.svg: step time per model setting and algorithm, as an SVG bar chart. */
 static op_status write_plot(const char *path, const bench_row *rows, int n, const char *preset,
                             op_error *err)
 {
@@ -316,16 +333,17 @@ static op_status run_bench(cli_args *a, op_error *err)
         printf("Preset %s, seed %llu, every algorithm with --best-effort.\n\n", c.preset,
                (unsigned long long)c.seed);
         bench_print_markdown(stdout, rows, n_rows);
-        if (c.csv)
-            st = write_file(c.csv, rows, n_rows, 1, err);
-        if (!st && c.md)
-            st = write_file(c.md, rows, n_rows, 0, err);
-        if (!st && c.plot)
-            st = write_plot(c.plot, rows, n_rows, c.preset, err);
+        for (int i = 0; !st && i < c.outputs.n; i++) {
+            const char *path = c.outputs.item[i];
+            int format = output_format(path);
+            st = format == 2 ? write_plot(path, rows, n_rows, c.preset, err)
+                             : write_file(path, rows, n_rows, format == 1, err);
+        }
     }
     free(rows);
     list_free(&c.models);
     list_free(&c.gpus);
+    list_free(&c.outputs);
     free(c.algos);
     return st;
 }

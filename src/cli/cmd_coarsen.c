@@ -15,14 +15,15 @@
 #include "core/stats.h"
 
 static const char HELP[] =
-    "usage: opplace coarsen GRAPH --method NAME [--target N] [method options]\n"
+    "usage: opplace coarsen GRAPH --algo NAME [--target N] [method options]\n"
     "                       [--cluster FILE | --preset P --gpus N] [-o coarse.json]\n"
     "                       [--map map.json] [--json]\n"
     "\n"
     "Merges the ops of GRAPH into groups and writes the coarse graph.  Prints\n"
     "the number of nodes and edges and the CCR (total transfer time of the\n"
     "edges on the cluster's reference link / total compute) before and after.\n"
-    "  --method NAME    a coarsening method (listed below)\n"
+    "  --algo NAME      a coarsening method (listed below; one name per concept\n"
+    "                   with `place --algo`)\n"
     "  --target N       the number of coarse ops to aim for (method-specific)\n"
     "  --map FILE       write {\"groups\": {\"op\": group index}}\n"
     "  --json           print the numbers as one JSON object\n"
@@ -78,9 +79,9 @@ static op_status run(cli_args *a, op_error *err)
 {
     if (a->n_pos != 1)
         return op_fail(err, OP_EUSAGE, "expected one graph file (see 'opplace coarsen --help')");
-    const char *name = op_options_str(a->opts, "method", NULL);
+    const char *name = op_options_str(a->opts, "algo", NULL);
     if (!name)
-        return op_fail(err, OP_EUSAGE, "--method NAME is required (see 'opplace coarsen --help')");
+        return op_fail(err, OP_EUSAGE, "--algo NAME is required (see 'opplace coarsen --help')");
     const op_coarsener *method = op_coarsener_find(name);
     if (!method)
         return op_fail(err, OP_EUSAGE, "unknown coarsening method '%s'", name);

@@ -335,7 +335,7 @@ static int run_cmd(const char *cmd, const char *help, op_status (*fn)(cli_args *
                    int argc, char **argv)
 {
     static const char *const flags[] = {"json",  "best-effort", "quiet",     "progress",
-                                        "cpu",   "refine",      "no-refine", "paper",
+                                        "cpu",   "refine",      "paper",
                                          NULL};
     cli_args a;
     op_error err = {0};

@@ -3,7 +3,7 @@
  *
  * To add a method: define `const op_coarsener op_coarsener_<name>` in its
  * own file under src/coarsen/, declare it below and add it to COARSENERS.
- * `opplace coarsen --method NAME` and the tests read this list.
+ * `opplace coarsen --algo NAME` and the tests read this list.
  */
 #include <string.h>
 

@@ -15,7 +15,8 @@
  * (opplace/search.h), and the best placement as placed, judged
  * first-ready-first; the refined placement gets its best order again at
  * the end, and the result is the better of it and the other finalist.
- * --no-refine and --order none switch stages off.  The placement's
+ * --refine-seconds X caps refinement's time (0 skips it; the former
+ * --no-refine) and --order none switches the order stage off.  The placement's
  * algorithm name records the winner, e.g. "auto:expert+order" or
  * "auto:celeritas+refine+order".
  *
@@ -372,13 +373,14 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
 {
     const op_problem *p = ctx->p;
     double t0 = op_seconds_now(), budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : 10.0;
-    int refine = !op_options_has(ctx->opts, "no-refine");
+    double cap;
     int reorder = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
                    .ordered = {.n_ops = p->n, .n_dev = p->nd}};
     long iters, streams;
     op_status ost;
-    if ((ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)) ||
+    if ((ost = op_options_double(ctx->opts, "refine-seconds", INFINITY, 0, 1e9, &cap, err)) ||
+        (ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)) ||
         (ost = op_options_int(ctx->opts, "refine-streams", op_par_size(), 1, 1024, &streams, err)))
         return ost;
     op_sim_result r;
@@ -386,8 +388,8 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
     if (!st)
         st = run_portfolio(ctx, t0 + budget, reorder ? t0 + 0.5 * budget : 0, sim, &r, &f, err);
-    double left = budget - (op_seconds_now() - t0);
-    refine = refine && (left > 0.05 || iters > 0);
+    double left = fmin(budget - (op_seconds_now() - t0), cap);
+    int refine = cap > 0 && (left > 0.05 || iters > 0);
     if (!st && (refine || reorder))
         st = refine_best(ctx, refine, left, iters, (int)streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
@@ -415,7 +417,6 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
 }
 
 static const op_opt_decl AUTO_OPTIONS[] = {
-    {"no-refine", OP_OPT_FLAG, 0, 0, NULL, NULL, "skip the refinement"},
     {"refine-streams", OP_OPT_INT, 1, 1024, "one per MPI rank", NULL,
      "independent refinement streams (stream k uses seed + k)"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

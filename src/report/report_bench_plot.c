@@ -1,5 +1,5 @@
 /*
- * report_bench_plot.c - the comparison plot of `opplace bench --plot`: step
+ * report_bench_plot.c - the comparison plot of `opplace bench -o FILE.svg`: step
  * time per model and algorithm as grouped bars, one panel per model (models
  * differ by orders of magnitude, so each panel keeps its own time axis),
  * the lower bound as a dashed line, each bar labelled with its ratio to the

@@ -33,6 +33,7 @@
  * dropout, no beam search (training graphs only).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "opplace/zoo.h"
 #include "zoo/zoo_build.h"
@@ -206,27 +207,73 @@ static int attention_memory(zb *z, const int *x, int T, double B, long hidden)
     return zb_op_n(z, "memory", "Pack", 0, B * T * hidden, -1, x, T, 0);
 }
 
+/* The start NMT and GNMT share: read the options (given defaults), name the
+ * graph, and look up the source sentence: x[t] is step t's embedding. */
+static zb *seq2seq_begin(op_options *o, const char *model, long batch, long steps, rnn_cfg *c,
+                         int *x, op_error *err)
+{
+    if (read_cfg(o, c, 2, 1024, batch, steps, err))
+        return NULL;
+    c->vocab = 32000;
+    char name[96];
+    snprintf(name, sizeof name, "%s_%ldlayer_h%ld_b%ld_t%ld", model, c->layers, c->hidden,
+             c->batch, c->steps);
+    zb *z = zb_new(name, c->batch, o, err);
+    if (!z)
+        return NULL;
+    double B = (double)c->batch;
+    int src, src_emb =
+        embedding(z, "embedding", "encoder/embedding", c->vocab, c->hidden, B * c->steps, &src);
+    for (int t = 0; t < c->steps; t++) {
+        zb_prefix(z, "encoder/embedding/t%d", t);
+        x[t] = lookup(z, src_emb, src, B, c->hidden);
+    }
+    return z;
+}
+
+/* The decoder's target embedding (*tgt, *tgt_emb), its LSTM layers (layer 0
+ * takes in0 inputs, the others in; zero initial states) and the softmax. */
+static softmax decoder_layers(zb *z, const rnn_cfg *c, int in0, int in, lstm *L, int *h,
+                              int *cs, int *tgt, int *tgt_emb)
+{
+    double B = (double)c->batch;
+    *tgt_emb = embedding(z, "embedding", "decoder/embedding", c->vocab, c->hidden,
+                         B * c->steps, tgt);
+    for (int l = 0; l < c->layers; l++) {
+        char scope[64];
+        snprintf(scope, sizeof scope, "decoder/layer_%d", l);
+        zb_scope(z, "decoder/layer_%d", l);
+        L[l] = lstm_layer(z, scope, l == 0 ? in0 : in, (int)c->hidden, B);
+        h[l] = cs[l] = L[l].zero;
+    }
+    return softmax_layer(z, c->hidden, c->vocab, B * c->steps);
+}
+
+/* Decoder step t's input to layer 0: the target word's embedding
+ * concatenated (op `name`) with what the previous step fed back. */
+static int decoder_input(zb *z, const rnn_cfg *c, int tgt_emb, int tgt, int t, const char *name,
+                         int fed_back)
+{
+    double B = (double)c->batch;
+    zb_scope(z, "embedding");
+    zb_prefix(z, "decoder/embedding/t%d", t);
+    int y = lookup(z, tgt_emb, tgt, B, c->hidden);
+    zb_scope(z, "decoder/layer_0");
+    zb_prefix(z, "decoder/layer_0/t%d", t);
+    return zb_ew2(z, name, "ConcatV2", 0, B * 2 * (double)c->hidden, y, fed_back);
+}
+
 /* ---- NMT: Luong attention with input feeding ---- */
 
 static op_graph *gen_nmt(op_options *o, op_error *err)
 {
     rnn_cfg c;
-    if (read_cfg(o, &c, 2, 1024, 128, 40, err))
-        return NULL;
-    c.vocab = 32000;
-    char name[96];
-    snprintf(name, sizeof name, "nmt_%ldlayer_h%ld_b%ld_t%ld", c.layers, c.hidden, c.batch,
-             c.steps);
-    zb *z = zb_new(name, c.batch, o, err);
+    int x[MAX_STEPS], xent[MAX_STEPS];
+    zb *z = seq2seq_begin(o, "nmt", 128, 40, &c, x, err);
     if (!z)
         return NULL;
     double B = (double)c.batch, H = (double)c.hidden;
-    int T = (int)c.steps, x[MAX_STEPS], xent[MAX_STEPS];
-    int src, src_emb = embedding(z, "embedding", "encoder/embedding", c.vocab, c.hidden, B * T, &src);
-    for (int t = 0; t < T; t++) {
-        zb_prefix(z, "encoder/embedding/t%d", t);
-        x[t] = lookup(z, src_emb, src, B, c.hidden);
-    }
+    int T = (int)c.steps;
     for (int l = 0; l < c.layers; l++) {
         char scope[64];
         snprintf(scope, sizeof scope, "encoder/layer_%d", l);
@@ -236,25 +283,12 @@ static op_graph *gen_nmt(op_options *o, op_error *err)
     int memory = attention_memory(z, x, T, B, c.hidden);
     int keys = zb_dense(z, "memory_layer", memory, B * T, (int)H, (int)H, 0);
     int w_att = zb_weight(z, "attention_layer/kernel", 2 * H * H);
-    int tgt, tgt_emb = embedding(z, "embedding", "decoder/embedding", c.vocab, c.hidden, B * T, &tgt);
     lstm L[MAX_LAYERS];
-    int h[MAX_LAYERS], cs[MAX_LAYERS];
-    for (int l = 0; l < c.layers; l++) {
-        char scope[64];
-        snprintf(scope, sizeof scope, "decoder/layer_%d", l);
-        zb_scope(z, "decoder/layer_%d", l);
-        L[l] = lstm_layer(z, scope, (int)(l == 0 ? 2 * H : H), (int)H, B);
-        h[l] = cs[l] = L[l].zero;
-    }
-    softmax s = softmax_layer(z, c.hidden, c.vocab, B * T);
+    int h[MAX_LAYERS], cs[MAX_LAYERS], tgt, tgt_emb;
+    softmax s = decoder_layers(z, &c, (int)(2 * H), (int)H, L, h, cs, &tgt, &tgt_emb);
     int att = L[0].zero; /* attention output of the previous step (input feeding) */
     for (int t = 0; t < T; t++) {
-        zb_scope(z, "embedding");
-        zb_prefix(z, "decoder/embedding/t%d", t);
-        int y = lookup(z, tgt_emb, tgt, B, c.hidden);
-        zb_scope(z, "decoder/layer_0");
-        zb_prefix(z, "decoder/layer_0/t%d", t);
-        int in = zb_ew2(z, "input_feeding", "ConcatV2", 0, B * 2 * H, y, att);
+        int in = decoder_input(z, &c, tgt_emb, tgt, t, "input_feeding", att);
         for (int l = 0; l < c.layers; l++) {
             zb_scope(z, "decoder/layer_%d", l);
             zb_prefix(z, "decoder/layer_%d/t%d", l, t);
@@ -292,22 +326,13 @@ static int bahdanau(zb *z, int query, int keys, int memory, int w_query, int w_v
 static op_graph *gen_gnmt(op_options *o, op_error *err)
 {
     rnn_cfg c;
-    if (read_cfg(o, &c, 2, 1024, 64, 20, err))
-        return NULL;
-    c.vocab = 32000;
-    char name[96];
-    snprintf(name, sizeof name, "gnmt_%ldlayer_h%ld_b%ld_t%ld", c.layers, c.hidden, c.batch,
-             c.steps);
-    zb *z = zb_new(name, c.batch, o, err);
+    int x[MAX_STEPS], bw[MAX_STEPS], xent[MAX_STEPS];
+    zb *z = seq2seq_begin(o, "gnmt", 64, 20, &c, x, err);
     if (!z)
         return NULL;
     double B = (double)c.batch, H = (double)c.hidden;
-    int T = (int)c.steps, x[MAX_STEPS], bw[MAX_STEPS], xent[MAX_STEPS];
-    int src, src_emb = embedding(z, "embedding", "encoder/embedding", c.vocab, c.hidden, B * T, &src);
-    for (int t = 0; t < T; t++) {
-        zb_prefix(z, "encoder/embedding/t%d", t);
-        x[t] = bw[t] = lookup(z, src_emb, src, B, c.hidden);
-    }
+    int T = (int)c.steps;
+    memcpy(bw, x, (size_t)T * sizeof *x);
     /* layer 0: forward and backward LSTMs, outputs concatenated (2H) */
     zb_scope(z, "encoder/layer_0");
     encoder_layer(z, "encoder/layer_0/fw", x, (int)H, (int)H, T, B, 0, 0);
@@ -327,25 +352,12 @@ static op_graph *gen_gnmt(op_options *o, op_error *err)
     int keys = zb_dense(z, "memory_layer", memory, B * T, in_dim, (int)H, 0);
     int w_query = zb_weight(z, "query_layer/kernel", H * H);
     int w_v = zb_weight(z, "attention_v", H);
-    int tgt, tgt_emb = embedding(z, "embedding", "decoder/embedding", c.vocab, c.hidden, B * T, &tgt);
-    lstm L[MAX_LAYERS];
-    int h[MAX_LAYERS], cs[MAX_LAYERS];
-    for (int l = 0; l < c.layers; l++) {
-        char scope[64];
-        snprintf(scope, sizeof scope, "decoder/layer_%d", l);
-        zb_scope(z, "decoder/layer_%d", l);
-        L[l] = lstm_layer(z, scope, (int)(2 * H), (int)H, B); /* input ++ attention context */
-        h[l] = cs[l] = L[l].zero;
-    }
-    softmax s = softmax_layer(z, c.hidden, c.vocab, B * T);
+    lstm L[MAX_LAYERS]; /* every layer's input: input ++ attention context */
+    int h[MAX_LAYERS], cs[MAX_LAYERS], tgt, tgt_emb;
+    softmax s = decoder_layers(z, &c, (int)(2 * H), (int)(2 * H), L, h, cs, &tgt, &tgt_emb);
     int ctx = L[0].zero; /* context of the previous step feeds the bottom layer */
     for (int t = 0; t < T; t++) {
-        zb_scope(z, "embedding");
-        zb_prefix(z, "decoder/embedding/t%d", t);
-        int y = lookup(z, tgt_emb, tgt, B, c.hidden);
-        zb_scope(z, "decoder/layer_0");
-        zb_prefix(z, "decoder/layer_0/t%d", t);
-        int in = zb_ew2(z, "input_concat", "ConcatV2", 0, B * 2 * H, y, ctx);
+        int in = decoder_input(z, &c, tgt_emb, tgt, t, "input_concat", ctx);
         int bottom = h[0] = lstm_cell(z, &L[0], in, h[0], &cs[0], B);
         zb_scope(z, "decoder/attention");
         zb_prefix(z, "decoder/attention/t%d", t);

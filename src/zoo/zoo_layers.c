@@ -36,34 +36,42 @@ int zb_ew(zb *z, const char *name, const char *type, double ops_per_elem, double
     return zb_op_n(z, name, type, ops_per_elem * elems, elems, -1, inputs, n_inputs, 0);
 }
 
-int zb_layer_norm(zb *z, const char *name, int x, double rows, int dim)
+/* Normalisation by moments, as TensorFlow's batch and layer norm build it:
+ * gamma and beta of `params` values each, mean and variance over `stats`
+ * values, the scale and shift of `affine` values, output of `all`. */
+static int norm_by_moments(zb *z, const char *name, int x, double params, double stats,
+                           double affine, double all)
 {
     char n[256];
-    double all = rows * dim;
     NAME(n, name, "gamma");
-    int gamma = zb_weight(z, n, dim);
+    int gamma = zb_weight(z, n, params);
     NAME(n, name, "beta");
-    int beta = zb_weight(z, n, dim);
+    int beta = zb_weight(z, n, params);
     NAME(n, name, "moments/mean");
-    int mean = zb_ew1(z, n, "Mean", 1, rows, x);
+    int mean = zb_ew1(z, n, "Mean", 1, stats, x);
     NAME(n, name, "moments/SquaredDifference");
     int sq = zb_ew2(z, n, "SquaredDifference", 2, all, x, mean);
     NAME(n, name, "moments/variance");
-    int var = zb_ew1(z, n, "Mean", 1, rows, sq);
+    int var = zb_ew1(z, n, "Mean", 1, stats, sq);
     NAME(n, name, "batchnorm/add");
-    int eps = zb_ew1(z, n, "Add", 1, rows, var);
+    int eps = zb_ew1(z, n, "Add", 1, stats, var);
     NAME(n, name, "batchnorm/Rsqrt");
-    int rs = zb_ew1(z, n, "Rsqrt", 1, rows, eps);
+    int rs = zb_ew1(z, n, "Rsqrt", 1, stats, eps);
     NAME(n, name, "batchnorm/mul");
-    int scale = zb_op(z, n, "Mul", all, all, gamma, rs);
+    int scale = zb_op(z, n, "Mul", affine, affine, gamma, rs);
     NAME(n, name, "batchnorm/mul_1");
     int xs = zb_ew2(z, n, "Mul", 1, all, x, scale);
     NAME(n, name, "batchnorm/mul_2");
-    int ms = zb_ew2(z, n, "Mul", 1, all, mean, scale);
+    int ms = zb_ew2(z, n, "Mul", 1, affine, mean, scale);
     NAME(n, name, "batchnorm/sub");
-    int shift = zb_op(z, n, "Sub", all, all, beta, ms);
+    int shift = zb_op(z, n, "Sub", affine, affine, beta, ms);
     NAME(n, name, "batchnorm/add_1");
     return zb_ew2(z, n, "Add", 1, all, xs, shift);
+}
+
+int zb_layer_norm(zb *z, const char *name, int x, double rows, int dim)
+{
+    return norm_by_moments(z, name, x, dim, rows, rows * dim, rows * dim);
 }
 
 int zb_dropout(zb *z, const char *name, int x)
@@ -123,32 +131,7 @@ zb_fmap zb_sep_conv(zb *z, const char *name, zb_fmap x, int cout, int k, int str
 
 zb_fmap zb_batch_norm(zb *z, const char *name, zb_fmap x)
 {
-    char n[256];
-    double all = map_elems(x), c = x.c;
-    NAME(n, name, "gamma");
-    int gamma = zb_weight(z, n, c);
-    NAME(n, name, "beta");
-    int beta = zb_weight(z, n, c);
-    NAME(n, name, "moments/mean");
-    int mean = zb_ew1(z, n, "Mean", 1, c, x.id);
-    NAME(n, name, "moments/SquaredDifference");
-    int sq = zb_ew2(z, n, "SquaredDifference", 2, all, x.id, mean);
-    NAME(n, name, "moments/variance");
-    int var = zb_ew1(z, n, "Mean", 1, c, sq);
-    NAME(n, name, "batchnorm/add");
-    int eps = zb_ew1(z, n, "Add", 1, c, var);
-    NAME(n, name, "batchnorm/Rsqrt");
-    int rs = zb_ew1(z, n, "Rsqrt", 1, c, eps);
-    NAME(n, name, "batchnorm/mul");
-    int scale = zb_op(z, n, "Mul", c, c, gamma, rs);
-    NAME(n, name, "batchnorm/mul_1");
-    int xs = zb_ew2(z, n, "Mul", 1, all, x.id, scale);
-    NAME(n, name, "batchnorm/mul_2");
-    int ms = zb_ew2(z, n, "Mul", 1, c, mean, scale);
-    NAME(n, name, "batchnorm/sub");
-    int shift = zb_op(z, n, "Sub", c, c, beta, ms);
-    NAME(n, name, "batchnorm/add_1");
-    x.id = zb_ew2(z, n, "Add", 1, all, xs, shift);
+    x.id = norm_by_moments(z, name, x.id, x.c, x.c, x.c, map_elems(x));
     return x;
 }
 

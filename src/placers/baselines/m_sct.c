@@ -20,8 +20,9 @@
  *
  * The LP has edges + ops + 1 columns; on large graphs it takes long (the
  * Celeritas paper measured Baechi's m-SCT at 129 s on a 36k-op
- * Transformer).  `--favorite lp|greedy|auto` (default auto: LP when the
- * graph has at most `--lp-max-edges` edges, default 4000, else greedy);
+ * Transformer).  The LP runs when the graph has at most `--lp-max-edges`
+ * edges (default 4000; 0 always takes the greedy rule, 100000000 always
+ * the LP; this replaces the former `--favorite greedy|lp`), else greedy;
  * `--lp-seconds` bounds the solver (default 60; an unfinished LP falls back
  * to greedy).  Greedy (not in the paper): in topological order each op
  * picks as favorite the child with the costliest edge that has no favorite
@@ -226,15 +227,12 @@ done:
 op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err)
 {
     const op_problem *p = ctx->p;
-    const char *method = op_options_str(ctx->opts, "favorite", "auto");
     long max_edges;
     double seconds;
     if (op_options_int(ctx->opts, "lp-max-edges", 4000, 0, 100000000, &max_edges, err) ||
         op_options_double(ctx->opts, "lp-seconds", 60, 0.1, 1e6, &seconds, err))
         return OP_EUSAGE;
-    if (strcmp(method, "lp") && strcmp(method, "greedy") && strcmp(method, "auto"))
-        return op_fail(err, OP_EUSAGE, "--favorite must be lp, greedy or auto, not '%s'", method);
-    int use_lp = !strcmp(method, "lp") || (!strcmp(method, "auto") && p->g->n_edges <= max_edges);
+    int use_lp = p->g->n_edges <= max_edges;
     if (use_lp && p->g->n_edges > 0) {
         unsigned char *fav_edge = op_calloc((size_t)p->g->n_edges, 1, err);
         if (!fav_edge)
@@ -268,9 +266,8 @@ static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_erro
 }
 
 static const op_opt_decl M_SCT_OPTIONS[] = {
-    {"favorite", OP_OPT_TEXT, 0, 0, "auto", "lp|greedy|auto",
-     "favorite children from the LP relaxation, the greedy rule, or LP up to --lp-max-edges"},
-    {"lp-max-edges", OP_OPT_INT, 0, 1e8, "4000", NULL, "largest graph auto solves the LP for"},
+    {"lp-max-edges", OP_OPT_INT, 0, 1e8, "4000", NULL,
+     "favorite children from the LP up to this many edges, the greedy rule above (0: always greedy)"},
     {"lp-seconds", OP_OPT_NUM, 0.1, 1e6, "60", NULL, "time limit of the LP"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };

@@ -5,18 +5,17 @@
  * the devices one after another, moving to the next device when the
  * current one has received its share.
  *
- * Share (`--share memory|compute`, default memory as in Baechi's
- * "uniform" variant, TopoUniformWithColocation): memory: total static
+ * Share (memory, as in Baechi's "uniform" variant,
+ * TopoUniformWithColocation; a fixed choice, formerly `--share`): total static
  * footprint (params + outputs + temporaries of every op) / devices (scaled
  * by each device's capacity) plus the largest single op's footprint; a
  * device takes the next op (its whole colocation group) while its load plus
  * the group's temporary maximum and params stays below the share, and its
  * load then grows by the group's static footprint, exactly Baechi's
- * bookkeeping; compute: total work scaled by device speed.  (The share is
- * a balance target, not the memory check.)  A device never takes more than
+ * bookkeeping.  (The share is a balance target, not the memory check.)  A device never takes more than
  * its capacity by placer_mem.h's liveness estimate, with the BFS order as
- * its timeline of slots.  When a graph has no memory at all, the compute
- * share is used.
+ * its timeline of slots.  When a graph has no memory at all, the share is
+ * compute instead: total work scaled by device speed.
  *
  * Ops that may not run on the current device (kind, pin) go to the allowed
  * device with the most free memory without moving the fill pointer;
@@ -193,12 +192,13 @@ static op_status fill_devices(topo_fill *f, const int *order, int best_effort, o
     return OP_OK;
 }
 
-/* One fill under the given memory margins; arg: 1 for the memory share. */
+/* One fill under the given memory margins (arg unused). */
 static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
                                 op_placement *out, int *fits, op_error *err)
 {
     const op_problem *p = ctx->p;
-    topo_fill f = {.p = p, .by_memory = *(const int *)arg, .fits = 1};
+    (void)arg;
+    topo_fill f = {.p = p, .by_memory = 1, .fits = 1};
     int *order = op_malloc((size_t)p->n * sizeof(int) + 1, err);
     f.group_device = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
     f.limit = op_malloc((size_t)p->nd * sizeof(double), err);
@@ -229,16 +229,10 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
 
 static op_status place_m_topo(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    const char *share = op_options_str(ctx->opts, "share", "memory");
-    if (strcmp(share, "memory") && strcmp(share, "compute"))
-        return op_fail(err, OP_EUSAGE, "--share must be memory or compute, not '%s'", share);
-    int by_memory = strcmp(share, "memory") == 0;
-    return pmem_place_checked(ctx, "m-topo", m_topo_attempt, &by_memory, out, err);
+    return pmem_place_checked(ctx, "m-topo", m_topo_attempt, NULL, out, err);
 }
 
 static const op_opt_decl M_TOPO_OPTIONS[] = {
-    {"share", OP_OPT_TEXT, 0, 0, "memory", "memory|compute",
-     "what each device gets an even share of"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 

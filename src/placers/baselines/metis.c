@@ -11,8 +11,9 @@
  * (merged, undirected) edges.  Both are scaled into METIS's 32-bit idx_t
  * range (totals at most 10^8, every weight at least 1).  Part k becomes
  * device k, with target part weights proportional to device speed;
- * `--ufactor U` is METIS's load imbalance tolerance in thousandths
- * (default 30: the heaviest part may weigh 1.03 x its target).
+ * METIS_UFACTOR (30, METIS's own default for k-way; formerly `--ufactor`)
+ * is METIS's load imbalance tolerance in thousandths: the heaviest part
+ * may weigh 1.03 x its target.
  *
  * METIS knows neither pins nor memory, so both are repaired afterwards:
  * a vertex on a device it may not use moves to the least-loaded allowed
@@ -31,6 +32,8 @@
 
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
+
+#define METIS_UFACTOR 30 /* load imbalance tolerance, thousandths (see above) */
 
 typedef struct metis_graph {
     idx_t nv;
@@ -232,16 +235,13 @@ static op_status metis_attempt(const op_place_ctx *ctx, void *arg, const double 
 static op_status place_metis(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     const op_problem *p = ctx->p;
-    long ufactor;
-    if (op_options_int(ctx->opts, "ufactor", 30, 1, 100000, &ufactor, err))
-        return OP_EUSAGE;
     metis_graph m = {0};
     double *load = op_malloc((size_t)p->nd * sizeof(double), err);
     op_status st = load ? contract(p, &m, err) : OP_ENOMEM;
     if (!st && p->nd > 1)
         st = build_csr(p, &m, err);
     if (!st && p->nd > 1)
-        st = run_metis(ctx, &m, ufactor, err);
+        st = run_metis(ctx, &m, METIS_UFACTOR, err);
     if (!st && p->nd == 1) {
         m.part = op_calloc((size_t)m.nv + 1, sizeof(idx_t), err);
         st = m.part ? OP_OK : OP_ENOMEM;
@@ -256,7 +256,6 @@ static op_status place_metis(const op_place_ctx *ctx, op_placement *out, op_erro
 }
 
 static const op_opt_decl METIS_OPTIONS[] = {
-    {"ufactor", OP_OPT_INT, 1, 100000, "30", NULL, "METIS load imbalance, in 1/1000"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 

@@ -15,12 +15,19 @@
  * (pass_to_fine's `schedule`, kept off): on the zoo first-ready-first was
  * as good or better (bench/RESULTS.md).
  *
- * --guard 0|1 (celeritas only, default 1): the paper proves each step of
- * Adjusting Placement no worse than Order-Place in its own cost model, but
- * the simulator (channel contention, first-ready order) disagrees on some
- * graphs (tests/test_celeritas.c prints them); the guard also runs
- * Order-Place on the same fused graph and keeps whichever the simulator
- * finds faster (an OOM-free one first).  --guard 0 is Algorithm 2 alone.
+ * The guard (celeritas, always on unless --paper): the paper proves each
+ * step of Adjusting Placement no worse than Order-Place in its own cost
+ * model, but the simulator (channel contention, first-ready order)
+ * disagrees on some graphs (tests/test_celeritas.c prints them); the guard
+ * also runs Order-Place on the same fused graph and keeps whichever the
+ * simulator finds faster (an OOM-free one first).
+ *
+ * --paper (celeritas only): exactly the paper's method, none of the
+ * additions below: Algorithm 2 alone (no guard), the paper's
+ * contention-free EST only, the paper's best-effort fallback alone (no
+ * balanced retry), no priority orders, and a fixed R (--fusion-range,
+ * default 200) instead of the range search.  (These were the options
+ * --guard 0, --contention 0, --balanced-fallback 0 and --order none.)
  *
  * Choosing R by simulation (celeritas only; departs from the paper's fixed
  * R = 200, which the paper itself calls a parameter chosen empirically):
@@ -42,10 +49,10 @@
  * 512 (13,570 ops with 40 steps) took 5.01 s with the fused graphs
  * (R >= 8) and 3.08 s unfused; with Adjusting Placement's transfers
  * booked FIFO (celeritas_adjust.c) 2.30 s, where expert takes 2.67 s.
- * --balanced-fallback 0|1 (celeritas only, default 1): with --best-effort, when no
- * candidate fits, Order-Place again with every device's memory raised to
- * an equal share of the need (try_balanced, beyond the paper); 0 keeps
- * the paper's fallback alone.  Among candidates that overflow, the one
+ * Balanced best effort (celeritas unless --paper): with --best-effort, when
+ * no candidate fits, Order-Place again with every device's memory raised
+ * to an equal share of the need (try_balanced, beyond the paper); --paper
+ * keeps the paper's fallback alone.  Among candidates that overflow, the one
  * with the least overflow (bytes above capacity, summed) wins, then the
  * shorter step.
  * Orders (celeritas only; `--order none` switches them off):
@@ -54,9 +61,10 @@
  * (opplace/list_schedule.h: cpath, blevel, blevel-w), and an ordered one
  * is returned when the simulator ranks it better (try_orders, beyond the
  * paper; zoo transformer_xl on 4 x v100-nvlink: 131.6 ms instead of 152.8).
- * --contention -1|0|1 (celeritas only, default -1 = try both): the EST of
- * Adjusting Placement with FIFO channel queues (1) or the paper's
- * contention-free transfer times (0); see celeritas_adjust.c.
+ * Contention (celeritas unless --paper, which keeps the paper's EST only):
+ * Adjusting Placement runs twice, with the EST computed over FIFO channel
+ * queues and with the paper's contention-free transfer times; see
+ * celeritas_adjust.c.
  *
  * Cut fused edges carry, for the passes, the traffic the simulator will
  * see (fused_edge_bytes: one transfer per member with a consumer across
@@ -388,8 +396,9 @@ typedef struct fused_search {
     const char *name;
     int adjusting, schedule, n_runs;
     int balanced; /* the passes run under try_balanced's margins */
-    long balance;  /* --balanced-fallback: run try_balanced when nothing fits */
-    long guard, contention;
+    int balance;    /* run try_balanced when nothing fits (not with --paper) */
+    int guard;      /* also run Order-Place (not with --paper) */
+    int contention; /* -1: both ESTs; 0: the paper's contention-free one only */
     fused_run runs[N_SEARCH_RANGES];
     incumbent inc;
 } fused_search;
@@ -670,16 +679,12 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     s->name = adjusting ? "celeritas" : "order-place";
     s->adjusting = adjusting;
     op_status st = cel_fusion_read_opts(p, ctx->opts, &fo, err);
-    int search = adjusting && !st && !op_options_has(ctx->opts, "fusion-range") &&
+    int paper = adjusting && op_options_has(ctx->opts, "paper");
+    int search = adjusting && !paper && !st && !op_options_has(ctx->opts, "fusion-range") &&
                  !op_options_has(ctx->opts, "target");
-    if (!st && adjusting)
-        st = op_options_int(ctx->opts, "guard", 1, 0, 1, &s->guard, err);
-    if (!st && adjusting)
-        st = op_options_int(ctx->opts, "balanced-fallback", 1, 0, 1, &s->balance, err);
-    s->contention = -1;
-    if (!st && adjusting)
-        st = op_options_int(ctx->opts, "contention", -1, -1, 1, &s->contention, err);
-    if (!st && adjusting) /* --order none: the paper's result, no order */
+    s->guard = s->balance = adjusting && !paper;
+    s->contention = paper ? 0 : -1;
+    if (!st && adjusting && !paper) /* --order none: the placement alone, no order */
         orders = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     s->schedule = (int)schedule;
     if (!st && (!(s->inc.sim = op_sim_new(p, err)) || op_sim_result_init(&s->inc.r, p, err)))
@@ -752,11 +757,8 @@ static op_status place_dfs_topo(const op_place_ctx *ctx, op_placement *out, op_e
 
 static const op_opt_decl CELERITAS_OPTIONS[] = {
     FUSION_OPTIONS,
-    {"guard", OP_OPT_INT, 0, 1, "1", NULL, "also run Order-Place and keep the faster"},
-    {"balanced-fallback", OP_OPT_INT, 0, 1, "1", NULL,
-     "with --best-effort, retry with memory raised to an equal share of the need"},
-    {"contention", OP_OPT_INT, -1, 1, "-1", NULL,
-     "EST with channel queues (1), the paper's contention-free times (0), or both (-1)"},
+    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL,
+     "exactly the paper's method (none of the additions; R fixed, default 200)"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 
