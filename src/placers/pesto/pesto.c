@@ -22,25 +22,24 @@
  *      most --window-seconds each, default 2), kept when the simulator
  *      agrees.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
- *      coarse ops (default 40) with the critical-path guard (--cp-slack,
- *      default 0.1) and, with --align best (the default; "none" is the
- *      paper's coarsening), only merging ops the incumbent puts on one
- *      device, so the coarse graph expresses the incumbent exactly; the
+ *      coarse ops (default 40) with the critical-path guard (slack
+ *      PESTO_DEFAULT_CP_SLACK = 0.1), only merging ops the incumbent puts
+ *      on one device (beyond the paper, whose coarsening is unaligned), so
+ *      the coarse graph expresses the incumbent exactly; the
  *      incumbent projected onto it (with its simulated order) is CBC's MIP
  *      start; the ILP (pesto_ilp.c) runs until --time-limit (default: the
- *      rest of the budget) on the per-source communication model
- *      (--comm-model per-source; per-edge: one latency per coarse edge);
+ *      rest of the budget) on the per-source communication model (one
+ *      transfer per coarse source and destination device);
  *      its answer is expanded (with its order and first-ready) and judged
  *      by the simulator.  --stage both runs coarse on half of what is left,
  *      then the LNS.
  *   5. --export-tf-pesto DIR writes the TF-Pesto files (pesto_export.c).
  *
- * Coarse-ILP options: --congestion on|off (default on), --memory
- * hard|balanced|both|none (default hard: the sound necessary rows of
- * pesto_ilp.c), --balance SLACK (default 0.2, for balanced), --max-pairs N
- * (congestion pairs kept, default 5000, the rest reported as dropped),
- * --max-binaries N (bigger ILPs are skipped, default 10000).  With
- * --progress each stage reports on stderr.
+ * Coarse-ILP: --memory hard|balanced|both|none (default hard: the sound
+ * necessary rows of pesto_ilp.c; balanced uses a load slack of 0.2);
+ * congestion rows are always on, with at most pesto_ilp_default_opts's
+ * 5000 transfer pairs (the rest reported as dropped), and ILPs above 10000
+ * binaries are skipped.  With --progress each stage reports on stderr.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -81,17 +80,21 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
     memset(cfg, 0, sizeof *cfg);
     pesto_ilp_default_opts(&cfg->ilp);
     cfg->budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : DEFAULT_BUDGET_S;
-    long pairs, wmin, wmax;
+    long wmin, wmax;
+    /* The coarse ILP's tuning is fixed (not user options): load-balance
+     * slack 0.2 of --memory balanced|both, the coarsening's critical-path
+     * slack PESTO_DEFAULT_CP_SLACK, pesto_ilp_default_opts's caps on
+     * transfer pairs and binaries, congestion rows on, the per-source
+     * communication model, and coarsening aligned with the incumbent. */
+    cfg->ilp.balance = 0.2;
+    cfg->cp_slack = PESTO_DEFAULT_CP_SLACK;
+    cfg->ilp.congestion = 1;
+    cfg->comm_model = 1;
+    cfg->align = 1;
     op_status st;
     if ((st = op_options_int(o, "target", 40, 1, 1L << 30, &cfg->target, err)) ||
         (st = op_options_double(o, "time-limit", cfg->budget, 0.01, 1e7, &cfg->ilp.time_limit_s,
                                 err)) ||
-        (st = op_options_double(o, "balance", 0.2, 0, 100, &cfg->ilp.balance, err)) ||
-        (st = op_options_double(o, "cp-slack", PESTO_DEFAULT_CP_SLACK, -1, 1e6, &cfg->cp_slack,
-                                err)) ||
-        (st = op_options_int(o, "max-pairs", cfg->ilp.max_xfer_pairs, 0, 1L << 40, &pairs, err)) ||
-        (st = op_options_int(o, "max-binaries", cfg->ilp.max_binaries, 0, 1L << 40,
-                             &cfg->ilp.max_binaries, err)) ||
         (st = op_options_double(o, "auto-seconds", 0.75 * cfg->budget, 0, 1e7, &cfg->auto_s,
                                 err)) ||
         (st = op_options_int(o, "window-min", 10, 2, 10000, &wmin, err)) ||
@@ -103,25 +106,11 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
         return op_fail(err, OP_EUSAGE, "--window-min %ld is above --window-max %ld", wmin, wmax);
     cfg->lns_opts.min_window = (int)wmin;
     cfg->lns_opts.max_window = (int)wmax;
-    cfg->ilp.max_xfer_pairs = pairs;
     const char *stage = op_options_str(o, "stage", "lns");
     cfg->lns = strcmp(stage, "lns") == 0 || strcmp(stage, "both") == 0;
     cfg->coarse = strcmp(stage, "coarse") == 0 || strcmp(stage, "both") == 0;
     if (!cfg->lns && !cfg->coarse)
         return op_fail(err, OP_EUSAGE, "--stage: expected lns, coarse or both, got '%s'", stage);
-    const char *cong = op_options_str(o, "congestion", "on");
-    if (strcmp(cong, "on") != 0 && strcmp(cong, "off") != 0)
-        return op_fail(err, OP_EUSAGE, "--congestion: expected on or off, got '%s'", cong);
-    cfg->ilp.congestion = strcmp(cong, "on") == 0;
-    const char *comm = op_options_str(o, "comm-model", "per-source");
-    if (strcmp(comm, "per-source") != 0 && strcmp(comm, "per-edge") != 0)
-        return op_fail(err, OP_EUSAGE, "--comm-model: expected per-source or per-edge, got '%s'",
-                       comm);
-    cfg->comm_model = strcmp(comm, "per-source") == 0;
-    const char *align = op_options_str(o, "align", "best");
-    if (strcmp(align, "best") != 0 && strcmp(align, "none") != 0)
-        return op_fail(err, OP_EUSAGE, "--align: expected best or none, got '%s'", align);
-    cfg->align = strcmp(align, "best") == 0;
     const char *mem = op_options_str(o, "memory", "hard");
     if (strcmp(mem, "hard") == 0 || strcmp(mem, "none") == 0) {
         cfg->ilp.memory_cap = strcmp(mem, "hard") == 0;
@@ -509,16 +498,6 @@ static const op_opt_decl PESTO_OPTIONS[] = {
     {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
     {"time-limit", OP_OPT_NUM, 0.01, 1e7, "the rest of the budget", NULL,
      "ILP time limit, seconds"},
-    {"balance", OP_OPT_NUM, 0, 100, "0.2", NULL, "load balance slack of --memory balanced|both"},
-    {"cp-slack", OP_OPT_NUM, -1, 1e6, NULL, NULL,
-     "critical-path slack of the coarsening (-1: off)"},
-    {"max-pairs", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL, "most transfer pairs the ILP models"},
-    {"max-binaries", OP_OPT_INT, 0, 1099511627776.0, NULL, NULL,
-     "most binaries before the ILP is skipped"},
-    {"congestion", OP_OPT_TEXT, 0, 0, "on", "on|off", "model link congestion in the ILP"},
-    {"comm-model", OP_OPT_TEXT, 0, 0, "per-source", "per-source|per-edge",
-     "one transfer per source or per edge"},
-    {"align", OP_OPT_TEXT, 0, 0, "best", "best|none", "align the warm start to the coarse groups"},
     {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
      "time for the auto incumbent"},
     {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
