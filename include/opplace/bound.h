@@ -41,6 +41,11 @@ typedef struct op_bound {
  * proved (nothing, at worst). */
 op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err);
 
+/* The trivial and energetic bounds only: no solver, no child process, a
+ * fraction of a second on graphs of 10^5 ops.  What `place` and the HTML
+ * report show; `opplace bound` tries the LP and ILP too. */
+op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err);
+
 /* (step - bound) / step, 0 when step <= 0. */
 double op_bound_gap(double step_us, double bound_us);
 

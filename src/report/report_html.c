@@ -83,7 +83,7 @@ static void put_summary(const html_ctx *c)
     row_text(f, "bound parts", buf);
     op_bound pb;
     op_error berr = {0};
-    if (!op_lower_bound(p, 2.0, &pb, &berr)) {
+    if (!op_lower_bound_quick(p, &pb, &berr)) {
         snprintf(buf, sizeof buf, "%s (%s); gap %.1f%%", rp_time(a, sizeof a, pb.lower_bound_us),
                  pb.method, 100 * op_bound_gap(r->step_time_us, pb.lower_bound_us));
         row_text(f, "proven lower bound", buf);

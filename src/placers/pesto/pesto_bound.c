@@ -243,10 +243,9 @@ static void take(op_bound *b, double v, const char *method)
     }
 }
 
-op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err)
+op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
 {
     memset(b, 0, sizeof *b);
-    double t0 = op_seconds_now(), deadline = t0 + (seconds > 0 ? seconds : 10);
     b->trivial_us = p->lower_bound_us;
     b->lower_bound_us = p->lower_bound_us;
     b->method = "trivial";
@@ -255,6 +254,15 @@ op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_er
     if (fail)
         return (op_status)fail;
     take(b, b->energetic_us, "energetic");
+    return OP_OK;
+}
+
+op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err)
+{
+    double t0 = op_seconds_now(), deadline = t0 + (seconds > 0 ? seconds : 10);
+    op_status st0 = op_lower_bound_quick(p, b, err);
+    if (st0)
+        return st0;
     int infeasible = 0, used = 0;
     double lp = 0;
     op_status st = lp_bound(p, 1, deadline, &lp, &infeasible, &used, err);
