@@ -43,6 +43,9 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
     if (out->paper) {
         pc->prior = 0.0;
         pc->sched_prior = 0.0;
+        pc->centre = 1; /* additions to the paper (trinity_policy.c, trinity.h) */
+        tc->ppo.lr = TRINITY_PLAIN_LR;
+        tc->ppo.entropy_coef = TRINITY_PLAIN_ENTROPY;
         tc->explore = 0.0;
     } else {
         pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
