@@ -7,7 +7,11 @@
  * no reference placement, no priors, no uniformly drawn decisions, rollouts
  * judged first-ready-first, no list-schedule orders and no boundary moves
  * in the final choice; tolerances 8 GiB (section 5).  The options that only
- * tune an addition beyond the paper are refused with it.
+ * tune an addition beyond the paper are refused with it.  Three additions
+ * remain in --paper, because without them the plain policy collapses to
+ * one device (bench/notes/trinityplain.md): centred logits
+ * (trinity_config.centre, trinity_policy.c), Adam at TRINITY_PLAIN_LR and
+ * no entropy bonus (trinity.h).
  */
 #include <string.h>
 
