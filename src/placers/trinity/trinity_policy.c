@@ -90,7 +90,7 @@ op_status trinity_config_check(const trinity_config *c, op_error *err)
         !(c->prior >= 0 && c->prior < 1e6) || !(c->sched_prior >= 0 && c->sched_prior < 1e6) ||
         c->centre < 0 || c->centre > 1)
         return op_fail(err, OP_EUSAGE, "trinity: need 0 <= dropout < 1, temperature > 0, tanh "
-                                       "constant > 0, prior >= 0");
+                                       "constant > 0, prior >= 0, centre 0 or 1");
     return OP_OK;
 }
 
@@ -355,7 +355,8 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
  *     so far (z = C tanh(u / T)); a device preference constant over the
  *     steps cancels, a preference that changes along the group sequence
  *     (one block of groups here, the next there) stays.
- * Both are linear in the logits; backward applies their transposes. */
+ * Both are linear in the logits; backward applies their transposes (the
+ * partition's centring is its own transpose: the same mean removed). */
 static void centre_partition(const trinity_graph *tg, nn_tensor *u)
 {
     int n = tg->n, G = u->cols, m = 0;
@@ -375,14 +376,11 @@ static void centre_partition(const trinity_graph *tg, nn_tensor *u)
     }
 }
 
-/* The partition's centring is its own transpose (the same mean removed).
- * Rows r*G .. r*G+G-1 of z (one rollout's steps in order), in place. */
+/* Rows r*G .. r*G+G-1 of z (one rollout's steps in order), in place;
+ * D <= 1024 (trinity_config_check). */
 static void centre_steps(nn_tensor *z, int G, int D, int backward)
 {
-    double *acc = NULL, stack[64];
-    acc = D <= 64 ? stack : malloc(sizeof(double) * (size_t)D);
-    if (!acc)
-        abort();
+    double acc[1024];
     for (int r = 0; r < z->rows / G; r++) {
         for (int d = 0; d < D; d++)
             acc[d] = 0.0;
@@ -403,8 +401,6 @@ static void centre_steps(nn_tensor *z, int G, int D, int backward)
                 }
             }
     }
-    if (acc != stack)
-        free(acc);
 }
 
 /* (The same as sgdp_policy.c's; with cfg.centre the partition head's input
