@@ -7,11 +7,11 @@
  * no reference placement, no priors, no uniformly drawn decisions, rollouts
  * judged first-ready-first, no list-schedule orders and no boundary moves
  * in the final choice; tolerances 8 GiB (section 5).  The options that only
- * tune an addition beyond the paper are refused with it.  Three additions
- * remain in --paper, because without them the plain policy collapses to
- * one device (bench/notes/trinityplain.md): centred logits
- * (trinity_config.centre, trinity_policy.c), Adam at TRINITY_PLAIN_LR and
- * no entropy bonus (trinity.h).
+ * tune an addition beyond the paper are refused with it.  The centred
+ * policy (trinity_config.centre, trinity_policy.c) is not switched on by
+ * --paper: on GNMT-2 x 4 it gave 104.14 and 153.04 ms for two seeds where
+ * the paper's settings collapse to one device, 107.8 ms
+ * (bench/notes/trinityplain.md).
  */
 #include <string.h>
 
@@ -47,9 +47,6 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
     if (out->paper) {
         pc->prior = 0.0;
         pc->sched_prior = 0.0;
-        pc->centre = 1; /* additions to the paper (trinity_policy.c, trinity.h) */
-        tc->ppo.lr = TRINITY_PLAIN_LR;
-        tc->ppo.entropy_coef = TRINITY_PLAIN_ENTROPY;
         tc->explore = 0.0;
     } else {
         pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
