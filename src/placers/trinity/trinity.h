@@ -92,7 +92,14 @@ typedef struct trinity_config {
     double tanh_c;      /* C: 5 [5] */
     double prior;       /* 1 [none]: order prior of the partition logits, see below */
     double sched_prior; /* 2 [none]: block prior of the schedule logits, see below */
+    int centre;         /* 0 [none]: centred logits, see trinity_policy.c */
 } trinity_config;
+
+/* The centred policy's training constants (bench/notes/trinityplain.md):
+ * with centred logits Adam at 3e-3 and the 0.01 entropy bonus leave the
+ * policy at the uniform saddle (GNMT-2 x 4: 301 ms after 90 s). */
+#define TRINITY_CENTRED_LR 3e-2
+#define TRINITY_CENTRED_ENTROPY 0.0
 
 /* The ORDER PRIOR (not in the paper): op i's partition logit for group g
  * gets -prior * |anchor_i - g| added, anchor_i the op's part in a METIS

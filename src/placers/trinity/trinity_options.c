@@ -7,7 +7,11 @@
  * no reference placement, no priors, no uniformly drawn decisions, rollouts
  * judged first-ready-first, no list-schedule orders and no boundary moves
  * in the final choice; tolerances 8 GiB (section 5).  The options that only
- * tune an addition beyond the paper are refused with it.
+ * tune an addition beyond the paper are refused with it.  The centred
+ * policy (trinity_config.centre, trinity_policy.c) is not switched on by
+ * --paper: on GNMT-2 x 4 it gave 104.14 and 153.04 ms for two seeds where
+ * the paper's settings collapse to one device, 107.8 ms
+ * (bench/notes/trinityplain.md).
  */
 #include <string.h>
 

@@ -37,8 +37,8 @@
 
 #include "placers/trinity/trinity_internal.h"
 
-#define ARCH_VERSION 1
-#define ARCH_LEN 16
+#define ARCH_VERSION 2
+#define ARCH_LEN 17
 
 struct trinity_policy {
     trinity_config cfg;
@@ -55,7 +55,8 @@ struct trinity_policy {
 struct trinity_pass {
     int k, sampled, training;
     /* partition */
-    nn_tensor temb, xpart, a1, d1, a2, upart, logp_part;
+    nn_tensor temb, xpart, a1, d1, a2, a2n, upart, logp_part;
+    double *inv_sd; /* cfg.centre: a2 standardised over the ops into a2n */
     nn_dropout_cache drop;
     /* group features and encoder */
     double *count;
@@ -86,9 +87,10 @@ op_status trinity_config_check(const trinity_config *c, op_error *err)
         return op_fail(err, OP_EUSAGE, "trinity: every width and count must be in 1..4096 "
                                        "(max-devices <= 1024)");
     if (!(c->dropout >= 0 && c->dropout < 1) || !(c->temperature > 0) || !(c->tanh_c > 0) ||
-        !(c->prior >= 0 && c->prior < 1e6) || !(c->sched_prior >= 0 && c->sched_prior < 1e6))
+        !(c->prior >= 0 && c->prior < 1e6) || !(c->sched_prior >= 0 && c->sched_prior < 1e6) ||
+        c->centre < 0 || c->centre > 1)
         return op_fail(err, OP_EUSAGE, "trinity: need 0 <= dropout < 1, temperature > 0, tanh "
-                                       "constant > 0, prior >= 0");
+                                       "constant > 0, prior >= 0, centre 0 or 1");
     return OP_OK;
 }
 
@@ -100,7 +102,7 @@ static void arch_values(const trinity_config *c, double *v)
                           c->n2v_dim,    c->type_dim,          c->part_h1,     c->part_h2,
                           c->dropout,    c->hidden,            c->dev_dim,     c->attn,
                           c->temperature, c->tanh_c,           c->prior,
-                          c->sched_prior};
+                          c->sched_prior, c->centre};
     memcpy(v, a, sizeof a);
 }
 
@@ -116,7 +118,7 @@ static op_status config_from_arch(const double *v, trinity_config *c, const char
                           .type_dim = (int)v[5], .part_h1 = (int)v[6], .part_h2 = (int)v[7],
                           .dropout = v[8], .hidden = (int)v[9], .dev_dim = (int)v[10],
                           .attn = (int)v[11], .temperature = v[12], .tanh_c = v[13],
-                          .prior = v[14], .sched_prior = v[15]};
+                          .prior = v[14], .sched_prior = v[15], .centre = (int)v[16]};
     return trinity_config_check(c, err);
 }
 
@@ -237,10 +239,10 @@ static op_status weights_config(const char *path, trinity_config *cfg, op_error 
             !read_u32(f, &rows) || !read_u32(f, &cols))
             break;
         name[len] = '\0';
-        if (!strcmp(name, "trinity.arch") && rows == 1 && cols == ARCH_LEN) {
-            double v[ARCH_LEN];
+        if (!strcmp(name, "trinity.arch") && rows == 1 && cols >= 2 && cols <= ARCH_LEN) {
+            double v[ARCH_LEN] = {0}; /* older versions are shorter: refused by version */
             int ok = 1;
-            for (int j = 0; j < ARCH_LEN; j++)
+            for (int j = 0; j < (int)cols; j++)
                 ok &= read_f64(f, &v[j]);
             if (err)
                 *err = (op_error){0};
@@ -344,6 +346,107 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
     }
 }
 
+/* CENTRING (cfg.centre; not in the paper, not used by --paper or the defaults;
+ * bench/notes/trinityplain.md).
+ * With interchangeable devices the steepest way up from a random policy is
+ * a preference every decision shares: every op for one group, every group
+ * for one device, i.e. everything on one device (the plain method's
+ * collapse).  Centred, no such shared preference can be expressed:
+ *   partition: each group's logit is centred over the graph's deciding ops
+ *     (as SGDP's device logits), so no group can attract every op;
+ *   schedule: the decoder is autoregressive, so the centring is causal:
+ *     logit_t[d] = z_t[d] - mean_{s <= t} z_s[d] over the rollout's steps
+ *     so far (z = C tanh(u / T)); a device preference constant over the
+ *     steps cancels, a preference that changes along the group sequence
+ *     (one block of groups here, the next there) stays.
+ * Both are linear in the logits; backward applies their transposes (the
+ * partition's centring is its own transpose: the same mean removed). */
+static void centre_partition(const trinity_graph *tg, nn_tensor *u)
+{
+    int n = tg->n, G = u->cols, m = 0;
+    for (int i = 0; i < n; i++)
+        m += tg->decides[i] != 0;
+    if (m == 0)
+        return;
+    for (int g = 0; g < G; g++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++)
+            if (tg->decides[i])
+                s += NN_AT(u, i, g);
+        s /= m;
+        for (int i = 0; i < n; i++)
+            if (tg->decides[i])
+                NN_AT(u, i, g) -= s;
+    }
+}
+
+/* Rows r*G .. r*G+G-1 of z (one rollout's steps in order), in place;
+ * D <= 1024 (trinity_config_check). */
+static void centre_steps(nn_tensor *z, int G, int D, int backward)
+{
+    double acc[1024];
+    for (int r = 0; r < z->rows / G; r++) {
+        for (int d = 0; d < D; d++)
+            acc[d] = 0.0;
+        if (!backward)
+            for (int t = 0; t < G; t++) { /* l_t = z_t - (sum_{s<=t} z_s) / (t+1) */
+                double *row = &NN_AT(z, r * G + t, 0);
+                for (int d = 0; d < D; d++) {
+                    acc[d] += row[d];
+                    row[d] -= acc[d] / (t + 1);
+                }
+            }
+        else
+            for (int t = G - 1; t >= 0; t--) { /* dz_s = dl_s - sum_{t>=s} dl_t / (t+1) */
+                double *row = &NN_AT(z, r * G + t, 0);
+                for (int d = 0; d < D; d++) {
+                    acc[d] += row[d] / (t + 1);
+                    row[d] -= acc[d];
+                }
+            }
+    }
+}
+
+/* (The same as sgdp_policy.c's; with cfg.centre the partition head's input
+ * is standardised, as SGDP's plain head.)
+ * y = each column of x standardised over the rows: (x - mean) / sd (sd
+ * floored), inv_sd[j] = 1 / sd_j; the rows are the graph's ops, so this is
+ * a normalisation over the graph (as GraphNorm), the same for any graph. */
+static void standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd)
+{
+    int n = x->rows;
+    for (int j = 0; j < x->cols; j++) {
+        double m = 0.0, v = 0.0;
+        for (int t = 0; t < n; t++)
+            m += NN_AT(x, t, j);
+        m /= n > 0 ? n : 1;
+        for (int t = 0; t < n; t++)
+            v += (NN_AT(x, t, j) - m) * (NN_AT(x, t, j) - m);
+        v /= n > 0 ? n : 1;
+        inv_sd[j] = 1.0 / sqrt(v + 1e-10);
+        for (int t = 0; t < n; t++)
+            NN_AT(y, t, j) = (NN_AT(x, t, j) - m) * inv_sd[j];
+    }
+}
+
+/* dx from dy through standardize_columns (y its output). */
+static void standardize_backward(const nn_tensor *y, const double *inv_sd, const nn_tensor *dy,
+                                 nn_tensor *dx)
+{
+    int n = y->rows;
+    for (int j = 0; j < y->cols; j++) {
+        double mg = 0.0, mgy = 0.0;
+        for (int t = 0; t < n; t++) {
+            mg += NN_AT(dy, t, j);
+            mgy += NN_AT(dy, t, j) * NN_AT(y, t, j);
+        }
+        mg /= n > 0 ? n : 1;
+        mgy /= n > 0 ? n : 1;
+        for (int t = 0; t < n; t++)
+            NN_AT(dx, t, j) = inv_sd[j] * (NN_AT(dy, t, j) - mg - NN_AT(y, t, j) * mgy);
+    }
+}
+
 /* ------------------------------------------------------ partition network */
 
 /* u[i][g] -= prior * |anchor_i - g| (placers/trinity/trinity.h); a constant of
@@ -382,7 +485,16 @@ static op_status partition_forward(trinity_policy *pol, nn_arena *ar, const trin
     nn_linear_forward(&pol->p2, &ps->d1, &ps->a2);
     nn_act_forward(NN_ACT_RELU, &ps->a2, &ps->a2);
     TRY(tensor(ar, n, c->groups, &ps->upart, err));
-    nn_linear_forward(&pol->p3, &ps->a2, &ps->upart);
+    if (c->centre) {
+        TRY(tensor(ar, n, c->part_h2, &ps->a2n, err));
+        ps->inv_sd = nn_arena_alloc(ar, sizeof(double) * (size_t)c->part_h2, err);
+        if (!ps->inv_sd)
+            return OP_ENOMEM;
+        standardize_columns(&ps->a2, &ps->a2n, ps->inv_sd);
+    }
+    nn_linear_forward(&pol->p3, c->centre ? &ps->a2n : &ps->a2, &ps->upart);
+    if (c->centre)
+        centre_partition(tg, &ps->upart);
     add_order_prior(c, tg, &ps->upart);
     TRY(tensor(ar, n, c->groups, &ps->logp_part, err));
     return nn_log_softmax_forward(&ps->upart, NULL, &ps->logp_part, err);
@@ -400,7 +512,15 @@ static void partition_backward(trinity_policy *pol, nn_arena *ar, const trinity_
         tensor(ar, n, tg->n_num + c->type_dim, &dx, err) || tensor(ar, n, tg->n_num, &dnum, err))
         return;
     nn_log_softmax_backward(&ps->logp_part, dlogp, &du);
-    nn_linear_backward(&pol->p3, &ps->a2, &du, &da2);
+    if (c->centre) {
+        nn_tensor da2n;
+        if (tensor(ar, n, c->part_h2, &da2n, err))
+            return;
+        centre_partition(tg, &du);
+        nn_linear_backward(&pol->p3, &ps->a2n, &du, &da2n);
+        standardize_backward(&ps->a2n, ps->inv_sd, &da2n, &da2);
+    } else
+        nn_linear_backward(&pol->p3, &ps->a2, &du, &da2);
     nn_tensor dh2; /* ReLU ran in place: its backward reads the output a2 */
     if (tensor(ar, n, c->part_h2, &dh2, err))
         return;
@@ -489,15 +609,27 @@ static void encoder_backward(trinity_policy *pol, const trinity_graph *tg, trini
 
 /* ------------------------------------------------------------- decoder */
 
-/* Output head for rows of o: u = o W + b, logits (+ the block prior of
- * row i's group step[i], placers/trinity/trinity.h), masked log-softmax.  The
- * prior is a constant: squash_backward works from u, not the logits. */
+/* Output head for rows of o: u = o W + b, logits = C tanh(u/T), centred
+ * (cfg.centre: all of each rollout's steps when cum is NULL, rows
+ * rollout-major; else row r is rollout r's step t and cum its running sum),
+ * plus the block prior of row i's group step[i] (placers/trinity/trinity.h),
+ * masked log-softmax.  The prior is a constant: squash_backward works from
+ * u, not the logits. */
 static op_status head_forward(trinity_policy *pol, const trinity_graph *tg, const nn_tensor *o,
-                              const int *step, nn_tensor *u, nn_tensor *logits,
+                              const int *step, double *cum, nn_tensor *u, nn_tensor *logits,
                               const unsigned char *mask, nn_tensor *logp, op_error *err)
 {
+    int D = pol->cfg.max_devices;
     nn_linear_forward(&pol->out, o, u);
     squash(&pol->cfg, u, logits);
+    if (pol->cfg.centre && !cum)
+        centre_steps(logits, tg->groups, D, 0);
+    else if (pol->cfg.centre)
+        for (int r = 0; r < logits->rows; r++)
+            for (int d = 0; d < D; d++) {
+                cum[(size_t)r * D + d] += NN_AT(logits, r, d);
+                NN_AT(logits, r, d) -= cum[(size_t)r * D + d] / (step[r] + 1);
+            }
     if (pol->cfg.sched_prior != 0)
         for (int i = 0; i < logits->rows; i++)
             NN_AT(logits, i, block_device(tg, step[i])) += pol->cfg.sched_prior;
@@ -558,8 +690,8 @@ static op_status decoder_forward(trinity_policy *pol, nn_arena *ar, const trinit
         return OP_ENOMEM;
     for (int i = 0; i < k * G; i++)
         step[i] = i % G;
-    return head_forward(pol, tg, &ps->o, step, &ps->u, &ps->logits, b->gmask, &ps->logp_sched,
-                        err);
+    return head_forward(pol, tg, &ps->o, step, NULL, &ps->u, &ps->logits, b->gmask,
+                        &ps->logp_sched, err);
 }
 
 static op_status decoder_backward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
@@ -573,6 +705,8 @@ static op_status decoder_backward(trinity_policy *pol, nn_arena *ar, const trini
     TRY(tensor(ar, k * G, D, &du, err));
     TRY(tensor(ar, k * G, 2 * H, &dq, err)); /* reused: d o */
     nn_log_softmax_backward(&ps->logp_sched, dlogp, &dlogits);
+    if (c->centre)
+        centre_steps(&dlogits, G, D, 1);
     squash_backward(c, &ps->u, &dlogits, &du);
     nn_tensor dO = dq;
     nn_linear_backward(&pol->out, &ps->o, &du, &dO);
@@ -631,7 +765,8 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
     int *prev = nn_arena_alloc(ar, sizeof(int) * (size_t)k, err);
     int *step = nn_arena_alloc(ar, sizeof(int) * (size_t)k, err);
     unsigned char *mask = nn_arena_alloc(ar, (size_t)k * (size_t)D, err);
-    if (!prev || !step || !mask)
+    double *cum = nn_arena_alloc(ar, sizeof(double) * (size_t)k * (size_t)D, err);
+    if (!prev || !step || !mask || !cum)
         return OP_ENOMEM;
     nn_tensor demb, x, h, cc, hp, cp, ctx, o, u, logits, logp;
     TRY(tensor(ar, k, c->dev_dim, &demb, err));
@@ -652,6 +787,7 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
     nn_tensor_copy(&cp, &last_c);
     for (int r = 0; r < k; r++)
         prev[r] = D;
+    memset(cum, 0, sizeof(double) * (size_t)k * (size_t)D);
     for (int t = 0; t < G; t++) {
         TRY(nn_embedding_forward(&pol->dev_emb, prev, k, &demb, err));
         nn_tensor enc_t = nn_tensor_rows(&ps->henc, t * k, k);
@@ -670,7 +806,7 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
         nn_concat_cols_forward(oparts, 2, &o);
         for (int r = 0; r < k; r++)
             step[r] = t;
-        TRY(head_forward(pol, tg, &o, step, &u, &logits, mask, &logp, err));
+        TRY(head_forward(pol, tg, &o, step, cum, &u, &logits, mask, &logp, err));
         for (int r = 0; r < k; r++) {
             const double *row = &NN_AT(&logp, r, 0);
             int greedy = run->greedy_last && r == k - 1;
