@@ -643,7 +643,7 @@ Test(placers, at_least_as_good_as_baechi_on_the_zoo_pcie, .timeout = 300)
         for (int b = 0; b < 3; b++) {
             op_placement pl;
             cr_assert_eq(run_placer(baechi[b], &tp.p, 1, &pl, &err), OP_OK, "%s", err.msg);
-            /* Known gap (bench/notes/realgaps.md): m-ETF with Baechi's
+            /* Known gap (bench/RESULTS.md, "Expert and Celeritas"): m-ETF with Baechi's
              * channel model beats celeritas on wavenet (95.3 vs 96.0 ms).
              * pnasnet (939 vs 1039 ms) closed with placer_mem's group
              * reservations (celeritas 767 ms). */
@@ -1004,7 +1004,7 @@ Test(placers, at_least_as_good_as_baechi_on_the_papers_nmt, .timeout = 300)
  * moves them.  When it inserted them into earlier channel gaps (a transfer
  * overtaking one issued before it) it planned 2.0 s for placements the
  * simulator ran in 3.1 s, and celeritas lost to expert's layer split
- * (3.08 vs 2.67 s); now it wins (2.30 s, bench/notes/realgaps.md). */
+ * (3.08 vs 2.67 s); now it wins (2.30 s, bench/RESULTS.md, "Expert and Celeritas"). */
 Test(placers, beats_expert_on_the_paper_s_nmt, .timeout = 300)
 {
     op_options *o = op_options_new(NULL);

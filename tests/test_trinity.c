@@ -411,13 +411,13 @@ static double brute_force_nd(const op_problem *p, int nd)
 }
 
 /* The paper's networks without priors, centred (trinity_policy.c; not
- * switched on by --paper, bench/notes/trinityplain.md), with their learning
+ * switched on by --paper, bench/RESULTS.md, "Learned placers"), with their learning
  * rate and entropy weight (trinity.h), from an untrained policy reach the
  * brute-force optimum, and the greedy placement is that optimum.  Over
  * seeds 1-6 (200 iterations): the best seen reached the optimum 5 of 6
  * times and the greedy placement 3 of 6; uncentred at the same rate 5 and
  * 0, the previous plain setting (uncentred, 3e-3, entropy 0.01) 2 and 0
- * (bench/notes/trinityplain.md).  Seed 1 is one of the successes. */
+ * (bench/RESULTS.md, "Learned placers").  Seed 1 is one of the successes. */
 Test(trinity, centred_training_finds_the_optimum_of_three_chains)
 {
     tk_problem tp;

@@ -200,7 +200,7 @@ Test(zoo, every_registered_paper_model_has_a_small_case)
 }
 
 /* The defaults are the papers' scale.  SGDP's 8-layer GNMT has
- * 83,712 ops; ours must have at least 50,000 (bench/notes/expertcel.md). */
+ * 83,712 ops; ours must have at least 50,000 (bench/RESULTS.md, "Model zoo"). */
 Test(zoo, default_gnmt_8_layers_is_at_the_papers_scale, .timeout = 120)
 {
     static const char *const eight[] = {"layers", "8", NULL};

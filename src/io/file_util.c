@@ -73,7 +73,7 @@ op_status op_read_whole_file(const char *path, char **text, size_t *len, op_erro
 }
 
 /*
- * The one output writer.  Rules (bench/notes/hostile.md):
+ * The one output writer.  Rules (bench/RESULTS.md, "Hostile inputs and budgets"):
  *   - "-" is standard output (op_output_claimed_stdout() then says so, and
  *     commands print their tables on stderr);
  *   - a symlink is written through: the file it points to is replaced, the

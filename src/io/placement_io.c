@@ -120,7 +120,7 @@ void op_metrics_write_json(FILE *f, const op_metrics *m, const op_cluster *c)
     if (m->placement_seconds >= 0) {
         /* wall time, so two runs with one seed differ only here; with
          * OPPLACE_REPRODUCIBLE=1 it is written as 0 and files compare
-         * byte for byte (bench/notes/hostile.md) */
+         * byte for byte (bench/RESULTS.md, "Hostile inputs and budgets") */
         const char *rep = getenv("OPPLACE_REPRODUCIBLE");
         int reproducible = rep && *rep && strcmp(rep, "0") != 0;
         fputs(", \"placement_seconds\": ", f);

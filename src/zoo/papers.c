@@ -10,7 +10,7 @@
  * op_zoo_small_settings instead (the default run, tests, quick benchmarks;
  * its settings win over the paper's).  The papers do not state how far their RNNs are
  * unrolled: each --seq-len below is the length at which our graph's op
- * count comes nearest the count the paper reports (bench/notes/expertcel.md
+ * count comes nearest the count the paper reports (bench/RESULTS.md, "Model zoo"
  * has the table; bench/zoo.sh regenerates it).
  */
 #include <stdio.h>

@@ -23,7 +23,7 @@
  * run) and queues them only when it commits, so an op with two large
  * remote inputs looks one transfer earlier than it can start (a CNN's
  * backward convolution moved to an idle GPU for a gain that was not
- * there, bench/notes/baselines.md); here the estimate queues them as the
+ * there, bench/RESULTS.md, "Baechi ports side by side"); here the estimate queues them as the
  * commit does, so estimate and commit agree.  The channel is what
  * keeps a CNN's activations on one device: without the channel, every
  * transfer looks free of queueing and ETF sends a branch to an idle device

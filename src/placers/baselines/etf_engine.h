@@ -11,7 +11,7 @@
  * topological order (its topo_order), or earlier in the graph file.
  * m-ETF and m-SCT use the file order (never slower than Baechi's own
  * placers on the real graphs of bench/real.sh); BFS reproduces Baechi's
- * rule, for the tests and the ablation in bench/notes/baselines.md. */
+ * rule, for the tests and the ablation in bench/RESULTS.md, "Baechi ports side by side". */
 typedef enum etf_tie { ETF_TIE_BFS, ETF_TIE_INDEX } etf_tie;
 
 typedef struct etf_options {

@@ -12,7 +12,7 @@
  * tie is its BFS topo_order, whose exact sequence follows TensorFlow's edge
  * insertion order, which a graph file does not keep.  On the real graphs
  * of bench/real.sh the file order is never slower than Baechi's own m-ETF
- * (bench/notes/baselines.md), the BFS order is up to 6% slower (ResNet-50).
+ * (bench/RESULTS.md, "Baechi ports side by side"), the BFS order is up to 6% slower (ResNet-50).
  * Differences from Baechi: the memory estimate is placer_mem.h's liveness
  * rule, and the result is checked by the simulator, tightening the margin
  * and scheduling again when it runs out of memory (Baechi frees outputs

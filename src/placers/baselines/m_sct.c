@@ -33,7 +33,7 @@
  * it unless another op is urgent), Baechi's communication model (one
  * channel per device, tensors cached per device), ties by the graph
  * file's op order as m-ETF (Baechi's BFS topo_order is 1.56x slower on
- * VGG-16 and 3.5% faster on Inception-V3, bench/notes/baselines.md),
+ * VGG-16 and 3.5% faster on Inception-V3, bench/RESULTS.md, "Baechi ports side by side"),
  * memory by placer_mem.h's liveness estimate, checked by the simulator.
  */
 #include <coin/Cbc_C_Interface.h>

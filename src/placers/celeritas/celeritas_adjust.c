@@ -35,7 +35,7 @@
  *    4 x v100-pcie) it planned 2.01 s where the simulator, even given the
  *    planned per-device order, measured 3.10 s; with FIFO booking it plans
  *    2.77 s, the simulator measures 2.78 s with that order and 2.65 s
- *    first-ready-first (bench/notes/realgaps.md);
+ *    first-ready-first (bench/RESULTS.md, "Expert and Celeritas");
  *  - memory: placer_mem.h's liveness estimate (celeritas_place.h);
  *  - colocation: an op whose group is already placed may only use that
  *    device; ties in EST go to the smaller device index.

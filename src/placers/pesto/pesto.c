@@ -12,7 +12,7 @@
  *      portfolio, pesto runs no other) with --auto-seconds (default three
  *      quarters of the budget: auto's answer improves with its time, and
  *      the LNS polishes it; with a quarter, pesto lost to auto at the same
- *      budget on 3 of 5 graphs, bench/notes/pesto.md).  Pesto is never worse than auto by
+ *      budget on 3 of 5 graphs, bench/RESULTS.md, "Pesto: ILP, bound and budget").  Pesto is never worse than auto by
  *      construction; `algorithm` says which stage produced the answer:
  *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the

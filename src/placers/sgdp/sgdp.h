@@ -183,7 +183,7 @@ typedef struct sgdp_config {
 
 sgdp_config sgdp_config_default(void);
 
-/* WHY THE PLAIN POLICY NEEDS TWO CHANGES (bench/notes/learn.md has the
+/* WHY THE PLAIN POLICY NEEDS TWO CHANGES (bench/RESULTS.md, "Learned placers" has the
  * curves).  Without a reference the devices of a homogeneous cluster are
  * interchangeable, so at a uniform policy every op's expected gradient is
  * exactly zero (E[reward | op v on d] is the same for every d) and the
@@ -205,7 +205,7 @@ sgdp_config sgdp_config_default(void);
  *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
  *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR.
  * These are beyond the paper's text (which names neither), and --paper
- * uses them: they are how its policy learns here (bench/notes/learn.md has
+ * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
  * the ablation).  Their cost: a centred policy cannot prefer one device for
  * every op, so its greedy placement always splits the graph, a handicap
  * where one device is best (measured on an exported Transformer). */

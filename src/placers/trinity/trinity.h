@@ -95,7 +95,7 @@ typedef struct trinity_config {
     int centre;         /* 0 [none]: centred logits, see trinity_policy.c */
 } trinity_config;
 
-/* The centred policy's training constants (bench/notes/trinityplain.md):
+/* The centred policy's training constants (bench/RESULTS.md, "Learned placers"):
  * with centred logits Adam at 3e-3 and the 0.01 entropy bonus leave the
  * policy at the uniform saddle (GNMT-2 x 4: 301 ms after 90 s). */
 #define TRINITY_CENTRED_LR 3e-2

@@ -11,7 +11,7 @@
  * policy (trinity_config.centre, trinity_policy.c) is not switched on by
  * --paper: on GNMT-2 x 4 it gave 104.14 and 153.04 ms for two seeds where
  * the paper's settings collapse to one device, 107.8 ms
- * (bench/notes/trinityplain.md).
+ * (bench/RESULTS.md, "Learned placers").
  */
 #include <string.h>
 
