@@ -66,6 +66,7 @@
  * per-decision entropy.  Simulation uses op_sim (formats.md section 5), one
  * simulator per worker thread, allocated once.
  */
+#include "opplace/placer.h"
 #include "placers/sgdp/sgdp.h"
 
 #include <math.h>
@@ -855,7 +856,9 @@ static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_
                             int k, ppo_stats *stats, op_error *err)
 {
     nn_params *ps = sgdp_policy_params(t->pol);
-    for (int e = 0; e < t->cfg.ppo.epochs; e++) {
+    /* Ctrl-C ends the update between epochs on one rank (ranks must agree
+     * on the epoch count, so under MPI the update finishes) */
+    for (int e = 0; e < t->cfg.ppo.epochs && !(t->c.size == 1 && op_interrupted()); e++) {
         op_status st;
         if (kept >= 0) { /* the kept slot first, while its pass is in the arena */
             if ((st = slot_gradient(t, &t->slots[kept], e == 0 ? kept_pass : NULL, kept_logp, k,

@@ -84,6 +84,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/placer.h"
 #include "opplace/list_schedule.h"
 #include "core/parallel.h"
 #include "opplace/search.h"
@@ -618,7 +619,9 @@ static op_status ppo_update(trinity_trainer *t, int k, ppo_stats *stats, op_erro
 {
     nn_params *ps = trinity_policy_params(t->pol);
     int alone = t->c.size == 1 && t->c.n_slots == 1; /* the grads are already in place */
-    for (int e = 0; e < t->cfg.ppo.epochs; e++) {
+    /* Ctrl-C ends the update between epochs on one rank (ranks must agree
+     * on the epoch count, so under MPI the update finishes) */
+    for (int e = 0; e < t->cfg.ppo.epochs && !(t->c.size == 1 && op_interrupted()); e++) {
         op_status st;
         for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
             if ((st = slot_gradient(t, b, k, stats, err)))
