@@ -308,6 +308,15 @@ op_status nn_layernorm_forward(const nn_layernorm *ln, nn_arena *ar, const nn_te
 void nn_layernorm_backward(const nn_layernorm *ln, const nn_layernorm_cache *cache,
                            const nn_tensor *x, const nn_tensor *dy, nn_tensor *dx);
 
+/* ---------------------------------------------------------- standardize */
+
+/* y = each column of x standardised over the rows: (x - mean) / sd (sd
+ * floored at 1e-5), inv_sd[j] = 1 / sd_j (x->cols entries).  y may be x. */
+void nn_standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd);
+/* dx from dy through nn_standardize_columns (y its output). */
+void nn_standardize_columns_backward(const nn_tensor *y, const double *inv_sd,
+                                     const nn_tensor *dy, nn_tensor *dx);
+
 /* -------------------------------------------------------------- softmax */
 
 /* Row-wise softmax.  mask is [rows x cols] (nonzero = allowed) or NULL; a

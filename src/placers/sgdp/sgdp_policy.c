@@ -297,44 +297,6 @@ static int has_reference(const sgdp_graph *sg)
     return 0;
 }
 
-/* y = each column of x standardised over the rows: (x - mean) / sd (sd
- * floored), inv_sd[j] = 1 / sd_j; the rows are the graph's ops, so this is
- * a normalisation over the graph (as GraphNorm), the same for any graph. */
-static void standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd)
-{
-    int n = x->rows;
-    for (int j = 0; j < x->cols; j++) {
-        double m = 0.0, v = 0.0;
-        for (int t = 0; t < n; t++)
-            m += NN_AT(x, t, j);
-        m /= n > 0 ? n : 1;
-        for (int t = 0; t < n; t++)
-            v += (NN_AT(x, t, j) - m) * (NN_AT(x, t, j) - m);
-        v /= n > 0 ? n : 1;
-        inv_sd[j] = 1.0 / sqrt(v + 1e-10);
-        for (int t = 0; t < n; t++)
-            NN_AT(y, t, j) = (NN_AT(x, t, j) - m) * inv_sd[j];
-    }
-}
-
-/* dx from dy through standardize_columns (y its output). */
-static void standardize_backward(const nn_tensor *y, const double *inv_sd, const nn_tensor *dy,
-                                 nn_tensor *dx)
-{
-    int n = y->rows;
-    for (int j = 0; j < y->cols; j++) {
-        double mg = 0.0, mgy = 0.0;
-        for (int t = 0; t < n; t++) {
-            mg += NN_AT(dy, t, j);
-            mgy += NN_AT(dy, t, j) * NN_AT(y, t, j);
-        }
-        mg /= n > 0 ? n : 1;
-        mgy /= n > 0 ? n : 1;
-        for (int t = 0; t < n; t++)
-            NN_AT(dx, t, j) = inv_sd[j] * (NN_AT(dy, t, j) - mg - NN_AT(y, t, j) * mgy);
-    }
-}
-
 /* Subtract each column's mean over the rows (opplace/sgdp.h, "why the
  * plain policy needs two changes"). */
 static void center_columns(nn_tensor *x)
@@ -379,7 +341,7 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
             return st;
         if (!(pass->inv_sd = nn_arena_alloc(ar, (size_t)c->hidden * sizeof(double), err)))
             return OP_ENOMEM;
-        standardize_columns(&pass->o, &pass->on, pass->inv_sd);
+        nn_standardize_columns(&pass->o, &pass->on, pass->inv_sd);
         nn_linear_forward(&pol->head, &pass->on, &pass->logits);
         center_columns(&pass->logits);
     } else {
@@ -424,7 +386,7 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         if ((st = nn_arena_tensor(ar, n, c->hidden, &d_on, err)))
             return st;
         nn_linear_backward(&pol->head, &pass->on, &dlogits, &d_on);
-        standardize_backward(&pass->on, pass->inv_sd, &d_on, &d_o);
+        nn_standardize_columns_backward(&pass->on, pass->inv_sd, &d_on, &d_o);
     } else {
         nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
     }

@@ -407,45 +407,6 @@ static void centre_steps(nn_tensor *z, int G, int D, int backward)
     }
 }
 
-/* (The same as sgdp_policy.c's; with cfg.centre the partition head's input
- * is standardised, as SGDP's plain head.)
- * y = each column of x standardised over the rows: (x - mean) / sd (sd
- * floored), inv_sd[j] = 1 / sd_j; the rows are the graph's ops, so this is
- * a normalisation over the graph (as GraphNorm), the same for any graph. */
-static void standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd)
-{
-    int n = x->rows;
-    for (int j = 0; j < x->cols; j++) {
-        double m = 0.0, v = 0.0;
-        for (int t = 0; t < n; t++)
-            m += NN_AT(x, t, j);
-        m /= n > 0 ? n : 1;
-        for (int t = 0; t < n; t++)
-            v += (NN_AT(x, t, j) - m) * (NN_AT(x, t, j) - m);
-        v /= n > 0 ? n : 1;
-        inv_sd[j] = 1.0 / sqrt(v + 1e-10);
-        for (int t = 0; t < n; t++)
-            NN_AT(y, t, j) = (NN_AT(x, t, j) - m) * inv_sd[j];
-    }
-}
-
-/* dx from dy through standardize_columns (y its output). */
-static void standardize_backward(const nn_tensor *y, const double *inv_sd, const nn_tensor *dy,
-                                 nn_tensor *dx)
-{
-    int n = y->rows;
-    for (int j = 0; j < y->cols; j++) {
-        double mg = 0.0, mgy = 0.0;
-        for (int t = 0; t < n; t++) {
-            mg += NN_AT(dy, t, j);
-            mgy += NN_AT(dy, t, j) * NN_AT(y, t, j);
-        }
-        mg /= n > 0 ? n : 1;
-        mgy /= n > 0 ? n : 1;
-        for (int t = 0; t < n; t++)
-            NN_AT(dx, t, j) = inv_sd[j] * (NN_AT(dy, t, j) - mg - NN_AT(y, t, j) * mgy);
-    }
-}
 
 /* ------------------------------------------------------ partition network */
 
@@ -490,7 +451,7 @@ static op_status partition_forward(trinity_policy *pol, nn_arena *ar, const trin
         ps->inv_sd = nn_arena_alloc(ar, sizeof(double) * (size_t)c->part_h2, err);
         if (!ps->inv_sd)
             return OP_ENOMEM;
-        standardize_columns(&ps->a2, &ps->a2n, ps->inv_sd);
+        nn_standardize_columns(&ps->a2, &ps->a2n, ps->inv_sd);
     }
     nn_linear_forward(&pol->p3, c->centre ? &ps->a2n : &ps->a2, &ps->upart);
     if (c->centre)
@@ -518,7 +479,7 @@ static void partition_backward(trinity_policy *pol, nn_arena *ar, const trinity_
             return;
         centre_partition(tg, &du);
         nn_linear_backward(&pol->p3, &ps->a2n, &du, &da2n);
-        standardize_backward(&ps->a2n, ps->inv_sd, &da2n, &da2);
+        nn_standardize_columns_backward(&ps->a2n, ps->inv_sd, &da2n, &da2);
     } else
         nn_linear_backward(&pol->p3, &ps->a2, &du, &da2);
     nn_tensor dh2; /* ReLU ran in place: its backward reads the output a2 */
