@@ -8,15 +8,14 @@
 # the reference), and prints the search's own account: candidates judged,
 # how many are within expert's peak communication, how many are
 # admissible, the reference + order, the best admissible candidate and its
-# gap, and what the final choice returned; with --boundary-all 1 every
-# candidate is also ordered above the communication bound, giving the
-# candidates faster than expert + order at any peaks and, among them, the
-# least peak communication (x expert's).  Prints Markdown.
+# gap, and what the final choice returned.  (The column "faster at any
+# peaks" needed a diagnostic option that is gone; it prints "-".)  Prints
+# Markdown.
 # usage: bash bench/trinity_boundary.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
 CHUNKS=${CHUNKS:-4}
-EXTRA=${EXTRA:-}  # more trinity options, e.g. "--boundary-pairs 24 --boundary-rounds 1"
+EXTRA=${EXTRA:-}  # more trinity options
 TRINITY_ITERATIONS=${TRINITY_ITERATIONS:-1}
 SEED=${SEED:-1}
 GPUS=${GPUS:-"2 4"}
@@ -40,7 +39,7 @@ for m in $MODELS; do
   "$BIN" zoo "$m" --size small $(zoo_args "$m") -o "$g" >/dev/null
   for n in $GPUS; do
     "$BIN" place "$g" --preset v100-nvlink --gpus "$n" --algo trinity --seed "$SEED" \
-      --iterations "$TRINITY_ITERATIONS" --boundary-moves "$CHUNKS" --boundary-all 1 $EXTRA --best-effort --progress \
+      --iterations "$TRINITY_ITERATIONS" --boundary-moves "$CHUNKS" $EXTRA --best-effort --progress \
       -o "$TMP/p.json" > /dev/null 2> "$TMP/err" || { echo "| $m | $n | fail |"; continue; }
     python3 - "$m" "$n" "$TMP/err" <<'PY'
 import re, sys
