@@ -127,21 +127,6 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
     return OP_OK;
 }
 
-static void summary(const op_place_ctx *ctx, const pesto_cfg *cfg, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void summary(const op_place_ctx *ctx, const pesto_cfg *cfg, const char *fmt, ...)
-{
-    (void)cfg;
-    if (!ctx || !ctx->progress)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-}
-
 /* Simulate pl on p; fills the candidate's score.  With finish != NULL the
  * per-op finish times are returned; with make_order the placement gets the
  * simulated start order when it has none. */
@@ -271,8 +256,8 @@ static void run_destroy(pesto_run *r)
 
 /* The reference placement projected onto the coarse graph (exact when the
  * coarsening was aligned with it), as a warm-start candidate. */
-static op_status project_reference(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
-                                   const candidate *ref, double *finish, op_error *err)
+static op_status project_reference(const op_place_ctx *ctx, pesto_run *r, const candidate *ref,
+                                   double *finish, op_error *err)
 {
     candidate c = {0};
     op_status st = op_placement_init(&c.pl, r->cp.n, r->cp.nd, err);
@@ -284,7 +269,7 @@ static op_status project_reference(const pesto_cfg *cfg, const op_place_ctx *ctx
     op_error local = {0};
     if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
         !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
-        summary(ctx, cfg, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
+        op_progress(ctx, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
                 c.oom ? " (OOM)" : "");
         if (better(&c, &r->warm)) {
             op_placement_destroy(&r->warm.pl);
@@ -307,14 +292,14 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
     if (!st && label && r->map.coarse->n_ops > 3 * cfg->target) {
         /* the reference's device regions are too fragmented to reach the
          * target: an ILP this size runs past its time limit in CBC's root */
-        summary(ctx, cfg, "pesto: aligned coarsening stopped at %d ops; coarsening unaligned",
+        op_progress(ctx, "pesto: aligned coarsening stopped at %d ops; coarsening unaligned",
                 r->map.coarse->n_ops);
         op_coarse_map_destroy(&r->map);
         st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, NULL, &r->map, &cs, err);
     }
     if (st)
         return st;
-    summary(ctx, cfg, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged, "
+    op_progress(ctx, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged, "
             "critical-path slack %.2f)", p->n, r->map.coarse->n_ops, cs.iterations, cs.merged,
             cs.cp_slack);
     int ne = r->map.coarse->n_edges;
@@ -335,13 +320,13 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         double *finish = op_malloc((size_t)r->cp.n * sizeof *finish + 1, err);
         if (!finish)
             return OP_ENOMEM;
-        st = project_reference(cfg, ctx, r, ref, finish, err);
+        st = project_reference(ctx, r, ref, finish, err);
         free(finish);
         if (st)
             return st;
     }
     if (r->warm.valid)
-        summary(ctx, cfg, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
+        op_progress(ctx, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
                 r->warm.step_us);
     pesto_ilp_opts ilp = cfg->ilp;
     ilp.deadline = ctx->deadline;
@@ -378,7 +363,7 @@ static op_status run_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, op_sim 
         st = judge(ctx->p, sim, &c, NULL, 1, err);
     }
     if (!st) {
-        summary(ctx, cfg, "pesto: incumbent from auto (%.1f s): %.1f us%s", cfg->auto_s,
+        op_progress(ctx, "pesto: incumbent from auto (%.1f s): %.1f us%s", cfg->auto_s,
                 c.step_us, c.oom ? " (OOM)" : "");
         keep_if_better(best, &c);
     }
@@ -407,7 +392,7 @@ static op_status coarse_stage(const pesto_cfg *cfg, const op_place_ctx *ctx, can
         st = consider_expanded(ctx, &r.map, ctx->p, fsim, &ilp_pl, "ilp-coarse", best, err);
         op_placement_destroy(&ilp_pl);
     }
-    summary(ctx, cfg, "pesto: coarse ILP %s: incumbent %.1f us, bound %.1f us, gap %.2f%% (of "
+    op_progress(ctx, "pesto: coarse ILP %s: incumbent %.1f us, bound %.1f us, gap %.2f%% (of "
             "the coarse model, not the original graph)%s",
             r.ilp.status == PESTO_OPTIMAL ? "optimal" : "stopped", r.ilp.objective, r.ilp.bound,
             100 * r.ilp.gap, r.ilp.stopped ? "; cut short by the budget" : "");
@@ -465,10 +450,10 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
             best.oom = over > 0;
             snprintf(best.name, sizeof best.name, "ilp-lns");
         }
-        summary(ctx, &cfg, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us",
+        op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us",
                 ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us);
     }
-    summary(ctx, &cfg, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
+    op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
             best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
     if (best.oom && !ctx->best_effort) {
         st = op_fail(err, OP_EINFEASIBLE, "pesto: no placement found fits in device memory "
