@@ -48,7 +48,7 @@ static const char PLACE_HELP[] =
     "                   (--refine-iters N makes it deterministic for a --seed)\n"
     "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
-    "2 usage, 3 infeasible (nothing fits).\n";
+    "2 usage, 3 infeasible (nothing fits), 130 interrupted (best result written).\n";
 
 static const char SIMULATE_HELP[] =
     "usage: opplace simulate GRAPH --placement FILE [--cluster FILE | --preset P --gpus N]\n"
