@@ -3,7 +3,7 @@
  * small settings the demo and the tests ask for (see opplace/zoo.h).
  *
  * `opplace zoo MODEL --paper NAME` builds MODEL as paper NAME evaluates it
- * (Celeritas, Pesto, SGDP, Trinity: /work/shared/papers); without --paper
+ * (Celeritas, Pesto, SGDP, Trinity; docs/algorithms/); without --paper
  * a model is built at the settings of the first paper listed for it below,
  * so the defaults are the papers' scale.  Options given on the command line
  * win over the paper's.  `--size small` asks for the demo-sized graph of

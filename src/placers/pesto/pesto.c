@@ -12,8 +12,10 @@
  *      portfolio, pesto runs no other) with --auto-seconds (default three
  *      quarters of the budget: auto's answer improves with its time, and
  *      the LNS polishes it; with a quarter, pesto lost to auto at the same
- *      budget on 3 of 5 graphs, bench/RESULTS.md, "Pesto: ILP, bound and budget").  Pesto is never worse than auto by
- *      construction; `algorithm` says which stage produced the answer:
+ *      budget on 3 of 5 graphs: bench/RESULTS.md, "Pesto").  Pesto is never
+ *      worse than its own incumbent (auto with that share of the budget),
+ *      not always as good as auto given the whole budget; `algorithm` says
+ *      which stage produced the answer:
  *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the
  *      original graph (pesto_lns.c): windows of --window-min..--window-max
@@ -270,7 +272,7 @@ static op_status project_reference(const op_place_ctx *ctx, pesto_run *r, const 
     if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
         !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
         op_progress(ctx, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
-                c.oom ? " (OOM)" : "");
+                    c.oom ? " (OOM)" : "");
         if (better(&c, &r->warm)) {
             op_placement_destroy(&r->warm.pl);
             r->warm = c;
@@ -293,15 +295,15 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         /* the reference's device regions are too fragmented to reach the
          * target: an ILP this size runs past its time limit in CBC's root */
         op_progress(ctx, "pesto: aligned coarsening stopped at %d ops; coarsening unaligned",
-                r->map.coarse->n_ops);
+                    r->map.coarse->n_ops);
         op_coarse_map_destroy(&r->map);
         st = pesto_coarsen_ex(p, (int)cfg->target, cfg->cp_slack, NULL, &r->map, &cs, err);
     }
     if (st)
         return st;
     op_progress(ctx, "pesto: coarsened %d ops to %d in %d batches (%d pairs merged, "
-            "critical-path slack %.2f)", p->n, r->map.coarse->n_ops, cs.iterations, cs.merged,
-            cs.cp_slack);
+                "critical-path slack %.2f)", p->n, r->map.coarse->n_ops, cs.iterations, cs.merged,
+                cs.cp_slack);
     int ne = r->map.coarse->n_edges;
     r->xfer_count = op_malloc((size_t)ne * sizeof *r->xfer_count + 1, err);
     r->xfer_bytes = op_malloc((size_t)ne * sizeof *r->xfer_bytes + 1, err);
@@ -327,7 +329,7 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
     }
     if (r->warm.valid)
         op_progress(ctx, "pesto: warm start %s: %.1f us on the coarse graph", r->warm.name,
-                r->warm.step_us);
+                    r->warm.step_us);
     pesto_ilp_opts ilp = cfg->ilp;
     ilp.deadline = ctx->deadline;
     if (cfg->comm_model) {
@@ -364,7 +366,7 @@ static op_status run_auto(const pesto_cfg *cfg, const op_place_ctx *ctx, op_sim 
     }
     if (!st) {
         op_progress(ctx, "pesto: incumbent from auto (%.1f s): %.1f us%s", cfg->auto_s,
-                c.step_us, c.oom ? " (OOM)" : "");
+                    c.step_us, c.oom ? " (OOM)" : "");
         keep_if_better(best, &c);
     }
     op_placement_destroy(&c.pl);
@@ -393,9 +395,9 @@ static op_status coarse_stage(const pesto_cfg *cfg, const op_place_ctx *ctx, can
         op_placement_destroy(&ilp_pl);
     }
     op_progress(ctx, "pesto: coarse ILP %s: incumbent %.1f us, bound %.1f us, gap %.2f%% (of "
-            "the coarse model, not the original graph)%s",
-            r.ilp.status == PESTO_OPTIMAL ? "optimal" : "stopped", r.ilp.objective, r.ilp.bound,
-            100 * r.ilp.gap, r.ilp.stopped ? "; cut short by the budget" : "");
+                "the coarse model, not the original graph)%s",
+                r.ilp.status == PESTO_OPTIMAL ? "optimal" : "stopped", r.ilp.objective, r.ilp.bound,
+                100 * r.ilp.gap, r.ilp.stopped ? "; cut short by the budget" : "");
 done:
     op_placement_destroy(&ref.pl);
     run_destroy(&r);
@@ -451,10 +453,10 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
             snprintf(best.name, sizeof best.name, "ilp-lns");
         }
         op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us",
-                ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us);
+                    ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us);
     }
     op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
-            best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
+                best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
     if (best.oom && !ctx->best_effort) {
         st = op_fail(err, OP_EINFEASIBLE, "pesto: no placement found fits in device memory "
                      "(try --best-effort)");
