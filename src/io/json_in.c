@@ -264,19 +264,30 @@ op_status json_get_string(const json_doc *d, json_t *obj, const json_step *at, i
     return OP_OK;
 }
 
+/* v as a finite number from 0 to max; the message names the range in
+ * `unit` (NULL: max is +inf, "a finite non-negative number"). */
+static op_status check_number(const json_doc *d, const json_step *path, int pn, json_t *v,
+                              double max, const char *unit, double *out)
+{
+    if (!json_is_number(v))
+        return json_fail(d, path, pn, "must be a number");
+    double x = json_number_value(v);
+    if (isfinite(x) && x >= 0 && x <= max) {
+        *out = x;
+        return OP_OK;
+    }
+    if (unit)
+        return json_fail(d, path, pn, "must be a number from 0 to %g %s (got %g)", max, unit, x);
+    return json_fail(d, path, pn, "must be a finite non-negative number (got %g)", x);
+}
+
 op_status json_get_amount(const json_doc *d, json_t *obj, const json_step *at, int n,
                           const char *key, int required, double *out)
 {
     found f;
     if (!lookup(d, obj, at, n, key, required, &f))
         return f.st;
-    if (!json_is_number(f.v))
-        return json_fail(d, f.path, f.pn, "must be a number");
-    double x = json_number_value(f.v);
-    if (!isfinite(x) || x < 0)
-        return json_fail(d, f.path, f.pn, "must be a finite non-negative number (got %g)", x);
-    *out = x;
-    return OP_OK;
+    return check_number(d, f.path, f.pn, f.v, INFINITY, NULL, out);
 }
 
 op_status json_get_array(const json_doc *d, const char *key, int required, json_t **out)
@@ -294,14 +305,7 @@ op_status json_get_array(const json_doc *d, const char *key, int required, json_
 op_status json_check_time(const json_doc *d, const json_step *path, int pn, json_t *v,
                           double *out)
 {
-    if (!json_is_number(v))
-        return json_fail(d, path, pn, "must be a number");
-    double x = json_number_value(v);
-    if (!op_valid_time(x))
-        return json_fail(d, path, pn, "must be a number from 0 to %g microseconds (got %g)",
-                         OP_MAX_TIME_US, x);
-    *out = x;
-    return OP_OK;
+    return check_number(d, path, pn, v, OP_MAX_TIME_US, "microseconds", out);
 }
 
 op_status json_get_time(const json_doc *d, json_t *obj, const json_step *at, int n,
