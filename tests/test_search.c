@@ -105,7 +105,7 @@ Test(search, stages_name_what_changed_a_placement_in_order)
 
 /* The one rule refinement uses to pick the order it judges by
  * (op_finish_judge, for place --refine and auto alike): an order counts
- * only when, on the placement, it beats first-ready-first by less
+ * only when, on the placement, it gains over first-ready-first: less
  * overflow or a step at least 1 % shorter. */
 Test(search, refinement_judges_by_an_order_only_when_it_gains_one_percent)
 {
@@ -121,7 +121,10 @@ Test(search, refinement_judges_by_an_order_only_when_it_gains_one_percent)
     fifo.over = 5;
     cr_expect_eq(op_finish_judge(&plain, &kept, &fifo, &tmp), &kept, "less overflow wins");
     fifo.over = 0, kept.final_over = 1, kept.final_us = 10;
-    cr_expect_null(op_finish_judge(&plain, &kept, &fifo, &tmp), "more overflow never");
+    cr_expect_eq(op_finish_judge(&plain, &kept, &fifo, &tmp), &kept, "1 %% faster, even with "
+                 "more overflow (refinement ranks overflow first anyway)");
+    kept.final_us = 995;
+    cr_expect_null(op_finish_judge(&plain, &kept, &fifo, &tmp), "more overflow, too little gain");
     cr_expect_null(op_finish_judge(&plain, NULL, &fifo, &tmp));
 
     /* nothing kept: the screened order, for a placement with its own order */

@@ -225,9 +225,10 @@ typedef struct op_finish_opts {
  * auto alike).  The candidate order is the one pl's order stage kept (o's
  * priority), else, for a placement with its own order (celeritas, m-sct),
  * the best priority order screened for it; refinement judges by it when,
- * on pl, it beats first-ready-first (fifo: pl's device_of run without an
- * order) by a margin: less overflow, or no more overflow and a step at
- * least 1 % shorter.  Otherwise (NULL) it judges first-ready-first, which
+ * on pl, it gains over first-ready-first (fifo: pl's device_of run without
+ * an order): less overflow, or a step at least 1 % shorter (refinement's
+ * ranking still puts less overflow first).  Otherwise (NULL) it judges
+ * first-ready-first, which
  * resumes from snapshots where an order costs a whole run per candidate
  * (WaveNet x 4, where celeritas's order gains nothing, bench/RESULTS.md).
  * tmp holds the screened stats when those are returned. */

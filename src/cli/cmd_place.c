@@ -47,8 +47,8 @@ static const char PLACE_HELP[] =
     "                   for a placer that orders its result, the best priority\n"
     "                   order), else by first-ready-first\n"
     "                   (--refine-iters N makes it deterministic for a --seed);\n"
-    "                   an order is used only when it beats first-ready-first by\n"
-    "                   less overflow or a 1 %% shorter step (as in auto)\n"
+    "                   an order is used only when it gains over first-ready-first\n"
+    "                   (less overflow or a 1 % shorter step; as in auto)\n"
     "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
     "2 usage, 3 infeasible (nothing fits), 130 interrupted (best result written).\n";

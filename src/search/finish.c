@@ -41,9 +41,8 @@ const op_reorder_stats *op_finish_judge(const op_placement *pl, const op_reorder
                                                                 : NULL;
     if (!j)
         return NULL;
-    if (j->final_over != fifo->over)
-        return j->final_over < fifo->over ? j : NULL;
-    return j->final_us <= (1 - MIN_ORDER_GAIN) * fifo->step ? j : NULL;
+    int gains = j->final_over < fifo->over || j->final_us <= (1 - MIN_ORDER_GAIN) * fifo->step;
+    return gains ? j : NULL;
 }
 
 /* pl judged first-ready-first: its device_of without an order. */
