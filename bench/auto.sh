@@ -11,7 +11,7 @@ gpus=${3:-2,4}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # the zoo at its small settings (--size small): the papers' scale would take far longer
-"$build/opplace" bench --models rnnlm:size=small,nmt:size=small,gnmt:size=small,transformer:size=small,transformer_xl:size=small,inception_v3:size=small,nasnet:size=small,pnasnet:size=small,amoebanet:size=small,wavenet:size=small,tensor_holography:size=small --gpus "$gpus" --preset "$preset" --algos fast \
+"$build/opplace" bench --models rnnlm:size=small,nmt:size=small,gnmt:size=small,transformer:size=small,transformer_xl:size=small,inception_v3:size=small,nasnet:size=small,pnasnet:size=small,amoebanet:size=small,wavenet:size=small,tensor_holography:size=small --gpus "$gpus" --preset "$preset" --algo fast \
   -o "$tmp/b.csv" > /dev/null 2> "$tmp/progress.txt"
 echo "| model | GPUs | auto ms | auto fits | best other | its ms | it fits | auto / best |"
 echo "|---|---|---|---|---|---|---|---|"

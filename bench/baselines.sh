@@ -11,11 +11,11 @@ trap 'rm -rf "$TMP"' EXIT
 echo '### Step time on the papers settings'
 echo
 echo '```'
-echo "opplace bench --models inception_v3:size=small,gnmt:layers=2:size=small,gnmt:layers=4:size=small,gnmt:layers=8:size=small,rnnlm:layers=2:size=small,rnnlm:layers=4:size=small,rnnlm:layers=8:size=small,transformer:size=small,nasnet:size=small,wavenet:size=small,tensor_holography:size=small --gpus 2,4 --algos single,expert,metis,m-topo,m-etf,m-sct,heft"
+echo "opplace bench --models inception_v3:size=small,gnmt:layers=2:size=small,gnmt:layers=4:size=small,gnmt:layers=8:size=small,rnnlm:layers=2:size=small,rnnlm:layers=4:size=small,rnnlm:layers=8:size=small,transformer:size=small,nasnet:size=small,wavenet:size=small,tensor_holography:size=small --gpus 2,4 --algo single,expert,metis,m-topo,m-etf,m-sct,heft"
 echo '```'
 echo
 "$BIN" bench --models inception_v3:size=small,gnmt:layers=2:size=small,gnmt:layers=4:size=small,gnmt:layers=8:size=small,rnnlm:layers=2:size=small,rnnlm:layers=4:size=small,rnnlm:layers=8:size=small,transformer:size=small,nasnet:size=small,wavenet:size=small,tensor_holography:size=small \
-    --gpus 2,4 --algos single,expert,metis,m-topo,m-etf,m-sct,heft 2>/dev/null
+    --gpus 2,4 --algo single,expert,metis,m-topo,m-etf,m-sct,heft 2>/dev/null
 
 echo
 echo '### Placement seconds on ~36,000-op graphs, 4 x V100 (median of 3)'

@@ -37,7 +37,7 @@ for m in $MODELS; do
   for g in $GPUS; do
     for a in $ALGOS auto; do
       extra=()
-      [ "$a" = auto ] && extra=(--budget-seconds 59 --refine-iters "$AUTO_ITERS" --refine-streams 1)
+      [ "$a" = auto ] && extra=(--budget-seconds 59 --refine-iters "$AUTO_ITERS")
       if "$BIN" place "$TMP/$m.json" --preset v100-nvlink --gpus "$g" --algo "$a" --seed 1 \
           --best-effort --quiet "${extra[@]}" -o "$TMP/p.json" > /dev/null 2> "$TMP/err"; then
         line "$m" "$g" "$a" "$TMP/p.json"

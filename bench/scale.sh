@@ -52,7 +52,7 @@ for model in gnmt transformer_xl; do
   for np in 1 2; do
     start=$(date +%s.%N)
     out=$(ASAN_OPTIONS=detect_leaks=0 "${mpi[@]}" -np "$np" "$bin" place "$tmp/$model.json" \
-          --preset v100-pcie --gpus 4 --algo auto --refine-streams 2 --refine-iters 300 \
+          --preset v100-pcie --gpus 4 --algo auto --refine-iters 300 \
           --seed 1 --best-effort 2>/dev/null)
     end=$(date +%s.%N)
     step=$(echo "$out" | sed -n 's/^step time *\([0-9.]*\) \(m\?s\).*/\1 \2/p')

@@ -750,7 +750,7 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
     snprintf(md, sizeof md, "%s/bench.md", tk_tmpdir());
     snprintf(cmd, sizeof cmd,
              "%s bench --models synthetic:ops=120:seed=2,synthetic:ops=80 --gpus 2,3 "
-             "--algos m-etf,heft,expert -o %s,%s",
+             "--algo m-etf,heft,expert -o %s,%s",
              OPPLACE_BIN, csv, md);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out ? out : "");
     int rows = 0, progress = 0;
@@ -791,7 +791,7 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
     free(out);
     out = NULL;
     /* an unknown algorithm is a usage error */
-    snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algos nope", OPPLACE_BIN);
+    snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algo nope", OPPLACE_BIN);
     cr_assert_eq(tk_run(cmd, &out), 2);
     free(out);
 }

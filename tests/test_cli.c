@@ -58,7 +58,7 @@ Test(cli, trace_is_chrome_trace_json_with_a_track_per_device)
     const char *dir = tk_tmpdir();
     char cmd[4096], *out = NULL, path[600];
     snprintf(cmd, sizeof cmd, "%s place %s/good_graph.json --cluster %s/good_cluster.json "
-             "--algo round-robin --trace %s/t.json", OPPLACE_BIN, DATA, DATA, dir);
+             "--algo round-robin --report %s/t.json", OPPLACE_BIN, DATA, DATA, dir);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     free(out);
     snprintf(path, sizeof path, "%s/t.json", dir);

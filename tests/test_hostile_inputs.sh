@@ -119,7 +119,9 @@ expect "-o onto a FIFO" 1 "is a FIFO; opplace writes only regular files" "$oppla
 expect "-o onto a device node" 1 "is a device" "$opplace" place "$g" --cluster "$c" --algo m-etf -o /dev/null
 [ -c /dev/null ] || { echo "FAIL /dev/null is no longer a device"; fail=1; }
 cp "$tmp/real.json" "$tmp/p.json"
-expect "-o p.json --trace nodir/t.json" 1 "nodir/t.json: cannot create" "$opplace" place "$g" --cluster "$c" --algo m-etf -o "$tmp/p.json" --trace "$tmp/nodir/t.json"
+expect "--report r.txt" 2 "the extension picks the report" "$opplace" place "$g" --cluster "$c" --algo m-etf --report "$tmp/r.txt"
+expect "--report a.svg,b.svg" 2 "two .svg files" "$opplace" place "$g" --cluster "$c" --algo m-etf --report "$tmp/a.svg,$tmp/b.svg"
+expect "-o p.json --report nodir/t.json" 1 "nodir/t.json: cannot create" "$opplace" place "$g" --cluster "$c" --algo m-etf -o "$tmp/p.json" --report "$tmp/nodir/t.json"
 if cmp -s "$tmp/real.json" "$tmp/p.json" && ! ls -a "$tmp" | grep -q '^\.opplace-'; then
   echo "ok   all outputs or none: p.json untouched, no temporaries"
 else echo "FAIL p.json was replaced or a temporary was left"; fail=1; fi

@@ -11,7 +11,9 @@
  *   - a hand-built graph where the bottom-level order beats first-ready-
  *     first by a hand-computed margin;
  *   - priorities are bottom levels with the placement's own costs;
- *   - a cap that can never bind changes nothing.
+ *   - a cap that can never bind changes nothing;
+ *   - a reused priority workspace (op_placement_priorities_ws) carries
+ *     nothing from one placement or priority to the next.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -172,6 +174,54 @@ Test(list_schedule, bottom_level_beats_first_ready_first_on_a_hand_built_graph)
     cr_assert_eq(r.n_transfers, 1);
     op_placement_destroy(&pl);
     op_sim_result_destroy(&r);
+    tk_unbind(&tp);
+}
+
+/* The workspace reused across placements and priorities: the hand-built
+ * graph's bottom levels (10, 115, 100) after a run with every op on one
+ * device (no transfers) and after blevel-w (transfers ignored), and on a
+ * random DAG the values of a fresh computation for every placement. */
+Test(list_schedule, a_reused_priority_workspace_keeps_no_state)
+{
+    op_error err = {0};
+    int id[3];
+    tk_problem tp;
+    op_placement pl;
+    tk_order_matters_setup(&tp, &pl, id);
+    const op_problem *p = &tp.p;
+    op_priority_ws *ws = op_priority_ws_new(p, &err);
+    cr_assert_not_null(ws);
+    double prio[3];
+    int same[3] = {pl.device_of[0], pl.device_of[0], pl.device_of[0]};
+    cr_assert_eq(op_placement_priorities_ws(ws, same, OP_PRIORITY_BLEVEL, prio, &err), OP_OK);
+    cr_assert_eq(op_placement_priorities_ws(ws, pl.device_of, OP_PRIORITY_BLEVEL_W, prio, &err),
+                 OP_OK);
+    cr_assert_float_eq(prio[id[1]], 110.0, 1e-9);
+    cr_assert_eq(op_placement_priorities_ws(ws, pl.device_of, OP_PRIORITY_BLEVEL, prio, &err),
+                 OP_OK);
+    cr_assert_float_eq(prio[id[0]], 10.0, 1e-9);
+    cr_assert_float_eq(prio[id[1]], 115.0, 1e-9);
+    cr_assert_float_eq(prio[id[2]], 100.0, 1e-9);
+    op_priority_ws_free(ws);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+
+    tk_bind(&tp, tk_random_dag(150, 0.05, 31), tk_cluster(3, 5.0, 1e-3, (int64_t)1 << 40));
+    p = &tp.p;
+    ws = op_priority_ws_new(p, &err);
+    cr_assert_not_null(ws);
+    int *dev = malloc(sizeof(int) * (size_t)p->n);
+    double *a = malloc(sizeof(double) * (size_t)p->n), *b = malloc(sizeof(double) * (size_t)p->n);
+    for (int t = 0; t < 12; t++) {
+        random_placement(p, 100 + (uint64_t)t, dev);
+        op_priority k = (op_priority)(t % OP_PRIORITY_COUNT);
+        cr_assert_eq(op_placement_priorities_ws(ws, dev, k, a, &err), OP_OK);
+        cr_assert_eq(op_placement_priorities(p, dev, k, b, &err), OP_OK);
+        cr_assert_arr_eq(a, b, sizeof(double) * (size_t)p->n, "placement %d, priority %d", t,
+                         (int)k);
+    }
+    free(dev), free(a), free(b);
+    op_priority_ws_free(ws);
     tk_unbind(&tp);
 }
 

@@ -266,7 +266,7 @@ Test(auto_placer, refine_seconds_zero_skips_refinement)
     double step[2];
     for (int k = 0; k < 2; k++) {
         snprintf(cmd, sizeof cmd, "%s place %s/ga.json --preset v100-nvlink --gpus 2 --algo auto "
-                 "--budget-seconds 5 --refine-iters 200 --refine-streams 1 %s --quiet "
+                 "--budget-seconds 5 --refine-iters 200 %s --quiet "
                  "-o %s/pa.json > /dev/null && grep '\"algorithm\"' %s/pa.json && "
                  "%s simulate %s/ga.json --preset v100-nvlink --gpus 2 --placement %s/pa.json "
                  "--json", OPPLACE_BIN, dir, k ? "" : "--refine-seconds 0", dir, dir,

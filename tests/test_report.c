@@ -357,7 +357,7 @@ Test(report, cli_place_and_simulate_write_the_reports)
     snprintf(cmd, sizeof cmd,
              "%s zoo synthetic --ops 300 --width 6 -o %s/cg.json && "
              "%s place %s/cg.json --preset v100-pcie --gpus 2 --algo round-robin -o %s/cp.json "
-             "--report %s/c1.html --svg %s/c1.svg --dot %s/c1.dot --quiet && "
+             "--report %s/c1.html,%s/c1.svg,%s/c1.dot --quiet && "
              "%s simulate %s/cg.json --preset v100-pcie --gpus 2 --placement %s/cp.json "
              "--report %s/c2.html --json",
              OPPLACE_BIN, dir, OPPLACE_BIN, dir, dir, dir, dir, dir, OPPLACE_BIN, dir, dir, dir);

@@ -24,7 +24,7 @@ step() { echo "== $*"; }
 step "small graph on 3 GPUs"
 "$opplace" zoo rnnlm --layers 2 --hidden 256 --seq-len 6 -o "$dir/g.json" || exit 1
 "$opplace" place "$dir/g.json" --preset v100-pcie --gpus 3 --algo m-etf \
-  --report "$dir/r.html" --trace "$dir/t.json" --quiet > /dev/null || exit 1
+  --report "$dir/r.html,$dir/t.json" --quiet > /dev/null || exit 1
 # channels used = distinct channel tracks in the Perfetto trace
 nchan=$(grep -o '"pid": 2, "tid": [0-9]*, "name": "thread_name"' "$dir/t.json" | sort -u | wc -l)
 bash "$check" "$dir/r.html" 3 "$nchan" || fail=1
@@ -33,7 +33,7 @@ step "36k-op graph on 4 GPUs"
 "$opplace" zoo synthetic --ops 36000 --width 24 -o "$dir/big.json" || exit 1
 start=$(date +%s)
 "$opplace" place "$dir/big.json" --preset v100-nvlink --gpus 4 --algo round-robin \
-  --report "$dir/big.html" --trace "$dir/bt.json" --quiet > /dev/null || exit 1
+  --report "$dir/big.html,$dir/bt.json" --quiet > /dev/null || exit 1
 nchan=$(grep -o '"pid": 2, "tid": [0-9]*, "name": "thread_name"' "$dir/bt.json" | sort -u | wc -l)
 size=$(stat -c %s "$dir/big.html")
 echo "big.html: $size bytes, written in $(( $(date +%s) - start )) s"

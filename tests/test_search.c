@@ -102,3 +102,42 @@ Test(search, stages_name_what_changed_a_placement_in_order)
     op_stages_name("celeritas", &st, name, sizeof name);
     cr_expect_str_eq(name, "celeritas+refine+order");
 }
+
+/* The one rule refinement uses to pick the order it judges by
+ * (op_finish_judge, for place --refine and auto alike): an order counts
+ * only when, on the placement, it gains over first-ready-first: less
+ * overflow or a step at least 1 % shorter. */
+Test(search, refinement_judges_by_an_order_only_when_it_gains_one_percent)
+{
+    op_placement plain = {0}, own = {.has_order = 1};
+    op_judged fifo = {.over = 0, .step = 1000};
+    op_reorder_stats kept = {.priority = OP_PRIORITY_BLEVEL, .final_us = 990, .final_over = 0,
+                             .screened = OP_PRIORITY_BLEVEL, .screened_us = 990},
+                     tmp;
+    cr_expect_eq(op_finish_judge(&plain, &kept, &fifo, &tmp), &kept, "exactly 1 %% faster");
+    kept.final_us = 991;
+    cr_expect_null(op_finish_judge(&plain, &kept, &fifo, &tmp), "0.9 %% is not enough");
+    kept.final_us = 2000;
+    fifo.over = 5;
+    cr_expect_eq(op_finish_judge(&plain, &kept, &fifo, &tmp), &kept, "less overflow wins");
+    fifo.over = 0, kept.final_over = 1, kept.final_us = 10;
+    cr_expect_eq(op_finish_judge(&plain, &kept, &fifo, &tmp), &kept, "1 %% faster, even with "
+                 "more overflow (refinement ranks overflow first anyway)");
+    kept.final_us = 995;
+    cr_expect_null(op_finish_judge(&plain, &kept, &fifo, &tmp), "more overflow, too little gain");
+    cr_expect_null(op_finish_judge(&plain, NULL, &fifo, &tmp));
+
+    /* nothing kept: the screened order, for a placement with its own order */
+    op_reorder_stats none = {.priority = OP_PRIORITY_FIFO, .final_us = 1000,
+                             .screened = OP_PRIORITY_CPATH, .screened_cap_share = 0.95,
+                             .screened_us = 950, .screened_over = 0};
+    cr_expect_null(op_finish_judge(&plain, &none, &fifo, &tmp), "no order of its own");
+    const op_reorder_stats *j = op_finish_judge(&own, &none, &fifo, &tmp);
+    cr_assert_eq(j, &tmp);
+    cr_expect_eq(j->priority, OP_PRIORITY_CPATH);
+    cr_expect_float_eq(j->cap_share, 0.95, 1e-12);
+    none.screened_us = 995;
+    cr_expect_null(op_finish_judge(&own, &none, &fifo, &tmp), "the same 1 %% for screened");
+    none.screened = OP_PRIORITY_FIFO;
+    cr_expect_null(op_finish_judge(&own, &none, &fifo, &tmp), "nothing screened");
+}

@@ -68,6 +68,15 @@ const char *op_priority_name(op_priority k);
 op_status op_placement_priorities(const op_problem *p, const int *device_of, op_priority k,
                                    double *prio, op_error *err);
 
+/* The same with a workspace sized for p once (the levels' arrays), for
+ * searches that compute priorities for every candidate placement: no
+ * allocation per call.  Values are identical to op_placement_priorities. */
+typedef struct op_priority_ws op_priority_ws;
+op_priority_ws *op_priority_ws_new(const op_problem *p, op_error *err);
+void op_priority_ws_free(op_priority_ws *ws);
+op_status op_placement_priorities_ws(op_priority_ws *ws, const int *device_of, op_priority k,
+                                     double *prio, op_error *err);
+
 /* The start sequence (n ops) of the priority list schedule of device_of;
  * makespan_us (may be NULL) receives the modelled step time.  mem_cap
  * (per device, or NULL for none) makes it MEMORY-AWARE: the schedule keeps

@@ -116,7 +116,7 @@ typedef struct op_reorder_stats {
      * its step as screened: what to judge other placements by when the
      * placement's own order beats every priority (opplace/refine.h). */
     op_priority screened;
-    double screened_cap_share, screened_us;
+    double screened_cap_share, screened_us, screened_over;
 } op_reorder_stats;
 
 /* Reorder pl in place as described above; stats may be NULL. */
@@ -127,10 +127,10 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
  * judging other placements by the same list schedule (opplace/refine.h). */
 void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
 
-/* stats with the best screened order in place of the kept one, in *out,
- * for judging by it (a placement that carries its own order, e.g.
- * celeritas's, which first-ready-first judging would drop); NULL when
- * nothing was screened. */
+/* stats with the best screened order in place of the kept one (priority,
+ * cap, final step and overflow), in *out, for judging by it (a placement
+ * that carries its own order, e.g. celeritas's, which first-ready-first
+ * judging would drop); NULL when nothing was screened. */
 const op_reorder_stats *op_reorder_as_screened(const op_reorder_stats *stats,
                                                op_reorder_stats *out);
 
@@ -218,15 +218,22 @@ typedef struct op_finish_opts {
      * whether pl carries that order.  NULL: op_finish runs it. */
     const op_reorder_stats *ordered;
     int is_ordered;
-    double fifo_step; /* pl's step without its own order (for op_finish_judge) */
+    op_judged fifo; /* with ordered: pl judged first-ready-first (over, step) */
 } op_finish_opts;
 
-/* The order refinement judges pl by: the one its order stage kept, else,
- * for a placement with its own order (celeritas, m-sct), the best
- * priority order screened for it when that gains at least 1 % over
- * first-ready-first (fifo_step); NULL: first-ready-first. */
+/* The one rule for the order refinement judges pl by (place --refine and
+ * auto alike).  The candidate order is the one pl's order stage kept (o's
+ * priority), else, for a placement with its own order (celeritas, m-sct),
+ * the best priority order screened for it; refinement judges by it when,
+ * on pl, it gains over first-ready-first (fifo: pl's device_of run without
+ * an order): less overflow, or a step at least 1 % shorter (refinement's
+ * ranking still puts less overflow first).  Otherwise (NULL) it judges
+ * first-ready-first, which
+ * resumes from snapshots where an order costs a whole run per candidate
+ * (WaveNet x 4, where celeritas's order gains nothing, bench/RESULTS.md).
+ * tmp holds the screened stats when those are returned. */
 const op_reorder_stats *op_finish_judge(const op_placement *pl, const op_reorder_stats *o,
-                                        double fifo_step, op_reorder_stats *tmp);
+                                        const op_judged *fifo, op_reorder_stats *tmp);
 
 /* Order (when fo->order and not done), refine judged by op_finish_judge
  * (when fo->refine), order again when refinement changed pl or pl has no

@@ -8,7 +8,7 @@
  * (each key=value becomes the zoo option --key value).  Every placer runs
  * with --best-effort, so each returns a placement and the OOM column tells
  * which ones do not fit.  Slow placers (solvers, training) run only when
- * named or with --algos all.
+ * named or with --algo all.
  */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +25,7 @@
 
 static const char HELP[] =
     "usage: opplace bench [--models M1,M2,...|all] [--gpus 2,4] [--preset P] [--cpu]\n"
-    "                     [--algos A1,A2,...|fast|all] [-o FILE[,FILE...]] [--seed S]\n"
+    "                     [--algo A1,A2,...|fast|all] [-o FILE[,FILE...]] [--seed S]\n"
     "\n"
     "Places every model on every cluster with every algorithm, simulates one\n"
     "training step and prints a Markdown table: step time, ratio to the lower\n"
@@ -34,7 +34,7 @@ static const char HELP[] =
     "  --models   zoo models with settings, e.g. gnmt:layers=2,gnmt:layers=4\n"
     "             (default: the papers' models the zoo has, at their defaults)\n"
     "  --gpus     GPU counts (default 2,4); --preset the cluster (v100-nvlink)\n"
-    "  --algos    names, 'fast' (default: every placer not marked slow) or 'all'\n"
+    "  --algo     names, 'fast' (default: every placer not marked slow) or 'all'\n"
     "  -o, --output  also write the table to files, the format by each name's\n"
     "             ending: .csv CSV, .md Markdown, .svg a bar chart of step time\n"
     "             per model and algorithm (e.g. -o out.csv,out.svg)\n"
@@ -142,7 +142,7 @@ static op_graph *make_model(const char *spec, op_error *err)
     return g;
 }
 
-/* Resolve --algos into placers. */
+/* Resolve --algo into placers. */
 static op_status pick_algos(const char *spec, const op_placer ***out, int *n_out, op_error *err)
 {
     int n;
@@ -200,7 +200,7 @@ static op_status read_cfg(cli_args *a, bench_cfg *c, op_error *err)
 {
     const char *models = op_options_str(a->opts, "models", NULL);
     const char *gpus = op_options_str(a->opts, "gpus", "2,4");
-    const char *algos = op_options_str(a->opts, "algos", "fast");
+    const char *algos = op_options_str(a->opts, "algo", "fast");
     c->preset = op_options_str(a->opts, "preset", "v100-nvlink");
     const char *outputs = op_options_str(a->opts, "output", NULL);
     c->cpu = op_options_has(a->opts, "cpu");

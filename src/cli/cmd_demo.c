@@ -108,7 +108,7 @@ int cmd_demo(int argc, char **argv)
     if (compare_all(&cp, &err))
         goto fail;
     printf("\nNext: 'opplace --help' lists the commands; 'opplace algos' the algorithms;\n"
-           "'opplace place GRAPH --algo NAME --trace t.json' places your own graph.\n");
+           "'opplace place GRAPH --algo NAME --report t.json' places your own graph.\n");
     goto done;
 fail:
     code = cli_report("demo", &err);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -19,8 +20,7 @@
 
 static const char PLACE_HELP[] =
     "usage: opplace place GRAPH [--algo NAME] [--cluster FILE | --preset P --gpus N [--cpu]]\n"
-    "                     [-o placement.json] [--trace trace.json] [--json]\n"
-    "                     [--report out.html] [--svg timeline.svg] [--dot graph.dot]\n"
+    "                     [-o placement.json] [--json] [--report FILE[,FILE...]]\n"
     "                     [--seed S] [--budget-seconds B] [--best-effort] [--quiet]\n"
     "                     [--refine [--refine-seconds S | --refine-iters N]] [--progress]\n"
     "                     [--order own|none|fit|peak]\n"
@@ -30,10 +30,11 @@ static const char PLACE_HELP[] =
     "(see 'opplace algos'), simulates one training step and prints the step\n"
     "time, its ratio to the lower bound, peak memory per device and traffic.\n"
     "  -o FILE          write the placement (with simulated metrics)\n"
-    "  --trace FILE     write a Chrome/Perfetto trace (open in ui.perfetto.dev)\n"
-    "  --report FILE    write a self-contained HTML report (timeline, memory, graph)\n"
-    "  --svg FILE       write the timeline alone as SVG\n"
-    "  --dot FILE       write the graph colored by device as Graphviz DOT\n"
+    "  --report FILE    write a report; the extension picks what: .html a\n"
+    "                   self-contained page (timeline, memory, graph), .json a\n"
+    "                   Chrome/Perfetto trace (ui.perfetto.dev), .svg the timeline\n"
+    "                   alone, .dot the graph colored by device (Graphviz);\n"
+    "                   several comma-separated: --report r.html,t.json\n"
     "  --json           print only the metrics object on stdout\n"
     "  --best-effort    return a placement even when memory does not suffice\n"
     "  --order fit      give each device the priority execution order (critical\n"
@@ -45,23 +46,22 @@ static const char PLACE_HELP[] =
     "                   judged by the --order order when one was chosen (or,\n"
     "                   for a placer that orders its result, the best priority\n"
     "                   order), else by first-ready-first\n"
-    "                   (--refine-iters N makes it deterministic for a --seed)\n"
+    "                   (--refine-iters N makes it deterministic for a --seed);\n"
+    "                   an order is used only when it gains over first-ready-first\n"
+    "                   (less overflow or a 1 % shorter step; as in auto)\n"
     "Default algorithm: auto (portfolio + refinement; --budget-seconds, default 10).\n"
     "Default cluster: 4 x v100-nvlink.  Exit codes: 0 ok, 1 bad input,\n"
     "2 usage, 3 infeasible (nothing fits), 130 interrupted (best result written).\n";
 
 static const char SIMULATE_HELP[] =
     "usage: opplace simulate GRAPH --placement FILE [--cluster FILE | --preset P --gpus N]\n"
-    "                        [--json] [--trace trace.json] [--report out.html]\n"
-    "                        [--svg timeline.svg] [--dot graph.dot]\n"
+    "                        [--json] [--report FILE[,FILE...]]\n"
     "\n"
     "Simulates one training step of GRAPH under the placement (and its per-device\n"
     "order, if it has one) following formats.md section 5, and prints the metrics.\n"
     "  --json         print only the metrics object of formats.md section 3\n"
-    "  --trace FILE   write a Chrome/Perfetto trace\n"
-    "  --report FILE  write a self-contained HTML report (timeline, memory, graph)\n"
-    "  --svg FILE     write the timeline alone as SVG\n"
-    "  --dot FILE     write the graph colored by device as Graphviz DOT\n"
+    "  --report FILE  write a report: .html page, .json Perfetto trace, .svg\n"
+    "                 timeline or .dot graph by the extension (comma-separated list)\n"
     "  -o FILE        write the placement again with the recomputed metrics\n";
 
 /* The command's own options; op_place_options and the placer's table
@@ -73,11 +73,9 @@ static const op_opt_decl CLI_OPTIONS[] = {
     {"gpus", OP_OPT_INT, 1, 64, "4", NULL, "GPUs of the preset"},
     {"cpu", OP_OPT_FLAG, 0, 0, NULL, NULL, "add the host CPU to the preset"},
     {"output", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the placement (-o)"},
-    {"trace", OP_OPT_TEXT, 0, 0, NULL, NULL, "write a Chrome/Perfetto trace"},
     {"json", OP_OPT_FLAG, 0, 0, NULL, NULL, "print only the metrics object"},
-    {"report", OP_OPT_TEXT, 0, 0, NULL, NULL, "write an HTML report"},
-    {"svg", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the timeline as SVG"},
-    {"dot", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the graph as Graphviz DOT"},
+    {"report", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "write reports, comma-separated; .html page, .json trace, .svg timeline, .dot graph"},
     {"placement", OP_OPT_TEXT, 0, 0, NULL, NULL, "placement file (simulate)"},
     {"quiet", OP_OPT_FLAG, 0, 0, NULL, NULL, "no progress lines"},
     {"progress", OP_OPT_FLAG, 0, 0, NULL, NULL, "progress lines even when not a terminal"},
@@ -124,28 +122,65 @@ static op_metrics metrics_of(const op_sim_result *r, double seconds)
                         .oom = r->oom, .comm_bytes = r->comm_bytes, .peak_mem = r->peak_mem};
 }
 
+/* The kinds of --report, picked by the file's extension. */
+enum { REPORT_HTML, REPORT_TRACE, REPORT_SVG, REPORT_DOT, N_REPORTS };
+static const char *const REPORT_EXT[N_REPORTS] = {".html", ".json", ".svg", ".dot"};
+
 /* What to do with a simulated placement (read before unknown options are
  * reported, so these count as known). */
 typedef struct outputs {
-    const char *out, *trace_path;
+    const char *out;
     int json;
-    const char *report, *svg, *dot;
+    const char *report[N_REPORTS]; /* NULL: not asked for */
+    char names[4096];              /* --report's value, split at the commas */
 } outputs;
 
-static outputs read_outputs(cli_args *a)
+static int report_kind(const char *path)
 {
-    outputs o = {op_options_str(a->opts, "output", NULL), op_options_str(a->opts, "trace", NULL),
-                 op_options_has(a->opts, "json"), op_options_str(a->opts, "report", NULL),
-                 op_options_str(a->opts, "svg", NULL), op_options_str(a->opts, "dot", NULL)};
-    return o;
+    size_t n = strlen(path);
+    for (int k = 0; k < N_REPORTS; k++) {
+        size_t e = strlen(REPORT_EXT[k]);
+        if (n > e && !strcasecmp(path + n - e, REPORT_EXT[k]))
+            return k;
+    }
+    return n > 4 && !strcasecmp(path + n - 4, ".htm") ? REPORT_HTML : -1;
+}
+
+/* -o, --json and --report FILE[,FILE...] of a. */
+static op_status read_outputs(cli_args *a, outputs *o, op_error *err)
+{
+    memset(o, 0, sizeof *o);
+    o->out = op_options_str(a->opts, "output", NULL);
+    o->json = op_options_has(a->opts, "json");
+    const char *list = op_options_str(a->opts, "report", NULL);
+    if (!list)
+        return OP_OK;
+    if (strlen(list) >= sizeof o->names)
+        return op_fail(err, OP_EUSAGE, "--report: the list of files is too long");
+    strcpy(o->names, list);
+    for (char *s = o->names, *next; s; s = next) {
+        if ((next = strchr(s, ',')))
+            *next++ = '\0';
+        int k = report_kind(s);
+        if (k < 0)
+            return op_fail(err, OP_EUSAGE, "--report %s: the extension picks the report; use "
+                           ".html (page), .json (Perfetto trace), .svg (timeline) or .dot "
+                           "(graph)", s);
+        if (o->report[k])
+            return op_fail(err, OP_EUSAGE, "--report: two %s files (%s and %s); give one",
+                           REPORT_EXT[k], o->report[k], s);
+        o->report[k] = s;
+    }
+    return OP_OK;
 }
 
 /* Every output path writable, checked before any work (file_util.h). */
 static op_status check_outputs(const outputs *o, op_error *err)
 {
-    const char *paths[] = {o->out, o->trace_path, o->report, o->svg, o->dot};
-    for (size_t i = 0; i < sizeof paths / sizeof *paths; i++)
-        if (op_output_check(paths[i], err))
+    if (op_output_check(o->out, err))
+        return err->code;
+    for (int k = 0; k < N_REPORTS; k++)
+        if (op_output_check(o->report[k], err))
             return err->code;
     return OP_OK;
 }
@@ -154,7 +189,7 @@ static op_status check_outputs(const outputs *o, op_error *err)
 static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_placement *pl,
                        double seconds, op_error *err)
 {
-    const char *out = o->out, *trace_path = o->trace_path;
+    const char *out = o->out, *const *rep = o->report;
     int json = o->json;
     op_sim_result r;
     op_sim_trace t;
@@ -162,21 +197,22 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
     op_status st = op_sim_result_init(&r, &cp->p, err);
     if (st)
         return st;
-    if ((trace_path || o->report || o->svg) && !(st = op_sim_trace_init(&t, &cp->p, err)))
+    if ((rep[REPORT_TRACE] || rep[REPORT_HTML] || rep[REPORT_SVG]) &&
+        !(st = op_sim_trace_init(&t, &cp->p, err)))
         have_trace = 1;
     if (!st)
         st = op_simulate(&cp->p, pl, &r, have_trace ? &t : NULL, err);
     op_metrics m = metrics_of(&r, seconds);
     if (!st && out)
         st = op_placement_write(pl, cp->g, cp->c, &m, out, err);
-    if (!st && trace_path)
-        st = op_trace_write(&t, &cp->p, trace_path, err);
-    if (!st && o->report)
-        st = op_report_html(&cp->p, pl, &r, &t, pl->algorithm, o->report, err);
-    if (!st && o->svg)
-        st = op_report_svg_timeline(&cp->p, &t, o->svg, err);
-    if (!st && o->dot)
-        st = op_report_dot(&cp->p, pl, o->dot, err);
+    if (!st && rep[REPORT_TRACE])
+        st = op_trace_write(&t, &cp->p, rep[REPORT_TRACE], err);
+    if (!st && rep[REPORT_HTML])
+        st = op_report_html(&cp->p, pl, &r, &t, pl->algorithm, rep[REPORT_HTML], err);
+    if (!st && rep[REPORT_SVG])
+        st = op_report_svg_timeline(&cp->p, &t, rep[REPORT_SVG], err);
+    if (!st && rep[REPORT_DOT])
+        st = op_report_dot(&cp->p, pl, rep[REPORT_DOT], err);
     if (!st && json) {
         op_metrics_write_json(stdout, &m, cp->c);
         fputc('\n', stdout);
@@ -250,9 +286,9 @@ static op_status run_place(cli_args *a, op_error *err)
         (st = op_options_declare(a->opts, placer->options, err)) ||
         (st = op_options_check(a->opts, help, err)))
         return st;
-    outputs o = read_outputs(a);
-    op_status cst = check_outputs(&o, err);
-    if (cst)
+    outputs o;
+    op_status cst = read_outputs(a, &o, err);
+    if (cst || (cst = check_outputs(&o, err)))
         return cst;
     op_place_ctx ctx = {.opts = a->opts, .best_effort = op_options_has(a->opts, "best-effort")};
     int quiet = op_options_has(a->opts, "quiet");
@@ -294,9 +330,9 @@ static op_status run_simulate(cli_args *a, op_error *err)
     const char *ppath = op_options_str(a->opts, "placement", NULL);
     if (!ppath)
         return op_fail(err, OP_EUSAGE, "--placement FILE is required");
-    outputs o = read_outputs(a);
-    op_status cst = check_outputs(&o, err);
-    if (cst)
+    outputs o;
+    op_status cst = read_outputs(a, &o, err);
+    if (cst || (cst = check_outputs(&o, err)))
         return cst;
     cli_problem cp;
     op_placement pl = {0};

@@ -335,21 +335,14 @@ static op_status check_totals(const op_graph *g, const char *origin, op_error *e
 /* Move the per-op arrays from the builder into the graph. */
 static void take_ops(op_graph_builder *b, op_graph *g)
 {
+#define MOVE(field) (g->field = b->field, b->field = NULL)
     g->n_ops = b->n_ops;
-    g->name = b->name; b->name = NULL;
     g->batch_size = b->batch_size;
-    g->op_name = b->op_name; b->op_name = NULL;
-    g->op_type = b->op_type; b->op_type = NULL;
-    g->device = b->device; b->device = NULL;
-    g->output_bytes = b->output_bytes; b->output_bytes = NULL;
-    g->param_bytes = b->param_bytes; b->param_bytes = NULL;
-    g->temp_bytes = b->temp_bytes; b->temp_bytes = NULL;
-    g->layer = b->layer; b->layer = NULL;
-    g->colocate = b->colocate; b->colocate = NULL;
-    g->kind = b->kind; b->kind = NULL;
-    g->time_off = b->time_off; b->time_off = NULL;
-    g->time_kind = b->time_kind; b->time_kind = NULL;
-    g->time_val = b->time_val; b->time_val = NULL;
+    MOVE(name), MOVE(op_name), MOVE(op_type), MOVE(device);    /* names */
+    MOVE(output_bytes), MOVE(param_bytes), MOVE(temp_bytes);   /* memory */
+    MOVE(layer), MOVE(colocate), MOVE(kind);                    /* scopes */
+    MOVE(time_off), MOVE(time_kind), MOVE(time_val);            /* times */
+#undef MOVE
     g->kind_name = op_strtab_take(&b->kinds, &g->n_kinds);
     g->layer_name = op_strtab_take(&b->layers, &g->n_layers);
     g->group_name = op_strtab_take(&b->groups, &g->n_groups);

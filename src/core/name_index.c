@@ -35,9 +35,7 @@ void op_name_index_destroy(op_name_index *ix)
 {
     free(ix->keys);
     free(ix->vals);
-    ix->keys = NULL;
-    ix->vals = NULL;
-    ix->cap = ix->count = 0;
+    *ix = (op_name_index){0};
 }
 
 int op_name_index_get(const op_name_index *ix, const char *key)

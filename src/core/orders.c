@@ -24,7 +24,7 @@ void op_levels_destroy(op_levels *l)
     memset(l, 0, sizeof *l);
 }
 
-static void compute_levels(const op_graph *g, op_levels *l)
+void op_levels_compute(const op_graph *g, op_levels *l)
 {
     for (int t = 0; t < g->n_ops; t++) {
         int v = g->topo[t];
@@ -50,8 +50,7 @@ static void compute_levels(const op_graph *g, op_levels *l)
     }
 }
 
-op_status op_levels_init_costs(op_levels *l, const op_graph *g, const double *w, const double *c,
-                               op_error *err)
+op_status op_levels_alloc(op_levels *l, const op_graph *g, op_error *err)
 {
     memset(l, 0, sizeof *l);
     size_t n = (size_t)g->n_ops, m = (size_t)g->n_edges;
@@ -65,11 +64,21 @@ op_status op_levels_init_costs(op_levels *l, const op_graph *g, const double *w,
         op_levels_destroy(l);
         return OP_ENOMEM;
     }
+    return OP_OK;
+}
+
+op_status op_levels_init_costs(op_levels *l, const op_graph *g, const double *w, const double *c,
+                               op_error *err)
+{
+    op_status st = op_levels_alloc(l, g, err);
+    if (st)
+        return st;
+    size_t n = (size_t)g->n_ops, m = (size_t)g->n_edges;
     if (n)
         memcpy(l->w, w, n * sizeof *w);
     if (m)
         memcpy(l->c, c, m * sizeof *c);
-    compute_levels(g, l);
+    op_levels_compute(g, l);
     return OP_OK;
 }
 

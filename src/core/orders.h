@@ -41,6 +41,11 @@ op_status op_levels_init(op_levels *l, const op_problem *p, op_error *err);
 op_status op_levels_init_costs(op_levels *l, const op_graph *g, const double *w, const double *c,
                                op_error *err);
 void op_levels_destroy(op_levels *l);
+/* The arrays of l sized for g, costs not set (op_levels_compute after
+ * filling w and c): for callers that recompute levels without allocating. */
+op_status op_levels_alloc(op_levels *l, const op_graph *g, op_error *err);
+/* tlevel, blevel and cpath of l from its w and c. */
+void op_levels_compute(const op_graph *g, op_levels *l);
 
 /* seq receives n ops; pos (optional, may be NULL) the position of each op. */
 op_status op_order_dfs_topo(const op_graph *g, int *seq, int *pos, op_error *err);

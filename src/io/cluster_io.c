@@ -160,10 +160,10 @@ static void put_link(FILE *f, double lat, double upb)
 op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
 {
     op_atomic a;
-    if (op_atomic_open(&a, path, err))
+    FILE *f = op_json_doc_open(&a, path, "opplace-cluster", err);
+    if (!f)
         return OP_EIO;
-    FILE *f = a.f;
-    fputs("{\n  \"format\": \"opplace-cluster\",\n  \"version\": 1,\n  \"devices\": [\n", f);
+    fputs(",\n  \"devices\": [\n", f);
     for (int i = 0; i < c->n_dev; i++) {
         fputs("    {\"name\": ", f);
         op_json_put_string(f, c->dev[i].name);

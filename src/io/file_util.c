@@ -315,6 +315,14 @@ void op_json_put_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+FILE *op_json_doc_open(op_atomic *a, const char *path, const char *format, op_error *err)
+{
+    if (op_atomic_open(a, path, err))
+        return NULL;
+    fprintf(a->f, "{\n  \"format\": \"%s\",\n  \"version\": 1", format);
+    return a->f;
+}
+
 void op_json_put_number(FILE *f, double x)
 {
     if (!isfinite(x)) { /* JSON has no inf/nan; callers avoid them, be safe */

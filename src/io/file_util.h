@@ -47,6 +47,11 @@ op_status op_output_check(const char *path, op_error *err);
  * their human-readable tables on stderr, so stdout holds only the data. */
 int op_output_claimed_stdout(void);
 
+/* Open path as op_atomic_open does and write the header every opplace
+ * file starts with ("format": format, "version": 1; formats.md); the
+ * writer goes on with ",\n  \"key\": ...".  NULL on failure. */
+FILE *op_json_doc_open(op_atomic *a, const char *path, const char *format, op_error *err);
+
 /* JSON text helpers for the writers. */
 void op_json_put_string(FILE *f, const char *s);
 /* Shortest decimal text that reads back as the same double. */

@@ -51,10 +51,10 @@ static void put_op(FILE *f, const op_graph *g, int i)
 op_status op_graph_write(const op_graph *g, const char *path, op_error *err)
 {
     op_atomic a;
-    if (op_atomic_open(&a, path, err))
+    FILE *f = op_json_doc_open(&a, path, "opplace-graph", err);
+    if (!f)
         return OP_EIO;
-    FILE *f = a.f;
-    fputs("{\n  \"format\": \"opplace-graph\",\n  \"version\": 1,\n  \"name\": ", f);
+    fputs(",\n  \"name\": ", f);
     op_json_put_string(f, g->name);
     if (g->batch_size > 0)
         fprintf(f, ",\n  \"batch_size\": %lld", (long long)g->batch_size);

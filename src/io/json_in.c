@@ -229,92 +229,92 @@ static int with_key(json_step *buf, const json_step *at, int n, const char *key)
     return n + 1;
 }
 
-/* Find obj.key: 1 with *v set when present, 0 when absent or null (an error
- * if required).  path/pn receive the key's path for messages. */
+/* A key looked up: its path for messages, its value, the status. */
+typedef struct found {
+    json_step path[8];
+    int pn;
+    json_t *v;
+    op_status st;
+} found;
+
+/* Find obj.key: 1 with f->v set when present, 0 when absent or null (an
+ * error in f->st if required). */
 static int lookup(const json_doc *d, json_t *obj, const json_step *at, int n, const char *key,
-                  int required, json_step *path, int *pn, json_t **v, op_status *st)
+                  int required, found *f)
 {
-    *pn = with_key(path, at, n, key);
-    *v = json_object_get(obj, key);
-    *st = OP_OK;
-    if (*v && !json_is_null(*v))
+    f->pn = with_key(f->path, at, n, key);
+    f->v = json_object_get(obj, key);
+    f->st = OP_OK;
+    if (f->v && !json_is_null(f->v))
         return 1;
     if (required)
-        *st = json_fail(d, path, *pn, "required key is missing");
+        f->st = json_fail(d, f->path, f->pn, "required key is missing");
     return 0;
 }
 
 op_status json_get_string(const json_doc *d, json_t *obj, const json_step *at, int n,
                           const char *key, int required, const char **out)
 {
-    json_step path[8];
-    int pn;
-    json_t *v;
-    op_status st;
-    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
-        return st;
-    if (!json_is_string(v))
-        return json_fail(d, path, pn, "must be a string");
-    *out = json_string_value(v);
+    found f;
+    if (!lookup(d, obj, at, n, key, required, &f))
+        return f.st;
+    if (!json_is_string(f.v))
+        return json_fail(d, f.path, f.pn, "must be a string");
+    *out = json_string_value(f.v);
     return OP_OK;
+}
+
+/* v as a finite number from 0 to max; the message names the range in
+ * `unit` (NULL: max is +inf, "a finite non-negative number"). */
+static op_status check_number(const json_doc *d, const json_step *path, int pn, json_t *v,
+                              double max, const char *unit, double *out)
+{
+    if (!json_is_number(v))
+        return json_fail(d, path, pn, "must be a number");
+    double x = json_number_value(v);
+    if (isfinite(x) && x >= 0 && x <= max) {
+        *out = x;
+        return OP_OK;
+    }
+    if (unit)
+        return json_fail(d, path, pn, "must be a number from 0 to %g %s (got %g)", max, unit, x);
+    return json_fail(d, path, pn, "must be a finite non-negative number (got %g)", x);
 }
 
 op_status json_get_amount(const json_doc *d, json_t *obj, const json_step *at, int n,
                           const char *key, int required, double *out)
 {
-    json_step path[8];
-    int pn;
-    json_t *v;
-    op_status st;
-    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
-        return st;
-    if (!json_is_number(v))
-        return json_fail(d, path, pn, "must be a number");
-    double x = json_number_value(v);
-    if (!isfinite(x) || x < 0)
-        return json_fail(d, path, pn, "must be a finite non-negative number (got %g)", x);
-    *out = x;
-    return OP_OK;
+    found f;
+    if (!lookup(d, obj, at, n, key, required, &f))
+        return f.st;
+    return check_number(d, f.path, f.pn, f.v, INFINITY, NULL, out);
 }
 
 op_status json_get_array(const json_doc *d, const char *key, int required, json_t **out)
 {
-    json_step path[8];
-    int pn;
-    json_t *v;
-    op_status st;
+    found f;
     *out = NULL;
-    if (!lookup(d, d->root, NULL, 0, key, required, path, &pn, &v, &st))
-        return st;
-    if (!json_is_array(v))
-        return json_fail(d, path, pn, "must be an array");
-    *out = v;
+    if (!lookup(d, d->root, NULL, 0, key, required, &f))
+        return f.st;
+    if (!json_is_array(f.v))
+        return json_fail(d, f.path, f.pn, "must be an array");
+    *out = f.v;
     return OP_OK;
 }
 
 op_status json_check_time(const json_doc *d, const json_step *path, int pn, json_t *v,
                           double *out)
 {
-    if (!json_is_number(v))
-        return json_fail(d, path, pn, "must be a number");
-    double x = json_number_value(v);
-    if (!op_valid_time(x))
-        return json_fail(d, path, pn, "must be a number from 0 to %g microseconds (got %g)",
-                         OP_MAX_TIME_US, x);
-    *out = x;
-    return OP_OK;
+    return check_number(d, path, pn, v, OP_MAX_TIME_US, "microseconds", out);
 }
 
 op_status json_get_time(const json_doc *d, json_t *obj, const json_step *at, int n,
                         const char *key, int required, double *out)
 {
-    json_step path[8];
-    int pn;
-    json_t *v;
-    op_status st;
-    if (!lookup(d, obj, at, n, key, required, path, &pn, &v, &st))
-        return st;
-    return json_check_time(d, path, pn, v, out);
+    found f;
+    if (!lookup(d, obj, at, n, key, required, &f))
+        return f.st;
+    return json_check_time(d, f.path, f.pn, f.v, out);
 }
 
 op_status json_get_bytes(const json_doc *d, json_t *obj, const json_step *at, int n,

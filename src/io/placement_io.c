@@ -158,10 +158,10 @@ op_status op_placement_write(const op_placement *pl, const op_graph *g, const op
                              const op_metrics *m, const char *path, op_error *err)
 {
     op_atomic a;
-    if (op_atomic_open(&a, path, err))
+    FILE *f = op_json_doc_open(&a, path, "opplace-placement", err);
+    if (!f)
         return OP_EIO;
-    FILE *f = a.f;
-    fputs("{\n  \"format\": \"opplace-placement\",\n  \"version\": 1,\n  \"graph\": ", f);
+    fputs(",\n  \"graph\": ", f);
     op_json_put_string(f, g->name);
     fputs(",\n  \"algorithm\": ", f);
     op_json_put_string(f, pl->algorithm ? pl->algorithm : "unknown");

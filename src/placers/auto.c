@@ -21,12 +21,13 @@
  * "auto:celeritas+refine+order".
  *
  * Under MPI (core/parallel.h) placer i of the portfolio runs on rank
- * i mod N, and refinement runs K independent streams (--refine-streams,
- * default: one per rank; stream k uses seed + k) spread over the ranks.
- * The winner is chosen by (memory overflow, step time, index) on every rank
- * and copied from its owner.  The portfolio's result does not depend on the
- * rank count; refinement's does not either when K is given and the streams
- * are bounded by --refine-iters rather than by time.
+ * i mod N, and refinement runs independent streams (stream k uses
+ * seed + k) spread over the ranks: one per rank when refinement is bounded
+ * by time, one in all when it is bounded by --refine-iters (an answer that
+ * does not depend on the rank count; time-bounded it depends on speed
+ * anyway).  The winner is chosen by (memory overflow, step time, index) on
+ * every rank and copied from its owner.  The portfolio's result does not
+ * depend on the rank count.
  */
 #include <math.h>
 #include <stdio.h>
@@ -45,7 +46,7 @@ typedef struct candidate {
     int n_ops, n_dev;       /* for ranks that receive a placement */
     op_reorder_stats order; /* the order stage's stats of this placement as placed
                              * (priority FIFO: no order kept, or not run) */
-    double fifo_step;       /* its step without its own order, if it has one */
+    op_judged fifo;         /* it judged first-ready-first (without its own order) */
     char name[64];          /* the placer */
     op_stages stages;       /* what auto did to it since (opplace/search.h) */
 } candidate;
@@ -98,12 +99,12 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
     double step = r->step_time_us, over = op_sim_overflow_bytes(ctx->p, r);
     op_placement copy;
     op_reorder_stats rs = {.priority = OP_PRIORITY_FIFO, .screened = OP_PRIORITY_FIFO};
-    double fifo_step = step;
+    op_judged fifo = {.over = over, .step = step};
     if (!st && reorder && out->has_order) {
-        const op_placement fifo = {.n_ops = out->n_ops, .n_dev = out->n_dev,
+        const op_placement view = {.n_ops = out->n_ops, .n_dev = out->n_dev,
                                    .device_of = out->device_of};
-        if (!(st = op_sim_run(sim, &fifo, r, NULL, err)))
-            fifo_step = r->step_time_us;
+        if (!(st = op_sim_run(sim, &view, r, NULL, err)))
+            fifo = (op_judged){.over = op_sim_overflow_bytes(ctx->p, r), .step = r->step_time_us};
     }
     if (!st && reorder && !(st = op_placement_copy(&copy, out, err)) &&
         (st = op_placement_reorder(ctx->p, &copy, 0, &rs, err)))
@@ -116,7 +117,7 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
     if (offer(&f->plain, out, step, over, name, 0)) {
         f->plain_index = index;
         f->plain.order = rs;
-        f->plain.fifo_step = fifo_step;
+        f->plain.fifo = fifo;
     }
     if (!reorder)
         return OP_OK;
@@ -127,6 +128,7 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
     if (offer(&f->ordered, &copy, rs.final_us, rs.final_over, name, ordered)) {
         f->ordered_index = index;
         f->ordered.order = rs;
+        f->ordered.fifo = fifo;
     }
     return OP_OK;
 }
@@ -197,7 +199,7 @@ static op_status elect(candidate *best, double index, op_error *err)
         (st = op_par_bcast(best->name, sizeof best->name, win, err)) ||
         (st = op_par_bcast(&best->stages, sizeof best->stages, win, err)) ||
         (st = op_par_bcast(&best->order, sizeof best->order, win, err)) ||
-        (st = op_par_bcast(&best->fifo_step, sizeof best->fifo_step, win, err)))
+        (st = op_par_bcast(&best->fifo, sizeof best->fifo, win, err)))
         return st;
     best->over = all[3 * win];
     best->step = all[3 * win + 1];
@@ -308,7 +310,7 @@ static op_status finish_one(const op_place_ctx *ctx, candidate *c, const op_reor
                          .refine_opts = {.max_iterations = iters, .max_units = 2000},
                          .run = run_streams, .run_arg = &ss, .ordered = judge ? judge : &none,
                          .is_ordered = strchr(c->stages.seq, 'o') != NULL,
-                         .fifo_step = c->fifo_step};
+                         .fifo = c->fifo};
     if (judge)
         op_progress(ctx, "auto: refining %s judged by the %s order", c->name,
                     op_priority_name(judge->priority));
@@ -324,31 +326,26 @@ static op_status finish_one(const op_place_ctx *ctx, candidate *c, const op_reor
     return st;
 }
 
-/* Judging by an order costs a whole simulator run per candidate where
- * first-ready-first resumes from snapshots; an order that gains less than
- * this share over its placement as placed is not worth it. */
-static const double MIN_ORDER_GAIN = 0.01;
-
-/* Refine the ordered finalist judged by its order when that order gains at
- * least MIN_ORDER_GAIN and it ranks first, else the plain one (judged as
- * op_finish_judge says); without refinement, give the plain one its
- * order. */
+/* Refine the ordered finalist judged by its order when it ranks first and
+ * that order passes op_finish_judge's rule (a kept order); else the plain
+ * one, judged by the order screened for its own one when that passes the
+ * rule, else first-ready-first; without refinement, give the plain one
+ * its order. */
 static op_status refine_best(const op_place_ctx *ctx, int refine, double seconds, long iters,
                              int streams, int reorder, finalists *f, op_error *err)
 {
     const op_reorder_stats *o = &f->ordered.order;
-    int can_order = reorder && f->ordered.have && o->priority != OP_PRIORITY_FIFO &&
-                    (o->final_over < o->initial_over ||
-                     o->final_us <= (1 - MIN_ORDER_GAIN) * o->initial_us);
-    int ordered_first = can_order && !beats(f->plain.step, f->plain.over, &f->ordered);
+    op_reorder_stats tmp;
+    int ordered_first = reorder && f->ordered.have && o->priority != OP_PRIORITY_FIFO &&
+                        op_finish_judge(&f->ordered.pl, o, &f->ordered.fifo, &tmp) == o &&
+                        !beats(f->plain.step, f->plain.over, &f->ordered);
     if (refine && ordered_first)
         return finish_one(ctx, &f->ordered, o, 1, seconds, iters, streams, reorder, err);
-    op_reorder_stats tmp;
-    const op_reorder_stats *pj = op_finish_judge(&f->plain.pl, NULL, 0, &tmp);
+    const op_reorder_stats *pj = NULL;
     if (refine && f->plain.pl.has_order) {
         op_reorder_stats screened_only = f->plain.order;
         screened_only.priority = OP_PRIORITY_FIFO;
-        pj = op_finish_judge(&f->plain.pl, &screened_only, f->plain.fifo_step, &tmp);
+        pj = op_finish_judge(&f->plain.pl, &screened_only, &f->plain.fifo, &tmp);
     }
     return finish_one(ctx, &f->plain, pj, refine, seconds, iters, streams, reorder, err);
 }
@@ -377,12 +374,12 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     int reorder = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
     finalists f = {.plain = {.n_ops = p->n, .n_dev = p->nd},
                    .ordered = {.n_ops = p->n, .n_dev = p->nd}};
-    long iters, streams;
+    long iters;
     op_status ost;
     if ((ost = op_options_double(ctx->opts, "refine-seconds", INFINITY, 0, 1e9, &cap, err)) ||
-        (ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)) ||
-        (ost = op_options_int(ctx->opts, "refine-streams", op_par_size(), 1, 1024, &streams, err)))
+        (ost = op_options_int(ctx->opts, "refine-iters", 0, 0, 1000000000L, &iters, err)))
         return ost;
+    int streams = iters > 0 ? 1 : op_par_size(); /* see the header */
     op_sim_result r;
     op_sim *sim = op_sim_new(p, err);
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
@@ -391,7 +388,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     double left = fmin(budget - (op_seconds_now() - t0), cap);
     int refine = cap > 0 && (left > 0.05 || iters > 0);
     if (!st && (refine || reorder))
-        st = refine_best(ctx, refine, left, iters, (int)streams, reorder, &f, err);
+        st = refine_best(ctx, refine, left, iters, streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;
     if (f.ordered.have && !beats(f.plain.step, f.plain.over, &f.ordered))
@@ -416,16 +413,9 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     return st;
 }
 
-static const op_opt_decl AUTO_OPTIONS[] = {
-    {"refine-streams", OP_OPT_INT, 1, 1024, "one per MPI rank", NULL,
-     "independent refinement streams (stream k uses seed + k)"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
 const op_placer op_placer_auto = {
     .name = "auto",
     .summary = "portfolio of every fast placer, best one refined by local search",
     .source = "opplace (beyond the papers)",
     .place = place_auto,
-    .options = AUTO_OPTIONS,
 };

@@ -26,9 +26,6 @@
 #include "opplace/report.h"
 #include "report/report_util.h"
 
-#define LABEL 170
-#define TRACK 22
-#define GAP 4
 #define AXIS_H 20
 #define MEM_H 60
 #define MEM_GAP 30
@@ -159,7 +156,7 @@ static void put_track(FILE *f, const char *kind, int index, const char *name, in
     rp_put_text(f, name, RP_XML);
     fprintf(f, "\"><rect class=\"lane\" x=\"0\" y=\"%d\" width=\"900\" height=\"%d\" "
                "fill=\"%s\" fill-opacity=\"0.7\"/><text class=\"label\" x=\"6\" y=\"%d\">",
-            y, TRACK, strcmp(kind, "device") ? "#f3f0ea" : "#eef2f7", y + 15);
+            y, RP_TRACK_H, rp_lane_color(kind), y + 15);
     rp_put_text(f, name, RP_XML);
     fputs("</text><g class=\"items\"></g></g>\n", f);
 }
@@ -168,7 +165,7 @@ static void put_timeline(const html_ctx *c)
 {
     FILE *f = c->f;
     int n_tracks = c->tr.n_dev + c->tr.n_chan;
-    int height = AXIS_H + n_tracks * (TRACK + GAP) + 4;
+    int height = AXIS_H + n_tracks * (RP_TRACK_H + RP_TRACK_GAP) + 4;
     fputs("<h2 id=\"timeline\">Timeline</h2>\n"
           "<div class=\"controls\"><button id=\"zin\">zoom in</button>"
           "<button id=\"zout\">zoom out</button><button id=\"zreset\">whole step</button>"
@@ -179,10 +176,10 @@ static void put_timeline(const html_ctx *c)
     fprintf(f, "<div class=\"chartbox\"><svg id=\"gantt\" xmlns=\"http://www.w3.org/2000/svg\" "
                "width=\"900\" height=\"%d\"><g id=\"axis\" class=\"axis\"></g>\n", height);
     int y = AXIS_H;
-    for (int d = 0; d < c->tr.n_dev; d++, y += TRACK + GAP)
+    for (int d = 0; d < c->tr.n_dev; d++, y += RP_TRACK_H + RP_TRACK_GAP)
         put_track(f, "device", d, c->p->c->dev[d].name, y);
     char cn[512];
-    for (int s = 0; s < c->tr.n_chan; s++, y += TRACK + GAP)
+    for (int s = 0; s < c->tr.n_chan; s++, y += RP_TRACK_H + RP_TRACK_GAP)
         put_track(f, "channel", s, op_cluster_chan_name(c->p->c, c->tr.chan[s], cn, sizeof cn), y);
     fputs("</svg></div>\n", f);
 }

@@ -18,11 +18,9 @@
 #include "report/report_util.h"
 
 #define WIDTH 1600.0
-#define LABEL 170.0
 #define RIGHT 20.0
-#define TRACK 22.0
-#define GAP 4.0
 #define TOP 34.0
+static const double LABEL = RP_LABEL_W, TRACK = RP_TRACK_H, GAP = RP_TRACK_GAP;
 
 typedef struct svg_ctx {
     FILE *f;
@@ -180,7 +178,7 @@ static void put_label(FILE *f, const char *kind, const char *name, double y)
     rp_put_text(f, name, RP_XML);
     fprintf(f, "\"><rect x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.0f\" fill=\"%s\"/>"
                "<text x=\"6\" y=\"%.1f\" font-size=\"12\">",
-            y, WIDTH, TRACK, strcmp(kind, "device") ? "#f3f0ea" : "#eef2f7", y + 15);
+            y, WIDTH, TRACK, rp_lane_color(kind), y + 15);
     rp_put_text(f, name, RP_XML);
     fputs("</text>\n", f);
 }

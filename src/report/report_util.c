@@ -141,6 +141,11 @@ const char *rp_device_color(char buf[8], int d)
     return rp_color(buf, d);
 }
 
+const char *rp_lane_color(const char *kind)
+{
+    return strcmp(kind, "device") ? "#f3f0ea" : "#eef2f7";
+}
+
 const char *rp_time(char *buf, size_t cap, double us)
 {
     if (!isfinite(us))

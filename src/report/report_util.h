@@ -35,6 +35,12 @@ const char *rp_color(char buf[8], int i);
 /* Device d's color: the same in every output. */
 const char *rp_device_color(char buf[8], int d);
 
+/* The timeline's geometry, the same in the HTML page and the SVG timeline
+ * (pixels): the label column, a track's height, the gap between tracks. */
+enum { RP_LABEL_W = 170, RP_TRACK_H = 22, RP_TRACK_GAP = 4 };
+/* A track's background: kind "device" or "channel". */
+const char *rp_lane_color(const char *kind);
+
 const char *rp_time(char *buf, size_t cap, double us);
 const char *rp_bytes(char *buf, size_t cap, double bytes);
 

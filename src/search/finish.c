@@ -12,9 +12,7 @@
 #include "opplace/search.h"
 
 /* An order that gains less than this share over first-ready-first is not
- * worth judging refinement by: judging by an order costs a whole simulator
- * run per candidate where first-ready-first resumes from snapshots
- * (bench/RESULTS.md: WaveNet x 2, where celeritas's order gains nothing). */
+ * worth judging refinement by (op_finish_judge). */
 static const double MIN_ORDER_GAIN = 0.01;
 
 void op_stages_add(op_stages *s, char stage)
@@ -34,18 +32,22 @@ void op_stages_name(const char *base, const op_stages *s, char *buf, size_t cap)
 }
 
 const op_reorder_stats *op_finish_judge(const op_placement *pl, const op_reorder_stats *o,
-                                        double fifo_step, op_reorder_stats *tmp)
+                                        const op_judged *fifo, op_reorder_stats *tmp)
 {
-    if (o && o->priority != OP_PRIORITY_FIFO)
-        return o;
-    if (!o || !pl->has_order || o->screened_us > (1 - MIN_ORDER_GAIN) * fifo_step)
+    if (!o)
         return NULL;
-    return op_reorder_as_screened(o, tmp);
+    const op_reorder_stats *j = o->priority != OP_PRIORITY_FIFO ? o
+                                : pl->has_order                 ? op_reorder_as_screened(o, tmp)
+                                                                : NULL;
+    if (!j)
+        return NULL;
+    int gains = j->final_over < fifo->over || j->final_us <= (1 - MIN_ORDER_GAIN) * fifo->step;
+    return gains ? j : NULL;
 }
 
-/* pl's step without its own order (the plain simulator's). */
-static op_status fifo_step_of(const op_problem *p, const op_placement *pl, double *step,
-                              op_error *err)
+/* pl judged first-ready-first: its device_of without an order. */
+static op_status fifo_of(const op_problem *p, const op_placement *pl, op_judged *out,
+                         op_error *err)
 {
     op_sim_result r;
     op_status st = op_sim_result_init(&r, p, err);
@@ -54,7 +56,7 @@ static op_status fifo_step_of(const op_problem *p, const op_placement *pl, doubl
     const op_placement fifo = {.n_ops = pl->n_ops, .n_dev = pl->n_dev,
                                .device_of = pl->device_of};
     if (!(st = op_simulate(p, &fifo, &r, NULL, err)))
-        *step = r.step_time_us;
+        *out = (op_judged){.over = op_sim_overflow_bytes(p, &r), .step = r.step_time_us};
     op_sim_result_destroy(&r);
     return st;
 }
@@ -122,8 +124,10 @@ op_status op_finish(const op_place_ctx *ctx, const op_finish_opts *fo, op_placem
         rs = &local;
     *rs = (op_refine_stats){0};
     int ordered = fo->ordered ? fo->is_ordered : 0;
-    double fifo_step = fo->fifo_step;
+    op_judged fifo = fo->fifo;
     op_status st = OP_OK;
+    if (fo->refine && !fo->ordered && (st = fifo_of(ctx->p, pl, &fifo, err)))
+        return st;
     if (fo->ordered) {
         o = *fo->ordered;
     } else if (fo->order) {
@@ -137,11 +141,9 @@ op_status op_finish(const op_place_ctx *ctx, const op_finish_opts *fo, op_placem
             op_placement_destroy(&scratch);
         }
     }
-    if (!st && fo->refine && !fo->ordered && pl->has_order && o.priority == OP_PRIORITY_FIFO)
-        st = fifo_step_of(ctx->p, pl, &fifo_step, err);
     int refined = 0;
     if (!st && fo->refine) {
-        const op_reorder_stats *judge = op_finish_judge(pl, &o, fifo_step, &tmp);
+        const op_reorder_stats *judge = op_finish_judge(pl, &o, &fifo, &tmp);
         st = refine_stage(ctx, fo, judge, fo->order == 2 ? o.initial_peak : 0, pl, stages, rs,
                           err);
         refined = rs->final_us < rs->initial_us;

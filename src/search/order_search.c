@@ -136,6 +136,8 @@ const op_reorder_stats *op_reorder_as_screened(const op_reorder_stats *stats,
     *out = *stats;
     out->priority = stats->screened;
     out->cap_share = stats->screened_cap_share;
+    out->final_us = stats->screened_us;
+    out->final_over = stats->screened_over;
     return out;
 }
 
@@ -270,7 +272,7 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
             .cap_share = applied ? best.share : 0, .runs = runs,
             .screened = top.k >= 0 ? PRIORITIES[top.k] : OP_PRIORITY_FIFO,
             .screened_cap_share = top.k >= 0 ? top.share : 0,
-            .screened_us = top.j.step};
+            .screened_us = top.j.step, .screened_over = top.j.over};
     for (int k = 0; k < N_PRIORITIES; k++)
         free(prio[k]);
     free(cap);

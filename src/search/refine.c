@@ -125,6 +125,7 @@ typedef struct search {
     int *queue, *seen, stamp; /* region growing: BFS queue and visit stamps per unit */
     double step, over;
     double *prio; /* ordered judging: the candidate's priorities */
+    op_priority_ws *pws; /* and their workspace (no allocation per candidate) */
     uint64_t rng;
 } search;
 
@@ -141,7 +142,7 @@ static op_status judge(search *S, const op_placement *cand, op_error *err)
 {
     if (!judged_by_order(S))
         return op_sim_run_changed(S->sim, cand, &S->r, err);
-    op_status e = op_placement_priorities(S->ctx->p, cand->device_of, S->o->order, S->prio, err);
+    op_status e = op_placement_priorities_ws(S->pws, cand->device_of, S->o->order, S->prio, err);
     return e ? e : op_sim_run(S->sim, cand, &S->r, NULL, err);
 }
 
@@ -281,7 +282,7 @@ static op_status build_result(search *S, const op_placement *pl, op_placement *o
     if (!judged_by_order(S))
         return OP_OK;
     int *seq = op_malloc(((size_t)p->n + 1) * sizeof *seq, err);
-    e = seq ? op_placement_priorities(p, S->dev, S->o->order, S->prio, err) : OP_ENOMEM;
+    e = seq ? op_placement_priorities_ws(S->pws, S->dev, S->o->order, S->prio, err) : OP_ENOMEM;
     if (!e)
         e = op_order_list_schedule(p, S->dev, S->prio, S->o->order_cap, seq, NULL, err);
     if (!e)
@@ -339,7 +340,8 @@ static op_status start_search(search *S, const op_placement *pl, op_error *err)
     if (!S->queue || !S->seen)
         return OP_ENOMEM;
     if (judged_by_order(S)) {
-        if (!(S->prio = op_malloc(((size_t)p->n + 1) * sizeof *S->prio, err)))
+        if (!(S->prio = op_malloc(((size_t)p->n + 1) * sizeof *S->prio, err)) ||
+            !(S->pws = op_priority_ws_new(p, err)))
             return OP_ENOMEM;
         op_sim_dispatch_by_priority(S->sim, S->prio, S->o->order_cap);
     }
@@ -378,6 +380,7 @@ out:
     free(S.dev);
     free(S.cand);
     free(S.prio);
+    op_priority_ws_free(S.pws);
     op_sim_result_destroy(&S.r);
     op_sim_free(S.sim);
     return e;

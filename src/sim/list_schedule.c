@@ -41,9 +41,36 @@ const char *op_priority_name(op_priority k)
 
 /* ------------------------------------------------------------ priorities */
 
-op_status op_placement_priorities(const op_problem *p, const int *device_of, op_priority k,
-                                  double *prio, op_error *err)
+struct op_priority_ws {
+    const op_problem *p;
+    op_levels lv; /* w and c: the placement's costs; the levels from them */
+};
+
+op_priority_ws *op_priority_ws_new(const op_problem *p, op_error *err)
 {
+    op_priority_ws *ws = op_calloc(1, sizeof *ws, err);
+    if (!ws)
+        return NULL;
+    ws->p = p;
+    if (op_levels_alloc(&ws->lv, p->g, err)) {
+        free(ws);
+        return NULL;
+    }
+    return ws;
+}
+
+void op_priority_ws_free(op_priority_ws *ws)
+{
+    if (!ws)
+        return;
+    op_levels_destroy(&ws->lv);
+    free(ws);
+}
+
+op_status op_placement_priorities_ws(op_priority_ws *ws, const int *device_of, op_priority k,
+                                     double *prio, op_error *err)
+{
+    const op_problem *p = ws->p;
     const op_graph *g = p->g;
     if (k == OP_PRIORITY_FIFO) {
         memset(prio, 0, (size_t)p->n * sizeof *prio);
@@ -51,31 +78,34 @@ op_status op_placement_priorities(const op_problem *p, const int *device_of, op_
     }
     if (!op_priority_name(k))
         return op_fail(err, OP_EINPUT, "unknown schedule priority %d", (int)k);
-    double *w = op_malloc(((size_t)p->n + 1) * sizeof *w, err);
-    double *c = op_calloc((size_t)g->n_edges + 1, sizeof *c, err);
-    if (!w || !c) {
-        free(w);
-        free(c);
-        return OP_ENOMEM;
-    }
+    op_levels *lv = &ws->lv;
     for (int i = 0; i < p->n; i++)
-        w[i] = op_exec_us(p, i, device_of[i]);
-    if (k != OP_PRIORITY_BLEVEL_W)
-        for (int e = 0; e < g->n_edges; e++) {
-            int s = device_of[g->edge_src[e]], d = device_of[g->edge_dst[e]];
-            if (s != d)
-                c[e] = op_cluster_transfer_us(p->c, s, d, g->edge_bytes[e]);
-        }
-    op_levels lv;
-    op_status st = op_levels_init_costs(&lv, g, w, c, err);
-    free(w);
-    free(c);
-    if (st)
-        return st;
-    const double *src = k == OP_PRIORITY_CPATH ? lv.cpath : lv.blevel;
+        lv->w[i] = op_exec_us(p, i, device_of[i]);
+    for (int e = 0; e < g->n_edges; e++) {
+        int s = device_of[g->edge_src[e]], d = device_of[g->edge_dst[e]];
+        lv->c[e] = k != OP_PRIORITY_BLEVEL_W && s != d
+                       ? op_cluster_transfer_us(p->c, s, d, g->edge_bytes[e])
+                       : 0;
+    }
+    op_levels_compute(g, lv);
+    const double *src = k == OP_PRIORITY_CPATH ? lv->cpath : lv->blevel;
     memcpy(prio, src, (size_t)p->n * sizeof *prio);
-    op_levels_destroy(&lv);
     return OP_OK;
+}
+
+op_status op_placement_priorities(const op_problem *p, const int *device_of, op_priority k,
+                                  double *prio, op_error *err)
+{
+    if (k == OP_PRIORITY_FIFO) {
+        memset(prio, 0, (size_t)p->n * sizeof *prio);
+        return OP_OK;
+    }
+    op_priority_ws *ws = op_priority_ws_new(p, err);
+    if (!ws)
+        return OP_ENOMEM;
+    op_status st = op_placement_priorities_ws(ws, device_of, k, prio, err);
+    op_priority_ws_free(ws);
+    return st;
 }
 
 /* ------------------------------------------------------- the list schedule */

@@ -3,7 +3,7 @@
  * benchmark (100,000 ops and more), before any real model is involved.
  *
  * Layer L holds `width` ops; each op takes inputs from 1..fan_in random ops
- * of layer L-1, so the graph is connected front to back like a network's
+ * of layer L-1 (the zoo model: fan_in = SYNTHETIC_FAN_IN = 3), so the graph is connected front to back like a network's
  * forward pass.  Times are 5-200 us, outputs 4 KiB-4 MiB, a third of the ops
  * carry 1-16 MiB of parameters.  A splitmix64 stream makes it reproducible.
  */
@@ -11,6 +11,9 @@
 #include <stdlib.h>
 
 #include "opplace/zoo.h"
+
+/* Inputs per op of the zoo model (the C API takes any fan-in). */
+#define SYNTHETIC_FAN_IN 3
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -28,7 +31,7 @@ static double uniform(uint64_t *s, double lo, double hi)
 op_graph *op_zoo_synthetic(int ops, int width, int fan_in, uint64_t seed, op_error *err)
 {
     if (ops < 1 || width < 1 || fan_in < 1) {
-        op_fail(err, OP_EUSAGE, "synthetic: --ops, --width and --fan-in must be positive");
+        op_fail(err, OP_EUSAGE, "synthetic: ops, width and fan-in must be positive");
         return NULL;
     }
     char name[64];
@@ -69,18 +72,17 @@ fail:
 
 static op_graph *generate_synthetic(op_options *o, op_error *err)
 {
-    long ops, width, fan_in;
+    long ops, width;
     uint64_t seed;
     if (op_options_int(o, "ops", 1000, 1, 50000000, &ops, err) ||
         op_options_int(o, "width", 16, 1, 1000000, &width, err) ||
-        op_options_int(o, "fan-in", 3, 1, 64, &fan_in, err) ||
         op_options_u64(o, "seed", 1, &seed, err))
         return NULL;
-    return op_zoo_synthetic((int)ops, (int)width, (int)fan_in, seed, err);
+    return op_zoo_synthetic((int)ops, (int)width, SYNTHETIC_FAN_IN, seed, err);
 }
 
 const op_zoo_model op_zoo_model_synthetic = {
     .name = "synthetic",
-    .summary = "layered random DAG for scale tests (--ops N --width W --fan-in K --seed S)",
+    .summary = "layered random DAG for scale tests (--ops N --width W --seed S; fan-in 3)",
     .generate = generate_synthetic,
 };

@@ -135,6 +135,22 @@ static int softmax_loss(zb *z, int x, double tokens, int d)
     return zb_ew1(z, "Mean", "Mean", 1, 1, xent);
 }
 
+/* One sub-layer: attention of x over kv (sequence S both), then the
+ * residual and layer norm, all named name/... */
+static int attend(zb *z, const char *name, int x, int kv, double B, double S, int d, int H,
+                  int causal)
+{
+    int a = attention(z, name, x, kv, B, S, S, d, H, causal, -1);
+    return residual_norm(z, name, x, a, B * S, d);
+}
+
+/* Enter layer l of a stack ("encoder", "decoder"): its scope and op names. */
+static void enter_layer(zb *z, const char *stack, int l)
+{
+    zb_scope(z, "%s/layer_%d", stack, l);
+    zb_prefix(z, "%s/layer_%d", stack, l);
+}
+
 static op_status read_tcfg(op_options *o, tcfg *c, long layers, long hidden, long heads,
                            long batch, long seq, op_error *err)
 {
@@ -165,21 +181,16 @@ static op_graph *gen_transformer(op_options *o, op_error *err)
     int d = (int)c.hidden, H = (int)c.heads;
     int x = embed(z, "encoder/embedding", rows, d);
     for (int l = 0; l < c.layers; l++) {
-        zb_scope(z, "encoder/layer_%ld", (long)l);
-        zb_prefix(z, "encoder/layer_%d", l);
-        int a = attention(z, "self_attention", x, x, B, S, S, d, H, 0, -1);
-        x = residual_norm(z, "self_attention", x, a, rows, d);
+        enter_layer(z, "encoder", l);
+        x = attend(z, "self_attention", x, x, B, S, d, H, 0);
         x = feed_forward(z, x, rows, d, 4 * d);
     }
     int memory = x;
     int y = embed(z, "decoder/embedding", rows, d);
     for (int l = 0; l < c.layers; l++) {
-        zb_scope(z, "decoder/layer_%ld", (long)l);
-        zb_prefix(z, "decoder/layer_%d", l);
-        int a = attention(z, "self_attention", y, y, B, S, S, d, H, 1, -1);
-        y = residual_norm(z, "self_attention", y, a, rows, d);
-        a = attention(z, "encdec_attention", y, memory, B, S, S, d, H, 0, -1);
-        y = residual_norm(z, "encdec_attention", y, a, rows, d);
+        enter_layer(z, "decoder", l);
+        y = attend(z, "self_attention", y, y, B, S, d, H, 1);
+        y = attend(z, "encdec_attention", y, memory, B, S, d, H, 0);
         y = feed_forward(z, y, rows, d, 4 * d);
     }
     return zb_finish(z, softmax_loss(z, y, rows, d), err);
