@@ -28,6 +28,6 @@ op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_
 op_status m_topo_bfs_order(const op_graph *g, int *order, op_error *err);
 
 /* m-SCT (m_sct.c): favorite child of each op (-1: none). */
-op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err);
+op_status m_sct_favorites(const op_place_ctx *ctx, long max_edges, int *favorite, op_error *err);
 
 #endif

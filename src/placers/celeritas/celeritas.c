@@ -10,7 +10,8 @@
  *                (Algorithm 2) of the fused graph in CPD-TOPO order.
  * The fused placers map the coarse placement back with op_coarse_expand.
  *
- * Options: --fusion-range R, --fusion-memory M (celeritas_fusion.h).  The
+ * Options: --fusion-range R (celeritas_fusion.h; M is fixed at a quarter of
+ * the smallest device's memory, the paper's choice).  The
  * planned schedule is not handed to the simulator as the per-device order
  * (pass_to_fine's `schedule`, kept off): on the zoo first-ready-first was
  * as good or better (bench/RESULTS.md).
@@ -751,9 +752,7 @@ static op_status place_dfs_topo(const op_place_ctx *ctx, op_placement *out, op_e
     {"target", OP_OPT_INT, 0, 1073741824.0, NULL, NULL,                                    \
      "fuse to about this many ops (sets --fusion-range)"},                                 \
     {"fusion-range", OP_OPT_INT, 1, 1073741824.0, "searched", NULL,                    \
-     "R of Optimal Operation Fusion (celeritas: searched over 200..1 when not given)"},     \
-    {"fusion-memory", OP_OPT_NUM, 0, 9e18, "1/4 of the smallest device", NULL,             \
-     "M of Optimal Operation Fusion, bytes"}
+     "R of Optimal Operation Fusion (celeritas: searched over 200..1 when not given)"}
 
 static const op_opt_decl CELERITAS_OPTIONS[] = {
     FUSION_OPTIONS,
