@@ -65,7 +65,6 @@
 #include <string.h>
 
 #include "opplace/simulate.h"
-#include "core/orders.h"
 #include "placers/baselines/baselines.h"
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
@@ -569,8 +568,8 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
     return st;
 }
 
-/* The waist: an op on the critical path (compute and reference transfer
- * times, core/orders.h) that takes time, with its start nearest the
+/* The waist: an op on the critical path of compute (p->work) that takes
+ * time, with its start nearest the
  * middle of the path; mark[u] = 1 for its ancestors, 2 for its descendants,
  * 0 otherwise.  w->op = -1 when no op takes time. */
 op_status expert_waist_init(const op_problem *p, expert_waist *w, op_error *err)
@@ -579,23 +578,39 @@ op_status expert_waist_init(const op_problem *p, expert_waist *w, op_error *err)
     w->op = -1;
     w->mark = op_calloc((size_t)p->n + 1, 1, err);
     int *stack = op_malloc(((size_t)p->n + 1) * sizeof *stack, err);
-    op_levels lv;
-    memset(&lv, 0, sizeof lv);
-    op_status st = !w->mark || !stack ? OP_ENOMEM : op_levels_init(&lv, p, err);
-    if (st) {
+    double *top = op_malloc(((size_t)p->n + 1) * sizeof *top, err);
+    double *bot = op_malloc(((size_t)p->n + 1) * sizeof *bot, err);
+    if (!w->mark || !stack || !top || !bot) {
         free(stack);
-        return st;
+        free(top);
+        free(bot);
+        return OP_ENOMEM;
+    }
+    for (int t = 0; t < p->n; t++) { /* longest compute path to v's start */
+        int v = g->topo[t];
+        top[v] = 0;
+        for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            if (top[g->pred[k]] + p->work[g->pred[k]] > top[v])
+                top[v] = top[g->pred[k]] + p->work[g->pred[k]];
     }
     double cp = 0, gap = INFINITY;
+    for (int t = p->n - 1; t >= 0; t--) { /* ... and from its start to the end */
+        int v = g->topo[t];
+        bot[v] = 0;
+        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
+            if (bot[g->succ[k]] > bot[v])
+                bot[v] = bot[g->succ[k]];
+        bot[v] += p->work[v];
+        if (top[v] + bot[v] > cp)
+            cp = top[v] + bot[v];
+    }
     for (int v = 0; v < p->n; v++)
-        if (lv.cpath[v] > cp)
-            cp = lv.cpath[v];
-    for (int v = 0; v < p->n; v++)
-        if (lv.w[v] > 0 && lv.cpath[v] >= cp * (1 - 1e-9) && fabs(lv.tlevel[v] - cp / 2) < gap) {
-            gap = fabs(lv.tlevel[v] - cp / 2);
+        if (p->work[v] > 0 && top[v] + bot[v] >= cp * (1 - 1e-9) && fabs(top[v] - cp / 2) < gap) {
+            gap = fabs(top[v] - cp / 2);
             w->op = v;
         }
-    op_levels_destroy(&lv);
+    free(top);
+    free(bot);
     for (int dir = 1; dir <= 2 && w->op >= 0; dir++) {
         int top = 0;
         stack[top++] = w->op;
@@ -727,10 +742,10 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
         return OP_ENOMEM;
     expert_waist waist = {0};
     expert ex;
+    int have_waist = 0; /* built when the params' bound does not decide */
     op_status st = expert_init(&ex, p, err);
-    if (!st && !(st = op_placement_init(&cand, p->n, p->nd, err)) &&
-        (st = expert_waist_init(p, &waist, err)))
-        op_placement_destroy(&cand);
+    if (!st)
+        st = op_placement_init(&cand, p->n, p->nd, err);
     if (st) {
         expert_waist_destroy(&waist);
         expert_free(&ex);
@@ -749,13 +764,23 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
             double lb_over, lb_step;
             if ((st = layerwise(&ex, k, cand.device_of, err)))
                 goto done;
-            if ((st = expert_placement_bounds(p, &waist, cand.device_of, &lb_over, &lb_step,
-                                              err)))
-                goto done;
-            if (lb_over > 0 && !ctx->best_effort) { /* its params alone overflow */
+            for (int pass = 0; pass < 2; pass++) { /* params alone, then with the waist */
+                if ((st = expert_placement_bounds(p, have_waist ? &waist : NULL,
+                                                  cand.device_of, &lb_over, &lb_step, err)))
+                    goto done;
+                if ((lb_over > 0 && !ctx->best_effort) ||
+                    (best_k && !may_rank_first(lb_over, lb_step, best_over, best_step)) ||
+                    have_waist)
+                    break;
+                if ((st = expert_waist_init(p, &waist, err)))
+                    goto done;
+                have_waist = 1;
+            }
+            if (lb_over > 0 && !ctx->best_effort) { /* its memory's lower bound overflows */
                 refusal = (op_error){0};
                 op_fail(&refusal, OP_EINFEASIBLE, "expert: the layer-wise placement over %d "
-                        "devices does not fit (its weights alone overflow)", k);
+                        "devices does not fit (its weights and the activations it keeps "
+                        "overflow a device)", k);
                 continue;
             }
             if (best_k && !may_rank_first(lb_over, lb_step, best_over, best_step)) {
