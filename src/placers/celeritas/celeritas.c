@@ -62,6 +62,10 @@
  * (opplace/list_schedule.h: cpath, blevel, blevel-w), and an ordered one
  * is returned when the simulator ranks it better (try_orders, beyond the
  * paper; zoo transformer_xl on 4 x v100-nvlink: 131.6 ms instead of 152.8).
+ * Borrowed candidates (celeritas unless --paper; graphs of at most
+ * BORROW_MAX_OPS ops): the placements of expert, m-etf, m-sct and heft are
+ * offered after the search's own (see BORROWED below); a result kept from
+ * them is that placer's win.
  * Contention (celeritas unless --paper, which keeps the paper's EST only):
  * Adjusting Placement runs twice, with the EST computed over FIFO channel
  * queues and with the paper's contention-free transfer times; see
