@@ -14,7 +14,8 @@
 #   4. placement time of celeritas on 36,000-op graphs (synthetic, and the
 #      zoo Transformer with 29 layers);
 #   5. the paper's own models at its settings (zoo --paper celeritas) on
-#      4 x v100-pcie, every Baechi heuristic, expert and single beside it.
+#      4 x v100-pcie, every Baechi heuristic, expert and single beside it,
+#      and celeritas --paper (the paper's Algorithm 2 alone).
 # Sections 1-3 use the zoo's small settings (--size small) to stay quick.
 # usage: [PRESETS="v100-pcie v100-nvlink"] bash bench/celeritas.sh [path/to/opplace] [models...]
 set -euo pipefail
@@ -122,8 +123,8 @@ done
 echo
 echo "### At the paper's settings (section 6.1) on 4 x v100-pcie, without --best-effort (refused: exit 3)"
 echo
-echo "| graph | ops | single | expert | m-topo | m-etf | m-sct | celeritas | celeritas place s |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| graph | ops | single | expert | m-topo | m-etf | m-sct | celeritas --paper | celeritas | celeritas place s |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 "$BIN" cluster --preset v100-pcie --gpus 4 -o "$TMP/pcie4.json"
 "$BIN" zoo inception_v3 --paper celeritas -o "$TMP/p_inception_b512.json"
 "$BIN" zoo nmt --paper celeritas --seq-len 40 -o "$TMP/p_nmt4x2048_b512_t40.json"
@@ -133,8 +134,9 @@ echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 for g in p_inception_b512 p_nmt4x2048_b512_t40 p_nmt4x2048_b512_t75 p_transformer12_b256 p_tensor_holography; do
   n=$("$BIN" info "$TMP/$g.json" | awk '/ops \/ edges/ {print $4}')
   row="| ${g#p_} | $n |"
-  for a in single expert m-topo m-etf m-sct celeritas; do
-    if "$BIN" place "$TMP/$g.json" --algo "$a" --cluster "$TMP/pcie4.json" --json --quiet >"$TMP/r.json" 2>/dev/null; then
+  for a in single expert m-topo m-etf m-sct "celeritas --paper" celeritas; do
+    # shellcheck disable=SC2086 # "celeritas --paper": the algorithm and its flag
+    if "$BIN" place "$TMP/$g.json" --algo $a --cluster "$TMP/pcie4.json" --json --quiet >"$TMP/r.json" 2>/dev/null; then
       v=$(python3 -c "import json; d=json.load(open('$TMP/r.json')); print('%.1f ms%s' % (d['step_time_us'] / 1e3, ' OOM' if d.get('oom') else ''))")
       [ "$a" = celeritas ] && s=$(python3 -c "import json; print('%.2f' % json.load(open('$TMP/r.json'))['placement_seconds'])")
     else

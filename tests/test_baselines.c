@@ -447,23 +447,22 @@ Test(metis, respects_its_balance_tolerance)
 Test(m_sct, favorite_children_form_a_matching_on_edges)
 {
     /* the LP (every graph small enough) and the greedy rule (none is) */
-    const char *methods[] = {"100000000", "0"};
+    const long methods[] = {100000000, 0};
     for (int m = 0; m < 2; m++) {
         tk_problem tp;
         tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 50, 1e-3, INT64_C(1) << 40));
         op_error err = {0};
         op_options *o = op_options_new(&err);
-        op_options_set(o, "lp-max-edges", methods[m], &err);
         op_place_ctx ctx = {.p = &tp.p, .opts = o};
         int fav[40], parents[40] = {0}, any = 0;
-        cr_assert_eq(m_sct_favorites(&ctx, fav, &err), OP_OK);
+        cr_assert_eq(m_sct_favorites(&ctx, methods[m], fav, &err), OP_OK);
         for (int v = 0; v < 40; v++)
             if (fav[v] >= 0) {
                 cr_assert_geq(op_graph_find_edge(tp.g, v, fav[v]), 0, "favorite is a child");
                 cr_assert_eq(parents[fav[v]]++, 0, "a child has one favorite parent");
                 any = 1;
             }
-        cr_assert(any, "--lp-max-edges %s: some favorite child", methods[m]);
+        cr_assert(any, "max edges %ld: some favorite child", methods[m]);
         op_placement pl;
         cr_assert_eq(run_placer("m-sct", &tp.p, 0, o, &pl, &err), OP_OK, "%s", err.msg);
         op_placement_destroy(&pl);

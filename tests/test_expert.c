@@ -13,6 +13,7 @@
 
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
+#include "placers/baselines/baselines.h"
 #include "testkit.h"
 
 static op_status run_placer(const char *name, const op_problem *p, op_placement *out,
@@ -239,5 +240,96 @@ Test(expert, splits_where_one_device_lacks_the_memory)
             cr_assert_neq(pl.device_of[l], pl.device_of[m], "one layer per device");
     op_sim_result_destroy(&r);
     op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
+/* expert skips a device count k whose lower bounds rule it out
+ * (expert_placement_bounds): the bounds must hold for every placement.
+ * Random DAGs with params, outputs and temporaries, random placements on
+ * 2-4 devices with little memory: the simulated overflow and step are
+ * never below them. */
+Test(expert, placement_bounds_never_exceed_the_simulator)
+{
+    int overflowing = 0, beyond_params = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        uint64_t st = seed * 104729;
+        op_graph *g = tk_random_dag(30 + (int)(seed % 20), 0.15, seed);
+        for (int v = 0; v < g->n_ops; v++) {
+            g->param_bytes[v] = (int64_t)(tk_rand(&st) % 1500);
+            g->output_bytes[v] = (int64_t)(tk_rand(&st) % 1500);
+            g->temp_bytes[v] = (int64_t)(tk_rand(&st) % 500);
+        }
+        tk_problem tp;
+        tk_bind(&tp, g, tk_cluster(2 + (int)(seed % 3), 12, 1e-2, 9000));
+        int device_of[64];
+        for (int v = 0; v < tp.p.n; v++)
+            device_of[v] = (int)(tk_rand(&st) % (uint64_t)tp.p.nd);
+        op_error err = {0};
+        double over, step;
+        expert_waist w;
+        cr_assert_eq(expert_waist_init(&tp.p, &w, &err), OP_OK);
+        cr_assert_geq(w.op, 0, "a waist");
+        cr_assert_eq(expert_placement_bounds(&tp.p, &w, device_of, &over, &step, &err), OP_OK);
+        expert_waist_destroy(&w);
+        op_sim_result r;
+        cr_assert_eq(op_sim_result_init(&r, &tp.p, &err), OP_OK);
+        double sim_step = tk_simulate(&tp.p, device_of, &r);
+        double sim_over = op_sim_overflow_bytes(&tp.p, &r);
+        cr_assert_leq(step, sim_step * (1 + 1e-12), "seed %d: step bound %.3f above %.3f",
+                      (int)seed, step, sim_step);
+        cr_assert_leq(over, sim_over, "seed %d: overflow bound %.0f above %.0f", (int)seed,
+                      over, sim_over);
+        double params_over;
+        cr_assert_eq(expert_placement_bounds(&tp.p, NULL, device_of, &params_over, &step, &err),
+                     OP_OK);
+        overflowing += over > 0;
+        beyond_params += over > params_over;
+        op_sim_result_destroy(&r);
+        tk_unbind(&tp);
+    }
+    cr_assert_gt(overflowing, 0, "some placements overflow (the bound is exercised)");
+    cr_assert_gt(beyond_params, 0, "the waist adds to the params' bound somewhere");
+}
+
+/* The bounds only skip work: with memory for everything, expert's choice
+ * is the best of the layer-wise placements over k = 1..n devices, which
+ * on a chain is one device (the others only add transfers), and on the
+ * pipelined grid above uses more than one.  Where only the k = n split
+ * fits (params), the bounds rule out every smaller k and expert still
+ * fits. */
+Test(expert, skipping_by_bounds_keeps_the_fitting_split)
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("heavy", &err);
+    int prev = -1;
+    for (int l = 0; l < 8; l++) {
+        char name[96], scope[32];
+        snprintf(scope, sizeof scope, "layer_%d", l);
+        snprintf(name, sizeof name, "%s/op", scope);
+        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 50, .layer = scope,
+                                            .output_bytes = 10, .param_bytes = 1000});
+        if (prev >= 0)
+            tk_edge(b, prev, v, -1);
+        prev = v;
+    }
+    tk_problem tp;
+    /* two layers' params per device: only k = 4 holds the eight */
+    tk_bind(&tp, tk_finish(b), tk_cluster(4, 10, 1e-4, 2100));
+    op_placement pl;
+    for (int best_effort = 0; best_effort < 2; best_effort++) {
+        const op_placer *ex = op_placer_find("expert");
+        op_place_ctx ctx = {.p = &tp.p, .seed = 1, .best_effort = best_effort};
+        cr_assert_eq(op_place(ex, &ctx, &pl, &err), OP_OK, "%s", err.msg);
+        op_sim_result r;
+        op_sim_result_init(&r, &tp.p, &err);
+        tk_simulate(&tp.p, pl.device_of, &r);
+        cr_assert(!r.oom, "best effort %d: expert's four-way split fits", best_effort);
+        int used[4] = {0}, n_used = 0;
+        for (int v = 0; v < tp.p.n; v++)
+            n_used += !used[pl.device_of[v]]++;
+        cr_assert_eq(n_used, 4, "all four devices hold layers");
+        op_sim_result_destroy(&r);
+        op_placement_destroy(&pl);
+    }
     tk_unbind(&tp);
 }

@@ -27,8 +27,8 @@ static const char HELP[] =
     "  --target N       the number of coarse ops to aim for (method-specific)\n"
     "  --map FILE       write {\"groups\": {\"op\": group index}}\n"
     "  --json           print the numbers as one JSON object\n"
-    "Method options (celeritas): --fusion-range R (default 200),\n"
-    "  --fusion-memory BYTES (default a quarter of the smallest device memory).\n"
+    "Method options (celeritas): --fusion-range R (default 200); fused runs hold\n"
+    "  at most a quarter of the smallest device memory.\n"
     "Default cluster: 4 x v100-nvlink (it sets the link for CCR and device memory).\n";
 
 static void print_methods(void)

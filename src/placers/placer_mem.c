@@ -429,6 +429,13 @@ static double gib(int64_t b)
 op_status pmem_place_checked(const op_place_ctx *ctx, const char *name, pmem_place_fn fn,
                              void *arg, op_placement *out, op_error *err)
 {
+    return pmem_place_checked_sim(ctx, name, fn, arg, out, NULL, NULL, NULL, err);
+}
+
+op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem_place_fn fn,
+                                 void *arg, op_placement *out, op_sim *with, op_sim_result *res,
+                                 int *simulated, op_error *err)
+{
     const op_problem *p = ctx->p;
     const op_cluster *c = p->c;
     double *margin = op_malloc((size_t)p->nd * sizeof *margin, err);
@@ -436,27 +443,35 @@ op_status pmem_place_checked(const op_place_ctx *ctx, const char *name, pmem_pla
         return OP_ENOMEM;
     for (int d = 0; d < p->nd; d++)
         margin[d] = 1.0;
-    op_sim *sim = NULL;
-    op_sim_result r;
-    memset(&r, 0, sizeof r);
+    op_sim *sim = with;
+    op_sim_result own, *r = with ? res : &own;
+    memset(&own, 0, sizeof own);
     op_status st = OP_OK;
+    if (with)
+        op_sim_set_cutoff(with, 0);
     for (int round = 0;; round++) {
         int fits = 1;
+        if (simulated)
+            *simulated = 0;
         if ((st = fn(ctx, arg, margin, out, &fits, err)) || !fits)
             break; /* infeasible, or best effort beyond the estimate: nothing claimed */
         if (!sim) {
             sim = op_sim_new(p, err);
-            if (!sim || op_sim_result_init(&r, p, err)) {
+            if (!sim || op_sim_result_init(&own, p, err)) {
                 st = OP_ENOMEM;
                 break;
             }
         }
-        if ((st = op_sim_run(sim, out, &r, NULL, err)) || !r.oom)
+        if ((st = op_sim_run(sim, out, r, NULL, err)))
+            break;
+        if (simulated)
+            *simulated = 1;
+        if (!r->oom)
             break;
         int worst = 0;
         for (int d = 0; d < p->nd; d++)
-            if ((double)r.peak_mem[d] / (double)c->dev[d].memory_bytes >
-                (double)r.peak_mem[worst] / (double)c->dev[worst].memory_bytes)
+            if ((double)r->peak_mem[d] / (double)c->dev[d].memory_bytes >
+                (double)r->peak_mem[worst] / (double)c->dev[worst].memory_bytes)
                 worst = d;
         if (round + 1 == CHECK_ROUNDS) {
             if (ctx->best_effort)
@@ -465,20 +480,22 @@ op_status pmem_place_checked(const op_place_ctx *ctx, const char *name, pmem_pla
                          "%s: the simulator measures a peak of %.2f GiB on %s (memory %.2f "
                          "GiB) although the liveness estimate fits it, even after %d "
                          "tighter margins (use --best-effort to place anyway)",
-                         name, gib(r.peak_mem[worst]), c->dev[worst].name,
+                         name, gib(r->peak_mem[worst]), c->dev[worst].name,
                          gib(c->dev[worst].memory_bytes), CHECK_ROUNDS - 1);
             break;
         }
         for (int d = 0; d < p->nd; d++)
-            if (r.peak_mem[d] > c->dev[d].memory_bytes)
-                margin[d] *= 0.98 * (double)c->dev[d].memory_bytes / (double)r.peak_mem[d];
+            if (r->peak_mem[d] > c->dev[d].memory_bytes)
+                margin[d] *= 0.98 * (double)c->dev[d].memory_bytes / (double)r->peak_mem[d];
         op_progress(ctx, "%s: simulated peak %.2f GiB on %s exceeds its memory; placing again "
-                    "with its margin at %.3f", name, gib(r.peak_mem[worst]),
+                    "with its margin at %.3f", name, gib(r->peak_mem[worst]),
                     c->dev[worst].name, margin[worst]);
     }
-    if (sim)
-        op_sim_result_destroy(&r);
-    op_sim_free(sim);
+    if (!with) {
+        if (sim)
+            op_sim_result_destroy(&own);
+        op_sim_free(sim);
+    }
     free(margin);
     return st;
 }

@@ -58,6 +58,7 @@
 #include <stdint.h>
 
 #include "opplace/placer.h"
+#include "opplace/simulate.h"
 
 typedef struct pmem {
     const op_problem *p;
@@ -122,5 +123,11 @@ typedef op_status (*pmem_place_fn)(const op_place_ctx *ctx, void *arg, const dou
  * out of memory until it does not (see the top comment). */
 op_status pmem_place_checked(const op_place_ctx *ctx, const char *name, pmem_place_fn fn,
                              void *arg, op_placement *out, op_error *err);
+/* The same with the caller's simulator `with` and result `res` (the
+ * cutoff is cleared): *simulated is 1 when res holds the simulation of the
+ * returned placement (it fit the estimate), 0 when none was run on it. */
+op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem_place_fn fn,
+                                 void *arg, op_placement *out, op_sim *with, op_sim_result *res,
+                                 int *simulated, op_error *err);
 
 #endif

@@ -27,7 +27,22 @@ op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_
 /* m-TOPO (m_topo.c): the BFS-like topological order it fills devices in. */
 op_status m_topo_bfs_order(const op_graph *g, int *order, op_error *err);
 
+/* expert (expert.c): lower bounds of the simulator's overflow (bytes above
+ * capacity, summed) and step time for a placement; expert skips a device
+ * count they rule out.  The waist (an op mid-way along the critical path,
+ * its ancestors and descendants) lets the memory bound count the tensors
+ * alive while it runs; w may be NULL (params alone). */
+typedef struct expert_waist {
+    int op;              /* -1: none */
+    unsigned char *mark; /* per op: 1 ancestor of op, 2 descendant, 0 neither */
+} expert_waist;
+op_status expert_waist_init(const op_problem *p, expert_waist *w, op_error *err);
+void expert_waist_destroy(expert_waist *w);
+op_status expert_placement_bounds(const op_problem *p, const expert_waist *w,
+                                  const int *device_of, double *over, double *step,
+                                  op_error *err);
+
 /* m-SCT (m_sct.c): favorite child of each op (-1: none). */
-op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err);
+op_status m_sct_favorites(const op_place_ctx *ctx, long max_edges, int *favorite, op_error *err);
 
 #endif

@@ -32,12 +32,17 @@
  * ..., n of the n devices of the most common kind (the GPUs; the k fastest,
  * ties by index), each checked as below, and each simulated once
  * (op_sim_run); the one the simulator ranks first wins (op_sim_ranks_before:
- * fits first, then the shorter step; ties: fewer devices).  k = 1 is the
+ * fits first, then the shorter step; ties: fewer devices).  k = n runs
+ * first; a smaller k whose cheap lower bounds (its devices' resident
+ * params against their memory; its busiest device and its longest path
+ * with the cut edges' transfer times) show it cannot rank first is not
+ * checked or simulated (place_expert).  k = 1 is the
  * whole graph on the fastest device of that kind, so where the graph fits
  * on one device expert is never slower than that device alone; it splits
  * where one device lacks the memory or where pipelining branches and
  * layers across devices wins (GNMT-style stacked RNNs, NASNet cells).
- * Cost: n placements and n simulations.
+ * Cost: n cheap placements, and the memory check and simulation of those
+ * the bounds do not rule out.
  *
  * Ops without a layer follow their producer (the input with the most
  * bytes), or else their consumer; colocation groups follow their first
@@ -60,6 +65,7 @@
 #include <string.h>
 
 #include "opplace/simulate.h"
+#include "placers/baselines/baselines.h"
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
 
@@ -157,6 +163,8 @@ typedef struct expert {
     int64_t *room;      /* per device: memory left by the unit footprint */
     unsigned char *split_dev; /* devices the layers are spread over */
     int n_split;
+    unit *units0;       /* the units as build_units made them (for each k) */
+    int use;            /* expert_attempt: how many split devices */
 } expert;
 
 static const expert *sort_ex;
@@ -479,44 +487,74 @@ static op_status repair_rules(expert *ex, int *device_of, op_error *err)
     return OP_OK;
 }
 
-/* The layer-wise placement, then the memory repair under the margins. */
+/* The layer-wise placement over the `use` fastest split devices, into
+ * device_of (no memory check). */
+static op_status layerwise(expert *ex, int use, int *device_of, op_error *err)
+{
+    const op_problem *p = ex->p;
+    for (int d = 0; d < p->nd; d++) {
+        ex->room[d] = p->c->dev[d].memory_bytes;
+        ex->load[d] = 0;
+    }
+    memcpy(ex->units, ex->units0, (size_t)ex->n_units * sizeof *ex->units);
+    pick_split_devices(ex, use);
+    op_status st = assign_layers(ex, err);
+    if (!st)
+        st = assign_branches(ex, err);
+    if (!st) {
+        for (int i = 0; i < p->n; i++)
+            device_of[i] = p->g->layer[i] == OP_NONE
+                               ? -1 : ex->units[ex->unit_of_layer[p->g->layer[i]]].dev;
+        follow_neighbours(ex, device_of);
+        st = repair_rules(ex, device_of, err);
+    }
+    return st;
+}
+
+static void expert_free(expert *ex)
+{
+    free(ex->units);
+    free(ex->units0);
+    free(ex->unit_of_layer);
+    free(ex->load);
+    free(ex->room);
+    free(ex->split_dev);
+}
+
+/* The units of the layer scopes, built once for every k. */
+static op_status expert_init(expert *ex, const op_problem *p, op_error *err)
+{
+    memset(ex, 0, sizeof *ex);
+    ex->p = p;
+    ex->load = op_calloc((size_t)p->nd, sizeof(double), err);
+    ex->room = op_malloc((size_t)p->nd * sizeof(int64_t), err);
+    ex->split_dev = op_calloc((size_t)p->nd, 1, err);
+    op_status st = ex->load && ex->room && ex->split_dev ? OP_OK : OP_ENOMEM;
+    if (!st)
+        st = build_units(ex, err);
+    if (!st && !(ex->units0 = op_malloc(((size_t)ex->n_units + 1) * sizeof *ex->units0, err)))
+        st = OP_ENOMEM;
+    if (!st)
+        memcpy(ex->units0, ex->units, (size_t)ex->n_units * sizeof *ex->units);
+    return st;
+}
+
+/* The layer-wise placement over all n split devices, then the memory
+ * repair under the margins (a pmem_place_fn). */
 static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
                                 op_placement *out, int *fits, op_error *err)
 {
-    const int use = *(const int *)arg;
+    expert *ex = arg;
     const op_problem *p = ctx->p;
-    expert ex = {.p = p};
-    ex.load = op_calloc((size_t)p->nd, sizeof(double), err);
-    ex.room = op_malloc((size_t)p->nd * sizeof(int64_t), err);
-    ex.split_dev = op_calloc((size_t)p->nd, 1, err);
-    op_status st = ex.load && ex.room && ex.split_dev ? OP_OK : OP_ENOMEM;
-    if (!st) {
-        for (int d = 0; d < p->nd; d++)
-            ex.room[d] = p->c->dev[d].memory_bytes;
-        pick_split_devices(&ex, use);
-        st = build_units(&ex, err);
-    }
-    if (!st)
-        st = assign_layers(&ex, err);
-    if (!st)
-        st = assign_branches(&ex, err);
-    if (!st) {
-        for (int i = 0; i < p->n; i++)
-            out->device_of[i] = p->g->layer[i] == OP_NONE
-                                    ? -1 : ex.units[ex.unit_of_layer[p->g->layer[i]]].dev;
-        follow_neighbours(&ex, out->device_of);
-        st = repair_rules(&ex, out->device_of, err);
-    }
+    op_status st = layerwise(ex, ex->use, out->device_of, err);
     if (!st) {
         pmem mem;
         if (pmem_init(&mem, p, NULL, margin, err))
             st = OP_ENOMEM;
         else {
-            /* fewer devices than there are: a split that does not fit
-             * is refused as it is (the next k tries more devices);
-             * repairing it costs seconds on 36k-op graphs */
-            *fits = use < count_split_devices(p->c) ? pmem_charge_all(&mem, out->device_of)
-                                                     : pmem_repair(&mem, out->device_of, 30, err);
+            /* k = n only (place_expert): move the ops holding the most
+             * bytes at an overflowing device's peak */
+            *fits = pmem_repair(&mem, out->device_of, 30, err);
             if (*fits < 0)
                 st = OP_ENOMEM;
             else if (!*fits && !ctx->best_effort)
@@ -527,17 +565,171 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
             pmem_destroy(&mem);
         }
     }
-    free(ex.units);
-    free(ex.unit_of_layer);
-    free(ex.load);
-    free(ex.room);
-    free(ex.split_dev);
     return st;
 }
 
-/* The layer-wise placement over k = 1, 2, ..., n devices of the most
+/* The waist: an op on the critical path of compute (p->work) that takes
+ * time, with its start nearest the
+ * middle of the path; mark[u] = 1 for its ancestors, 2 for its descendants,
+ * 0 otherwise.  w->op = -1 when no op takes time. */
+op_status expert_waist_init(const op_problem *p, expert_waist *w, op_error *err)
+{
+    const op_graph *g = p->g;
+    w->op = -1;
+    w->mark = op_calloc((size_t)p->n + 1, 1, err);
+    int *stack = op_malloc(((size_t)p->n + 1) * sizeof *stack, err);
+    double *top = op_malloc(((size_t)p->n + 1) * sizeof *top, err);
+    double *bot = op_malloc(((size_t)p->n + 1) * sizeof *bot, err);
+    if (!w->mark || !stack || !top || !bot) {
+        free(stack);
+        free(top);
+        free(bot);
+        return OP_ENOMEM;
+    }
+    for (int t = 0; t < p->n; t++) { /* longest compute path to v's start */
+        int v = g->topo[t];
+        top[v] = 0;
+        for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
+            if (top[g->pred[k]] + p->work[g->pred[k]] > top[v])
+                top[v] = top[g->pred[k]] + p->work[g->pred[k]];
+    }
+    double cp = 0, gap = INFINITY;
+    for (int t = p->n - 1; t >= 0; t--) { /* ... and from its start to the end */
+        int v = g->topo[t];
+        bot[v] = 0;
+        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
+            if (bot[g->succ[k]] > bot[v])
+                bot[v] = bot[g->succ[k]];
+        bot[v] += p->work[v];
+        if (top[v] + bot[v] > cp)
+            cp = top[v] + bot[v];
+    }
+    for (int v = 0; v < p->n; v++)
+        if (p->work[v] > 0 && top[v] + bot[v] >= cp * (1 - 1e-9) && fabs(top[v] - cp / 2) < gap) {
+            gap = fabs(top[v] - cp / 2);
+            w->op = v;
+        }
+    free(top);
+    free(bot);
+    for (int dir = 1; dir <= 2 && w->op >= 0; dir++) {
+        int top = 0;
+        stack[top++] = w->op;
+        while (top > 0) {
+            int v = stack[--top];
+            const int *adj = dir == 1 ? g->pred : g->succ;
+            const int *off = dir == 1 ? g->pred_off : g->succ_off;
+            for (int k = off[v]; k < off[v + 1]; k++)
+                if (!w->mark[adj[k]] && adj[k] != w->op) {
+                    w->mark[adj[k]] = (unsigned char)dir;
+                    stack[top++] = adj[k];
+                }
+        }
+    }
+    free(stack);
+    return OP_OK;
+}
+
+void expert_waist_destroy(expert_waist *w)
+{
+    free(w->mark);
+    w->mark = NULL;
+}
+
+/* Cheap valid lower bounds of what the simulator will measure for a
+ * placement (formats.md 5): *over, on the overflow (bytes above capacity,
+ * summed over devices): a device's peak is at least its ops' param_bytes
+ * (resident for the whole step) plus, while the waist op w runs (w takes
+ * time), every output of an ancestor of w on that device with a consumer
+ * on the same device that descends from w (produced before w starts, freed
+ * only after that consumer finishes, which is after w finishes: on a
+ * training graph whose waist is the loss, the activations kept for the
+ * backward pass), plus w's own output and temporary on w's device;
+ * *step, on the step time: the busiest device's compute, and the longest
+ * path with each op's time on its device and, on every edge that crosses
+ * devices, the link's latency + bytes x us_per_byte (contention only
+ * adds).  Declared in baselines.h for the tests. */
+op_status expert_placement_bounds(const op_problem *p, const expert_waist *w,
+                                  const int *device_of, double *over, double *step,
+                                  op_error *err)
+{
+    const op_graph *g = p->g;
+    double *finish = op_malloc(((size_t)p->n + 1) * sizeof *finish, err);
+    double *busy = op_malloc((size_t)p->nd * sizeof *busy, err);
+    int64_t *params = op_malloc((size_t)p->nd * sizeof *params, err);
+    if (!finish || !busy || !params) {
+        free(finish);
+        free(busy);
+        free(params);
+        return OP_ENOMEM;
+    }
+    for (int d = 0; d < p->nd; d++) {
+        busy[d] = 0;
+        params[d] = 0;
+    }
+    double longest = 0;
+    for (int t = 0; t < p->n; t++) {
+        int v = g->topo[t], d = device_of[v];
+        double ready = 0;
+        for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
+            int u = g->pred[k];
+            double at = finish[u];
+            if (device_of[u] != d) {
+                op_link_model l = op_cluster_link_model(p->c, device_of[u], d);
+                at += l.latency_us + l.us_per_byte * (double)g->edge_bytes[g->pred_edge[k]];
+            }
+            if (at > ready)
+                ready = at;
+        }
+        double w = op_exec_us(p, v, d);
+        finish[v] = ready + w;
+        busy[d] += w;
+        params[d] += g->param_bytes[v];
+        if (finish[v] > longest)
+            longest = finish[v];
+    }
+    if (w && w->op >= 0) {
+        params[device_of[w->op]] += g->output_bytes[w->op] + g->temp_bytes[w->op];
+        for (int u = 0; u < p->n; u++) {
+            if (w->mark[u] != 1)
+                continue;
+            for (int k = g->succ_off[u]; k < g->succ_off[u + 1]; k++)
+                if (w->mark[g->succ[k]] == 2 && device_of[g->succ[k]] == device_of[u]) {
+                    params[device_of[u]] += g->output_bytes[u];
+                    break;
+                }
+        }
+    }
+    *over = 0;
+    *step = longest;
+    for (int d = 0; d < p->nd; d++) {
+        if (params[d] > p->c->dev[d].memory_bytes)
+            *over += (double)(params[d] - p->c->dev[d].memory_bytes);
+        if (busy[d] > *step)
+            *step = busy[d];
+    }
+    free(finish);
+    free(busy);
+    free(params);
+    return OP_OK;
+}
+
+/* Can a candidate whose bounds are (over, step) still rank before or tie
+ * with the incumbent (best_over, best_step)?  Fits first, then the smaller
+ * overflow, then the shorter step (op_sim_ranks_before). */
+static int may_rank_first(double over, double step, double best_over, double best_step)
+{
+    if (best_over == 0)
+        return over == 0 && step <= best_step;
+    return over <= best_over;
+}
+
+/* The layer-wise placement over k = n, n - 1, ..., 1 devices of the most
  * common kind; the simulator picks k (op_sim_ranks_before: fits first,
- * then the shorter step). */
+ * then the shorter step; ties: fewer devices).  k = n, the placement
+ * expert made before it chose k, comes first; each smaller k is built
+ * (cheap: no memory estimate) and skipped when its lower bounds
+ * (expert_placement_bounds) show that it cannot rank before or tie with the best
+ * so far, so most graphs pay for one memory check and one simulation. */
 static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     const op_problem *p = ctx->p;
@@ -548,8 +740,15 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
     op_sim *sim = op_sim_new(p, err);
     if (!sim)
         return OP_ENOMEM;
-    op_status st = op_placement_init(&cand, p->n, p->nd, err);
+    expert_waist waist = {0};
+    expert ex;
+    int have_waist = 0; /* built when the params' bound does not decide */
+    op_status st = expert_init(&ex, p, err);
+    if (!st)
+        st = op_placement_init(&cand, p->n, p->nd, err);
     if (st) {
+        expert_waist_destroy(&waist);
+        expert_free(&ex);
         op_sim_free(sim);
         return st;
     }
@@ -558,17 +757,54 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
     double best_over = INFINITY, best_step = INFINITY;
     int best_k = 0;
     op_error refusal = {0}; /* the last candidate's refusal */
-    for (int k = 1; k <= n_split; k++) {
+    for (int k = n_split; k >= 1; k--) {
         double t0 = op_seconds_now();
         op_error e = {0};
-        st = pmem_place_checked(ctx, "expert", expert_attempt, &k, &cand, &e);
+        if (k < n_split) {
+            double lb_over, lb_step;
+            if ((st = layerwise(&ex, k, cand.device_of, err)))
+                goto done;
+            for (int pass = 0; pass < 2; pass++) { /* params alone, then with the waist */
+                if ((st = expert_placement_bounds(p, have_waist ? &waist : NULL,
+                                                  cand.device_of, &lb_over, &lb_step, err)))
+                    goto done;
+                if ((lb_over > 0 && !ctx->best_effort) ||
+                    (best_k && !may_rank_first(lb_over, lb_step, best_over, best_step)) ||
+                    have_waist)
+                    break;
+                if ((st = expert_waist_init(p, &waist, err)))
+                    goto done;
+                have_waist = 1;
+            }
+            if (lb_over > 0 && !ctx->best_effort) { /* its memory's lower bound overflows */
+                refusal = (op_error){0};
+                op_fail(&refusal, OP_EINFEASIBLE, "expert: the layer-wise placement over %d "
+                        "devices does not fit (its weights and the activations it keeps "
+                        "overflow a device)", k);
+                continue;
+            }
+            if (best_k && !may_rank_first(lb_over, lb_step, best_over, best_step)) {
+                op_progress(ctx, "expert: layers over %d device%s: skipped (bounds: %.2f GiB "
+                            "over, step >= %.1f us)", k, k > 1 ? "s" : "",
+                            lb_over / 1073741824.0, lb_step);
+                continue;
+            }
+        }
+        /* k = n: the memory repair under pmem_place_checked; k < n: the
+         * placement does not depend on the margins, so the simulator alone
+         * judges it (below) */
+        int simulated = 0;
+        ex.use = k;
+        if (k == n_split)
+            st = pmem_place_checked_sim(ctx, "expert", expert_attempt, &ex, &cand, sim, &r,
+                                        &simulated, &e);
         if (st == OP_EINFEASIBLE) {
             refusal = e;
             continue;
         }
-        /* a candidate that cannot beat a fitting incumbent stops early */
-        op_sim_set_cutoff(sim, best_k && best_over == 0 ? best_step : 0);
-        if (!st)
+        /* a candidate that cannot beat or tie a fitting incumbent stops early */
+        op_sim_set_cutoff(sim, best_k && best_over == 0 ? nextafter(best_step, INFINITY) : 0);
+        if (!st && !simulated)
             st = op_sim_run(sim, &cand, &r, NULL, &e);
         if (st) {
             if (err)
@@ -578,10 +814,16 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
         if (r.cut_off)
             continue;
         double over = op_sim_overflow_bytes(p, &r);
+        if (k < n_split && over > 0 && !ctx->best_effort) {
+            refusal = (op_error){0};
+            op_fail(&refusal, OP_EINFEASIBLE, "expert: the layer-wise placement over %d "
+                    "devices overflows in simulation", k);
+            continue;
+        }
         op_progress(ctx, "expert: layers over %d device%s: step %.1f us%s (%.2f s)", k,
                     k > 1 ? "s" : "", r.step_time_us, over > 0 ? " (out of memory)" : "",
                     op_seconds_now() - t0);
-        if (best_k == 0 || op_sim_ranks_before(over, r.step_time_us, best_over, best_step)) {
+        if (best_k == 0 || !op_sim_ranks_before(best_over, best_step, over, r.step_time_us)) {
             best_k = k;
             best_over = over;
             best_step = r.step_time_us;
@@ -599,6 +841,8 @@ done:
     op_sim_result_destroy(&r);
     op_sim_free(sim);
     op_placement_destroy(&cand);
+    expert_waist_destroy(&waist);
+    expert_free(&ex);
     return st;
 }
 

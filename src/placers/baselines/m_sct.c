@@ -20,11 +20,12 @@
  *
  * The LP has edges + ops + 1 columns; on large graphs it takes long (the
  * Celeritas paper measured Baechi's m-SCT at 129 s on a 36k-op
- * Transformer).  The LP runs when the graph has at most `--lp-max-edges`
- * edges (default 4000; 0 always takes the greedy rule, 100000000 always
- * the LP; this replaces the former `--favorite greedy|lp`), else greedy;
- * `--lp-seconds` bounds the solver (default 60; an unfinished LP falls back
- * to greedy).  Greedy (not in the paper): in topological order each op
+ * Transformer).  The LP runs when the graph has at most M_SCT_LP_MAX_EDGES
+ * (4000) edges, else greedy (the former options --lp-max-edges and
+ * --favorite).  The solver's time limit is M_SCT_LP_SECONDS (60 s), or
+ * --budget-seconds when one is given, and never beyond the command's
+ * deadline (the former --lp-seconds); an unfinished LP falls back to
+ * greedy.  Greedy (not in the paper): in topological order each op
  * picks as favorite the child with the costliest edge that has no favorite
  * parent yet.
  *
@@ -223,15 +224,23 @@ done:
     return ok;
 }
 
-/* Favorite child per op (-1 none), by the chosen method. */
-op_status m_sct_favorites(const op_place_ctx *ctx, int *favorite, op_error *err)
+/* The LP's limits: graphs of more edges take the greedy rule (the LP on a
+ * 4,000-edge graph takes about a second with CBC); the solver's time limit
+ * when no --budget-seconds is given. */
+#define M_SCT_LP_MAX_EDGES 4000
+#define M_SCT_LP_SECONDS 60.0
+
+/* Favorite child per op (-1 none): from the LP on graphs of at most
+ * max_edges edges (M_SCT_LP_MAX_EDGES in the placer), else greedy. */
+op_status m_sct_favorites(const op_place_ctx *ctx, long max_edges, int *favorite, op_error *err)
 {
     const op_problem *p = ctx->p;
-    long max_edges;
-    double seconds;
-    if (op_options_int(ctx->opts, "lp-max-edges", 4000, 0, 100000000, &max_edges, err) ||
-        op_options_double(ctx->opts, "lp-seconds", 60, 0.1, 1e6, &seconds, err))
-        return OP_EUSAGE;
+    double seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds : M_SCT_LP_SECONDS;
+    double left = op_seconds_left(ctx);
+    if (seconds > left)
+        seconds = left;
+    if (seconds < 0.1)
+        seconds = 0.1;
     int use_lp = p->g->n_edges <= max_edges;
     if (use_lp && p->g->n_edges > 0) {
         unsigned char *fav_edge = op_calloc((size_t)p->g->n_edges, 1, err);
@@ -257,7 +266,7 @@ static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_erro
     int *favorite = op_malloc((size_t)ctx->p->n * sizeof(int) + 1, err);
     if (!favorite)
         return OP_ENOMEM;
-    op_status st = m_sct_favorites(ctx, favorite, err);
+    op_status st = m_sct_favorites(ctx, M_SCT_LP_MAX_EDGES, favorite, err);
     o.favorite = favorite;
     if (!st)
         st = etf_schedule_checked(ctx, &o, out, err);
@@ -265,17 +274,9 @@ static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_erro
     return st;
 }
 
-static const op_opt_decl M_SCT_OPTIONS[] = {
-    {"lp-max-edges", OP_OPT_INT, 0, 1e8, "4000", NULL,
-     "favorite children from the LP up to this many edges, the greedy rule above (0: always greedy)"},
-    {"lp-seconds", OP_OPT_NUM, 0.1, 1e6, "60", NULL, "time limit of the LP"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
 const op_placer op_placer_m_sct = {
     .name = "m-sct",
     .summary = "Baechi m-SCT: ETF with LP-derived favorite children kept on their parent's device",
     .source = "Baechi (SoCC 2020) section 4.3; Hanen & Munier SCT; Celeritas 6.2",
     .place = place_m_sct,
-    .options = M_SCT_OPTIONS,
 };

@@ -146,11 +146,10 @@ op_status cel_fusion_read_opts(const op_problem *p, op_options *opts, cel_fusion
     for (int d = 0; d < p->nd; d++)
         if (p->c->dev[d].memory_bytes < smallest)
             smallest = p->c->dev[d].memory_bytes;
-    double mem_def = (double)smallest * CEL_DEFAULT_MEMORY_FRACTION, mem;
+    double mem = (double)smallest * CEL_DEFAULT_MEMORY_FRACTION;
     long range, target;
     op_status st;
-    if ((st = op_options_int(opts, "target", 0, 0, 1L << 30, &target, err)) ||
-        (st = op_options_double(opts, "fusion-memory", mem_def, 0, 9e18, &mem, err)))
+    if ((st = op_options_int(opts, "target", 0, 0, 1L << 30, &target, err)))
         return st;
     long range_def = CEL_DEFAULT_RANGE;
     if (target > 0)
@@ -262,7 +261,7 @@ static op_status coarsen_celeritas(const op_problem *p, op_options *opts, op_coa
 const op_coarsener op_coarsener_celeritas = {
     .name = "celeritas",
     .summary = "Optimal Operation Fusion: CPD-TOPO order cut at min-communication breakpoints "
-               "(--fusion-range R, --fusion-memory M)",
+               "(--fusion-range R; M a quarter of the smallest device memory)",
     .source = "Celeritas section 5.1, Algorithm 1",
     .run = coarsen_celeritas,
 };

@@ -3,8 +3,9 @@
  * Algorithm 1), exposed for the placers and the tests.
  *
  * The registered coarsener "celeritas" (op_coarsener_celeritas) reads
- * --fusion-range R (default 200), --fusion-memory M (bytes; default a quarter
- * of the smallest device memory, the paper's "M = 0.25*") and --target N
+ * --fusion-range R (default 200) and --target N; M is fixed at a quarter of
+ * the smallest device memory, the paper's "M = 0.25*" (the former
+ * --fusion-memory: no test, script or benchmark set it)
  * (when given without --fusion-range, R = ceil(n / N)).
  */
 #ifndef OPPLACE_CELERITAS_FUSION_H
