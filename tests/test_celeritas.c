@@ -1048,8 +1048,26 @@ Test(placers, never_worse_than_the_borrowed_baselines, .timeout = 120)
             cr_assert(no_worse(&tp.p, &cel, &pl), "seed %d: celeritas %.1f us loses to %s %.1f us",
                       (int)seed, step_of(&tp.p, &cel, NULL), borrowed[b],
                       step_of(&tp.p, &pl, NULL));
+            /* a result with a borrowed placer's devices is named for it */
+            int same = !memcmp(cel.device_of, pl.device_of, (size_t)tp.p.n * sizeof(int));
+            char name[64];
+            snprintf(name, sizeof name, "celeritas:borrowed-%s", borrowed[b]);
+            cr_assert(!same || !strncmp(cel.algorithm, "celeritas:borrowed-", 19),
+                      "seed %d: %s's devices returned as '%s'", (int)seed, borrowed[b],
+                      cel.algorithm);
+            cr_assert(strcmp(cel.algorithm, name) || same, "seed %d: '%s' but other devices",
+                      (int)seed, name);
             op_placement_destroy(&pl);
         }
+        cr_assert(!strcmp(cel.algorithm, "celeritas") ||
+                      !strncmp(cel.algorithm, "celeritas:borrowed-", 19),
+                  "%s", cel.algorithm);
+        op_placement_destroy(&cel);
+        /* inside a portfolio (auto runs those placers itself) it borrows nothing */
+        op_place_ctx member = {.p = &tp.p, .seed = 1, .best_effort = 1, .member = 1};
+        cr_assert_eq(op_place(op_placer_find("celeritas"), &member, &cel, &err), OP_OK, "%s",
+                     err.msg);
+        cr_assert_str_eq(cel.algorithm, "celeritas");
         op_placement_destroy(&cel);
         tk_unbind(&tp);
     }

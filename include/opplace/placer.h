@@ -29,6 +29,8 @@ typedef struct op_place_ctx {
                               end (set once by the caller from the budget); <= 0: none */
     int best_effort;       /* --best-effort: return a placement even if it does not fit */
     int progress;          /* print progress lines on stderr */
+    int member;            /* run as a member of a portfolio, which runs the other placers
+                              itself: a placer does not run other placers for comparison */
 } op_place_ctx;
 
 typedef op_status (*op_place_fn)(const op_place_ctx *ctx, op_placement *out, op_error *err);

@@ -16,6 +16,7 @@ op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_plac
     sub.opts = NULL;     /* each member with its defaults */
     sub.best_effort = 1; /* the portfolio judges memory itself */
     sub.progress = 0;
+    sub.member = 1;      /* the portfolio runs the others itself */
     op_error perr = {0};
     double t0 = op_seconds_now();
     *placed = 0;

@@ -65,7 +65,9 @@
  * Borrowed candidates (celeritas unless --paper; graphs of at most
  * BORROW_MAX_OPS ops): the placements of expert, m-etf, m-sct and heft are
  * offered after the search's own (see BORROWED below); a result kept from
- * them is that placer's win.
+ * them is that placer's win, and the result's algorithm names it
+ * ("celeritas:borrowed-m-etf").  Not when celeritas runs inside a
+ * portfolio (auto), which runs those placers itself.
  * Contention (celeritas unless --paper, which keeps the paper's EST only):
  * Adjusting Placement runs twice, with the EST computed over FIFO channel
  * queues and with the paper's contention-free transfer times; see
@@ -395,8 +397,8 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * offered to the search like its own candidates (after them, so a tie
  * goes to Celeritas's own), and so the result is never worse in the
  * simulator than the best of them.  A win by one of them is that
- * placer's win, not Celeritas's: the progress line names it, and
- * bench/notes/s7-celeritas.md has the ablation.  Why Celeritas's own
+ * placer's win, not Celeritas's: the result's algorithm names it
+ * (name_borrowed), and bench/RESULTS.md has the ablation.  Why Celeritas's own
  * mechanism loses where they win (measured on the real-model table):
  * on memory-tight CNNs the device boundaries of the fill and of Adjusting
  * Placement fall where the liveness estimate says a device is full, not
@@ -733,6 +735,23 @@ static op_status fuse_all(const op_place_ctx *ctx, const cel_fusion_opts *fo, in
     return st;
 }
 
+/* A result whose devices are a borrowed placer's is that placer's win,
+ * and its algorithm says so ("celeritas:borrowed-m-etf"; the order may
+ * still be one celeritas chose). */
+static op_status name_borrowed(const op_problem *p, const fused_search *s, op_placement *out,
+                               op_error *err)
+{
+    for (int k = 0; k < s->n_borrowed; k++) {
+        if (memcmp(out->device_of, s->borrowed[k].device_of,
+                   (size_t)p->n * sizeof *out->device_of) != 0)
+            continue;
+        char name[64];
+        snprintf(name, sizeof name, "%s:borrowed-%s", s->name, s->borrowed_name[k]);
+        return op_placement_set_algorithm(out, name, err);
+    }
+    return OP_OK;
+}
+
 static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placement *out,
                              op_error *err)
 {
@@ -749,7 +768,7 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     int search = adjusting && !paper && !st && !op_options_has(ctx->opts, "fusion-range") &&
                  !op_options_has(ctx->opts, "target");
     s->guard = s->balance = adjusting && !paper;
-    s->borrow = adjusting && !paper && p->n <= BORROW_MAX_OPS;
+    s->borrow = adjusting && !paper && !ctx->member && p->n <= BORROW_MAX_OPS;
     s->contention = paper ? 0 : -1;
     if (!st && adjusting && !paper) /* --order none: the placement alone, no order */
         orders = strcmp(op_options_str(ctx->opts, "order", "own"), "none") != 0;
@@ -762,6 +781,8 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
         st = fuse_all(ctx, &fo, search, s, err);
     if (!st)
         st = pmem_place_checked(ctx, s->name, fused_attempt, s, out, err);
+    if (!st)
+        st = name_borrowed(p, s, out, err);
     for (int k = 0; k < s->n_runs; k++)
         fused_run_destroy(&s->runs[k]);
     for (int k = 0; k < s->n_borrowed; k++)
