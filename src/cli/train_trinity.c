@@ -88,6 +88,11 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     tc.seed = seed;
     tc.n2v.seed = seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
+    if (budget_seconds > 0) { /* the budget bounds the set-up (Node2vec, the judge) too */
+        double now = op_seconds_now();
+        tc.setup_deadline = now + 0.25 * budget_seconds;
+        tc.deadline = now + budget_seconds;
+    }
     trinity_policy *pol = init ? trinity_policy_from_file(init, err)
                                : trinity_policy_new(&pc, seed, err);
     if (!pol)

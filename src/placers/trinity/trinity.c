@@ -119,7 +119,8 @@ static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *
  * by its share of the time left when the placer starts: set-up (Node2vec,
  * the reference, the judge) by 25 %, training by 70 %, the final
  * evaluation starts only before 75 %, the boundary moves stop judging at
- * 90 %, the final choice stops ordering at 100 %.  Without one (only
+ * 90 %, the final choice stops ordering at 95 % (the command still simulates
+ * and writes the result).  Without one (only
  * --iterations): no limit. */
 typedef struct stages {
     double start, end; /* end 0: no deadline */
@@ -217,8 +218,9 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         op_placement_drop_order(out);
         trinity_metrics fm = b.m; /* the result's, ordered or not */
         trinity_boundary_result br = {0};
-        op_place_ctx fctx = *ctx; /* the final choice orders until the end */
-        fctx.deadline = sg.end;
+        op_place_ctx fctx = *ctx; /* the final choice orders until 95 % (the rest: the
+                                     command's own simulation and output) */
+        fctx.deadline = stage_at(&sg, 0.95);
         if (s->o.schedule_orders)
             st = boundary_moves(ctx, s, t, &rc, &sg, &br, err);
         if (!st && s->o.schedule_orders)
