@@ -313,8 +313,10 @@ typedef struct trinity_train_config {
     int pool;               /* distinct best placements kept for the placer's final
                               choice (trinity_trainer_pool; >= 1) */
     /* Deadlines (op_seconds_now() times; 0: none) of the set-up (Node2vec stops
-     * early, the judge's order search ends) and of training (iterations end,
-     * with or without an iteration count). */
+     * early, the judge's order search ends; on one rank only, as ranks must
+     * agree on both) and of training (iterations end, with or without an
+     * iteration count; under MPI rank 0 decides, and a started iteration
+     * finishes). */
     double setup_deadline, deadline;
 } trinity_train_config;
 

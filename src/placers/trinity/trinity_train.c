@@ -306,9 +306,10 @@ static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *
     memcpy(tk->sim.pls[0].device_of, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
     int lo = tk->order, hi = tk->order;
     judge_choice c = {tk, tk->order, 1, 1.0};
-    trinity_order_judge oj = {tk->p,       tk->sim.sims[0],     &tk->sim.pls[0], &tk->sim.res[0],
-                              &tk->reward, tk->prio,            -1,              cfg->setup_deadline,
-                              keep_reference, &c};
+    trinity_order_judge oj = {tk->p,       tk->sim.sims[0], &tk->sim.pls[0],
+                              &tk->sim.res[0], &tk->reward, tk->prio, -1,
+                              op_par_size() == 1 ? cfg->setup_deadline : 0.0, keep_reference,
+                              &c};
     if (tk->order == TRINITY_REWARD_ORDER_AUTO)
         lo = OP_PRIORITY_FIFO, hi = OP_PRIORITY_COUNT - 1;
     op_status st = OP_OK;
@@ -342,8 +343,11 @@ static op_status task_init(task *tk, const op_problem *p, const trinity_config *
     tk->reward = cfg->reward;
     int N = cfg->ema_period > 0 ? cfg->ema_period : 1;
     ppo_baseline_init(&tk->base, (double)(N - 1) / (double)(N + 1));
+    /* the set-up deadline on one rank only: ranks must compute the same
+     * features and choose the same judge */
+    double setup_deadline = op_par_size() == 1 ? cfg->setup_deadline : 0.0;
     node2vec_config n2v = cfg->n2v;
-    n2v.deadline = cfg->setup_deadline;
+    n2v.deadline = setup_deadline;
     op_status st = trinity_graph_init(&tk->tg, p, pc, &n2v, err);
     if (!st && !(tk->best = op_calloc((size_t)p->n, sizeof(int), err)))
         st = OP_ENOMEM;
