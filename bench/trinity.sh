@@ -16,7 +16,7 @@
 #                   load; TRINITY_ITERATIONS=0 uses $TRINITY_BUDGET seconds)
 #                   with the placer's defaults: reference expert, tolerances =
 #                   its peaks, rollouts judged by a list schedule
-#                   (--reward-order auto), final choice over the search's pool
+#                   (--order-search all), final choice over the search's pool
 #                   and the reference with every order (src/placers/trinity/trinity.c);
 #   FULL=1 adds: celeritas; sgdp (SGDP-one, $SGDP_BUDGET s); trinity-none
 #                   (the same as trinity --paper).
@@ -26,7 +26,7 @@
 # peaks at most expert's, AND trinity's placement (device_of) is not
 # expert's.  "placement" says whose device_of trinity returned: expert's, a
 # learnt one (the search's pool) or a layer-boundary move around expert's
-# (--boundary-moves, src/placers/trinity/trinity_boundary.c; its final choice says so).
+# (--order-search all, src/placers/trinity/trinity_boundary.c; its final choice says so).
 # Every placer runs with --best-effort so an OOM placement still reports
 # numbers (marked *).
 # usage: bash bench/trinity.sh [path/to/opplace]
@@ -37,7 +37,7 @@ TRINITY_BUDGET=${TRINITY_BUDGET:-35}
 SGDP_BUDGET=${SGDP_BUDGET:-35}
 SEED=${SEED:-1}
 FULL=${FULL:-0}
-TRINITY_ARGS=${TRINITY_ARGS:-}  # extra trinity options, e.g. "--reward-order none"
+TRINITY_ARGS=${TRINITY_ARGS:-}  # extra trinity options, e.g. "--order-search final"
 GPUS=${GPUS:-"2 4"}
 MODELS=${MODELS:-"inception_v3 gnmt nmt nasnet pnasnet"}
 TMP=$(mktemp -d)
@@ -95,7 +95,7 @@ echo "### Trinity vs expert and expert + order (Table 4 columns), v100-nvlink"
 echo
 echo "Each cell: step time (ms) / peak communication (MiB) / peak memory (GiB) / search time (s)."
 echo "trinity: fresh policy, ${TRINITY_SAYS}, placer defaults (reference expert, tolerances = its peaks,"
-echo "--reward-order auto, final choice over the pool and --boundary-moves 4${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --order peak; seed ${SEED}."
+echo "--order-search all: rollouts judged by a list schedule, final choice over the pool, boundary moves${TRINITY_ARGS:+; extra: $TRINITY_ARGS}); expert + order: --algo expert --order peak; seed ${SEED}."
 [ "$FULL" = 1 ] && echo "sgdp: SGDP-one, ${SGDP_BUDGET} s; trinity-none: trinity --paper (the paper's method)."
 echo
 hdr="| model | ops | GPUs | expert | expert + order |"

@@ -3,7 +3,8 @@
 # placement (src/placers/trinity/trinity_boundary.c): is there an admissible
 # placement (peak communication and peak memory at most expert's, no more
 # out of memory) faster than expert + order?  For each model and GPU count
-# it runs Trinity with --boundary-moves $CHUNKS and $TRINITY_ITERATIONS PPO
+# it runs Trinity with its boundary moves (--order-search all, 4 chunks per
+# layer scope) and $TRINITY_ITERATIONS PPO
 # iterations (the boundary search does not depend on them: it starts from
 # the reference), and prints the search's own account: candidates judged,
 # how many are within expert's peak communication, how many are
@@ -14,7 +15,6 @@
 # usage: bash bench/trinity_boundary.sh [path/to/opplace]
 set -euo pipefail
 BIN=${1:-./build/opplace}
-CHUNKS=${CHUNKS:-4}
 EXTRA=${EXTRA:-}  # more trinity options
 TRINITY_ITERATIONS=${TRINITY_ITERATIONS:-1}
 SEED=${SEED:-1}
@@ -30,7 +30,7 @@ zoo_args() {
   esac
 }
 
-echo "### Layer-boundary moves around expert (--boundary-moves $CHUNKS, $TRINITY_ITERATIONS PPO iterations, seed $SEED)"
+echo "### Layer-boundary moves around expert (--order-search all: 4 chunks per layer scope, $TRINITY_ITERATIONS PPO iterations, seed $SEED)"
 echo
 echo "| model | GPUs | blocks | candidates (single / swap / pair; rounds) | within expert's comm | admissible | reference + order (ms) | best admissible (ms) | gap | fastest within comm, any memory (ms) | faster at any peaks: count; least comm (x expert's), step | result | search s |"
 echo "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---|---:|"
@@ -39,7 +39,7 @@ for m in $MODELS; do
   "$BIN" zoo "$m" --size small $(zoo_args "$m") -o "$g" >/dev/null
   for n in $GPUS; do
     "$BIN" place "$g" --preset v100-nvlink --gpus "$n" --algo trinity --seed "$SEED" \
-      --iterations "$TRINITY_ITERATIONS" --boundary-moves "$CHUNKS" $EXTRA --best-effort --progress \
+      --iterations "$TRINITY_ITERATIONS" --order-search all $EXTRA --best-effort --progress \
       -o "$TMP/p.json" > /dev/null 2> "$TMP/err" || { echo "| $m | $n | fail |"; continue; }
     python3 - "$m" "$n" "$TMP/err" <<'PY'
 import re, sys

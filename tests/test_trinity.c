@@ -329,6 +329,48 @@ static double greedy_time(trinity_policy *pol, const op_problem *p, int *device_
     return t;
 }
 
+/* Deadlines (op_seconds_now() time 1: long passed): Node2vec stops before
+ * its first update (the vectors stay at their initial values, within
+ * +-0.5/dim, unlike a full run's), and training runs no iteration even
+ * with an iteration count. */
+Test(trinity, passed_deadlines_stop_node2vec_and_training)
+{
+    tk_problem tp;
+    tk_bind(&tp, two_chains(5), tk_cluster(2, 0.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    node2vec_config n2v = tiny_n2v();
+    int n = tp.p.n, dim = n2v.dim;
+    double *full = calloc((size_t)n * (size_t)dim, sizeof *full);
+    double *cut = calloc((size_t)n * (size_t)dim, sizeof *cut);
+    cr_assert_eq(node2vec_embed(tp.p.g, &n2v, full, &err), OP_OK, "%s", err.msg);
+    n2v.deadline = 1.0;
+    cr_assert_eq(node2vec_embed(tp.p.g, &n2v, cut, &err), OP_OK, "%s", err.msg);
+    int outside = 0;
+    for (int i = 0; i < n * dim; i++) {
+        cr_assert_leq(fabs(cut[i]), 0.5 / dim);
+        outside += fabs(full[i]) > 0.5 / dim;
+    }
+    cr_assert_gt(outside, 0, "the full run should move some vector beyond its initial range");
+    free(full);
+    free(cut);
+    trinity_config cfg = tiny_config();
+    trinity_policy *pol = trinity_policy_new(&cfg, 1, &err);
+    const op_problem *probs[1] = {&tp.p};
+    trinity_train_config tc = trinity_train_defaults();
+    tc.iterations = 5;
+    tc.budget_seconds = 0;
+    tc.threads = 1;
+    tc.n2v = tiny_n2v();
+    tc.setup_deadline = tc.deadline = 1.0;
+    trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    cr_assert_eq(trinity_trainer_run(t, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(trinity_trainer_stats(t).iterations, 0);
+    trinity_trainer_free(t);
+    trinity_policy_free(pol);
+    tk_unbind(&tp);
+}
+
 Test(trinity, ppo_training_finds_the_optimum_of_two_chains)
 {
     tk_problem tp;
@@ -728,4 +770,23 @@ Test(trinity, train_command_writes_weights_the_placer_loads)
     cr_assert_eq(rc, 0, "%s", out ? out : "");
     cr_assert(strstr(out, "step time"), "%s", out);
     free(out);
+    /* --weights W --save-weights OUT continues from W: OUT has W's shape
+     * (--groups 4, not the default 64, so the file is as large as W) */
+    snprintf(cmd, sizeof cmd,
+             "%s train trinity --graphs %s/g.json --preset v100-nvlink --gpus 2 --weights "
+             "%s/w.bin --save-weights %s/w2.bin --iterations 1 --samples 2 --quiet 2>&1",
+             OPPLACE_BIN, dir, dir, dir);
+    rc = tk_run(cmd, &out);
+    cr_assert_eq(rc, 0, "%s", out ? out : "");
+    free(out);
+    char p1[1024], p2[1024];
+    snprintf(p1, sizeof p1, "%s/w.bin", dir);
+    snprintf(p2, sizeof p2, "%s/w2.bin", dir);
+    FILE *f1 = fopen(p1, "rb"), *f2 = fopen(p2, "rb");
+    cr_assert(f1 && f2);
+    fseek(f1, 0, SEEK_END);
+    fseek(f2, 0, SEEK_END);
+    cr_assert_eq(ftell(f1), ftell(f2), "continued weights have another shape");
+    fclose(f1);
+    fclose(f2);
 }

@@ -8,8 +8,8 @@
  *     order, fastest first, and the search is deterministic;
  *   - the placer's result with boundary moves (the default) is never worse
  *     than expert on step, peak communication and peak memory, and never
- *     slower than the same run with --boundary-moves 0;
- *   - --boundary-moves needs a reference and --schedule-orders 1.
+ *     slower than the same run without them (--order-search judged);
+ *   - boundary moves (--order-search all) need a reference.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -202,6 +202,19 @@ static void check_search(op_graph *g, int nd)
                 e.step_us, res.ref_best.step_us, res.best.step_us);
     trinity_boundary_result_destroy(&res);
     trinity_boundary_result_destroy(&again);
+    /* a deadline already passed (op_seconds_now() time 1, long ago): no
+     * candidate is judged, the search says it was cut short, and the
+     * reference with its best order is still reported */
+    trinity_boundary_config late = trinity_boundary_defaults();
+    late.deadline = 1.0;
+    cr_assert_eq(trinity_boundary_search(p, ex.device_of, &rc, &late, &res, &err), OP_OK, "%s",
+                 err.msg);
+    cr_assert_eq(res.candidates, 0);
+    cr_assert_eq(res.n_kept, 0);
+    cr_assert(res.cut_short);
+    cr_assert_eq(res.ref_fifo.step_us, e.step_us);
+    cr_assert_leq(res.ref_best.step_us, e.step_us);
+    trinity_boundary_result_destroy(&res);
     op_placement_destroy(&ex);
     tk_unbind(&tp);
 }
@@ -233,7 +246,7 @@ static void check_placer(op_graph *g, int nd)
     const char *const kv_on[] = {"iterations", "2", "samples", "4", "groups", "8", "units", "24",
                                  "threads", "2", NULL};
     const char *const kv_off[] = {"iterations", "2", "samples", "4", "groups", "8", "units", "24",
-                                  "threads", "2", "boundary-moves", "0", NULL};
+                                  "threads", "2", "order-search", "judged", NULL};
     cr_assert_eq(place(p, kv_on, &on, &err), OP_OK, "%s", err.msg);
     cr_assert_eq(place(p, kv_off, &off, &err), OP_OK, "%s", err.msg);
     cr_assert_eq(op_problem_check_placement(p, &on, &err), OP_OK, "%s", err.msg);
@@ -261,17 +274,14 @@ Test(trinity_boundary, placer_result_is_never_worse_than_expert_or_without_moves
     check_placer(small_wavenet(), 4);
 }
 
-Test(trinity_boundary, boundary_moves_need_a_reference_and_orders)
+Test(trinity_boundary, boundary_moves_need_a_reference)
 {
     tk_problem tp;
     tk_bind(&tp, small_rnn(), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
     op_error err = {0};
     op_placement pl;
     const char *const no_ref[] = {"iterations", "1", "samples", "2", "groups", "4",
-                                  "heuristics", "none", "boundary-moves", "2", NULL};
+                                  "heuristics", "none", "order-search", "all", NULL};
     cr_assert_eq(place(&tp.p, no_ref, &pl, &err), OP_EUSAGE);
-    const char *const no_orders[] = {"iterations", "1", "samples", "2", "groups", "4",
-                                     "schedule-orders", "0", "boundary-moves", "2", NULL};
-    cr_assert_eq(place(&tp.p, no_orders, &pl, &err), OP_EUSAGE);
     tk_unbind(&tp);
 }

@@ -1,6 +1,6 @@
 /*
  * test_trinity_order.c - Trinity judged by list-scheduled step times
- * (--reward-order, src/placers/trinity/trinity_train.c) and its final choice over the
+ * (--order-search judged, src/placers/trinity/trinity_train.c) and its final choice over the
  * search's pool (src/placers/trinity/trinity.c), both beyond the paper:
  *   - a rollout's metrics are exactly the priority list schedule's of its
  *     placement under the memory cap M^ (op_sim_dispatch_by_priority), for
@@ -12,7 +12,7 @@
  *     expert on step time, peak communication or peak memory, and never
  *     slower than expert's placement with any of the orders the final
  *     choice tries on it ("expert + order");
- *   - --reward-order needs --schedule-orders 1.
+ *   - --order-search takes off, final, judged or all; not with --paper.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -248,7 +248,7 @@ static op_status place(const op_problem *p, const char *const *kv, op_placement 
     return st;
 }
 
-/* The result with --reward-order `order` against expert (FIFO) and expert
+/* The result with --order-search `order` against expert (FIFO) and expert
  * with each priority's order, uncapped and capped at its own peak. */
 static void check_result(op_graph *g, int nd, const char *order)
 {
@@ -260,7 +260,7 @@ static void check_result(op_graph *g, int nd, const char *order)
     const char *const none[] = {NULL};
     cr_assert_eq(place(p, none, &ex, &err), OP_OK, "%s", err.msg);
     const char *const kv[] = {"iterations", "4", "samples", "6", "groups", "8", "units", "24",
-                              "threads", "2", "reward-order", order, NULL};
+                              "threads", "2", "order-search", order, NULL};
     cr_assert_eq(place(p, kv, &got, &err), OP_OK, "%s", err.msg);
     trinity_metrics e = judge_full(p, &ex), t = judge_full(p, &got);
     cr_assert_leq(t.step_us, e.step_us, "%s x %d: step %.1f > expert's %.1f", g->name, nd,
@@ -288,7 +288,7 @@ static void check_result(op_graph *g, int nd, const char *order)
         }
     cr_assert_leq(t.step_us, expert_ordered, "%s x %d: %.1f us > expert + order's %.1f us",
                   g->name, nd, t.step_us, expert_ordered);
-    cr_log_info("%s x %d, --reward-order %s: expert %.1f us, expert + order %.1f us, trinity "
+    cr_log_info("%s x %d, --order-search %s: expert %.1f us, expert + order %.1f us, trinity "
                 "%.1f us%s",
                 g->name, nd, order, e.step_us, expert_ordered, t.step_us,
                 got.has_order ? " (ordered)" : "");
@@ -299,21 +299,21 @@ static void check_result(op_graph *g, int nd, const char *order)
 
 Test(trinity_order, ordered_reward_result_is_never_worse_than_expert_or_expert_with_order)
 {
-    check_result(small_rnn(), 2, "auto");
-    check_result(small_wavenet(), 4, "blevel");
-    check_result(small_rnn(), 3, "cpath");
+    check_result(small_rnn(), 2, "all");
+    check_result(small_wavenet(), 4, "judged");
+    check_result(small_rnn(), 3, "judged");
 }
 
-Test(trinity_order, reward_order_needs_schedule_orders)
+Test(trinity_order, order_search_values_are_checked)
 {
     tk_problem tp;
     tk_bind(&tp, small_rnn(), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
     op_error err = {0};
     op_placement pl;
     const char *const kv[] = {"iterations", "1", "samples", "2", "groups", "4",
-                              "schedule-orders", "0", "reward-order", "blevel", NULL};
+                              "paper", "", "order-search", "final", NULL};
     cr_assert_eq(place(&tp.p, kv, &pl, &err), OP_EUSAGE);
-    const char *const bad[] = {"iterations", "1", "reward-order", "sideways", NULL};
+    const char *const bad[] = {"iterations", "1", "order-search", "sideways", NULL};
     cr_assert_eq(place(&tp.p, bad, &pl, &err), OP_EUSAGE);
     tk_unbind(&tp);
 }

@@ -10,7 +10,7 @@
  *   - the placer's result is never worse than its reference (expert) in
  *     step time, peak communication or peak memory, on a small RNN LM and a
  *     small WaveNet, 2 to 4 devices; explicit tolerances are respected;
- *   - with --schedule-orders (opplace/list_schedule.h) the result, order
+ *   - with --order-search final (opplace/list_schedule.h) the result, order
  *     included, is never slower than without and never above expert's
  *     peaks (test_trinity_order.c covers the ordered reward).
  */
@@ -295,18 +295,17 @@ Test(trinity_warm, placer_is_never_worse_than_expert_on_a_small_wavenet)
 
 /* ------------------------------------ schedule orders (opplace/list_schedule.h) */
 
-/* Runs trinity with FAST and --schedule-orders on (1) or off (0), the
- * search judged first-ready-first in both (--reward-order none), so that
- * both see the same placements; pl keeps the whole result, its order
- * included. */
+/* Runs trinity with FAST and the final choice's orders on (1, --order-search
+ * final) or off (0, --order-search off), the search judged first-ready-first
+ * in both, so that both see the same placements; pl keeps the whole result,
+ * its order included. */
 static void place_ordered(const op_problem *p, int orders, op_placement *pl)
 {
     op_error err = {0};
     op_options *o = op_options_new(&err);
     for (int i = 0; FAST[i]; i += 2)
         op_options_set(o, FAST[i], FAST[i + 1], &err);
-    op_options_set(o, "schedule-orders", orders ? "1" : "0", &err);
-    op_options_set(o, "reward-order", "none", &err);
+    op_options_set(o, "order-search", orders ? "final" : "off", &err);
     op_place_ctx ctx = {.p = p, .opts = o, .seed = 3, .best_effort = 1};
     cr_assert_eq(op_place(op_placer_find("trinity"), &ctx, pl, &err), OP_OK, "%s", err.msg);
     cr_assert_null(op_options_first_unused(o));
@@ -333,7 +332,7 @@ static void check_orders_never_worse(op_graph *g, int nd)
     op_placement off, on;
     place_ordered(p, 0, &off);
     place_ordered(p, 1, &on);
-    cr_assert_not(off.has_order, "--schedule-orders 0 gives the paper's result, no order");
+    cr_assert_not(off.has_order, "--order-search off gives the paper's result, no order");
     trinity_metrics a = judge_full(p, &off), b = judge_full(p, &on);
     int *ref = malloc(sizeof(int) * (size_t)p->n);
     trinity_metrics e = run_placer(p, "expert", NULL, ref);

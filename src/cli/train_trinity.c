@@ -1,6 +1,7 @@
 /*
  * train_trinity.c - `opplace train trinity ...` (papers/trinity.txt): reads
- * the Trinity options, trains a new policy (or continues --init W.bin) on
+ * the Trinity options, trains a new policy (or continues from --weights W.bin
+ * when --save-weights OUT names the output) on
  * the graphs with PPO (src/placers/trinity/trinity_train.c), saves the weights and
  * prints, per graph, the best placement's step time, peak communication and
  * peak memory, the three columns of the paper's Table 4.  cmd_train.c loads
@@ -11,8 +12,9 @@
  * expert; src/placers/trinity/trinity_warm.c, beyond the paper) centres the priors
  * and gives decision units, and its peaks are the tolerances unless
  * --max-comm / --max-mem are given; rollouts are judged by the list
- * schedule of --reward-order (auto: the priority best for the reference;
- * none: first-ready-first); --paper trains exactly the paper's way.  The
+ * schedule best for the reference (--order-search judged, the default with
+ * a reference; off: first-ready-first); --paper trains exactly the paper's
+ * way.  The
  * options are read by trinity_options_read (src/placers/trinity/trinity_options.c),
  * shared with the placer.
  */
@@ -69,7 +71,13 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
                             op_error *err)
 {
     trinity_options to;
-    const char *init = op_options_str(a->opts, "init", NULL);
+    /* --weights START --save-weights OUT continues training from START
+     * (the placer's names); --weights OUT alone trains a new policy into OUT
+     * (cmd_train.c reads it as where to save) */
+    const char *save = op_options_str(a->opts, "save-weights", NULL);
+    const char *init = save ? op_options_str(a->opts, "weights", NULL) : NULL;
+    if (save)
+        weights = save;
     op_status st = trinity_options_read(a->opts, 0, &to, err);
     if (st || (st = cli_check_unused(a, err)))
         return st;
@@ -80,6 +88,11 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     tc.seed = seed;
     tc.n2v.seed = seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
+    if (budget_seconds > 0) { /* the budget bounds the set-up (Node2vec, the judge) too */
+        double now = op_seconds_now();
+        tc.setup_deadline = now + 0.25 * budget_seconds;
+        tc.deadline = now + budget_seconds;
+    }
     trinity_policy *pol = init ? trinity_policy_from_file(init, err)
                                : trinity_policy_new(&pc, seed, err);
     if (!pol)

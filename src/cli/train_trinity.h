@@ -24,12 +24,13 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4) --entropy B\n"           \
     "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64)\n"                      \
     "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \
-    "         without one) --alpha A --beta B --gamma C (0.5 0.3 0.2); beyond the\n"            \
-    "         paper: --heuristics LIST (expert; 'none': no reference) reference\n"             \
+    "         without one) --mdpe A,B,C (0.5,0.3,0.2); beyond the paper:\n"                      \
+    "         --heuristics LIST (expert; 'none': no reference) reference\n"                      \
     "         placement centring the priors, --units N (256) decision units,\n"                \
-    "         --reward-order none|blevel|cpath|blevel-w|auto (auto with a reference)\n"        \
-    "         the list schedule rollouts are judged by (opplace/list_schedule.h);\n"           \
-    "         --init W.bin continues training; --slots B (1) rollout batches per\n"              \
-    "         iteration, shared by MPI ranks (mpirun -np B opplace train ...)\n"
+    "         --order-search off|judged (judged with a reference) rollouts judged\n"           \
+    "         by the list schedule best for it (opplace/list_schedule.h);\n"                   \
+    "         --weights W.bin --save-weights OUT.bin continues training from W;\n"            \
+    "         --slots B (1) rollout batches per iteration, shared by MPI ranks\n"              \
+    "         (mpirun -np B opplace train ...)\n"
 
 #endif

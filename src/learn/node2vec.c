@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "nn/nn.h"
+#include "opplace/placer.h"
 
 node2vec_config node2vec_defaults(void)
 {
@@ -205,6 +206,9 @@ static void skipgram(const node2vec_config *c, const int *walks, size_t n_walks,
     double total = (double)c->epochs * (double)n_walks, done = 0.0;
     for (int e = 0; e < c->epochs; e++)
         for (size_t w = 0; w < n_walks; w++, done += 1.0) {
+            if ((w & 255) == 0 && ((c->deadline > 0 && op_seconds_now() > c->deadline) ||
+                                   op_interrupted()))
+                return; /* out of time: the vectors as trained so far */
             double lr = c->lr * fmax(1e-4, 1.0 - done / total);
             const int *walk = walks + w * (size_t)c->length;
             for (int i = 0; i < c->length && walk[i] >= 0; i++)

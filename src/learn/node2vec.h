@@ -39,6 +39,8 @@ typedef struct node2vec_config {
     double p, q;    /* return and in-out parameters (1, 1) */
     double lr;      /* initial SGD learning rate (0.025) */
     uint64_t seed;  /* walks, negatives and initial vectors (1) */
+    double deadline; /* op_seconds_now() time after which skip-gram stops early, its
+                        vectors trained on the walks so far (also on Ctrl-C); 0: none */
 } node2vec_config;
 
 node2vec_config node2vec_defaults(void);

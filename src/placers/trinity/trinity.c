@@ -20,8 +20,8 @@
  * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,
  * --groups G (64), --max-comm BYTES and --max-mem BYTES (the user's
  * tolerances C^ and M^ of eqs. 6-7; default: the reference's peaks, or
- * 8 GiB each without one), --alpha/--beta/--gamma (MDPE weights
- * 0.5/0.3/0.2), --save-weights FILE, --slots B (1; rollout batches per
+ * 8 GiB each without one), --mdpe A,B,C (MDPE weights alpha, beta, gamma:
+ * 0.5,0.3,0.2), --save-weights FILE, --slots B (1; rollout batches per
  * iteration, shared by MPI ranks under mpirun).
  * Beyond the paper (src/placers/trinity/trinity_warm.c): --heuristics LIST (default
  * expert; "none": no reference) picks a reference placement that seeds
@@ -36,15 +36,16 @@
  * is used too (zero-shot then returns at least the reference).
  * Also beyond the paper (opplace/list_schedule.h), per-device execution
  * orders by priority list scheduling (bottom level with transfers, tlevel
- * + blevel, bottom level of compute), in two places:
- *   --reward-order auto|none|blevel|cpath|blevel-w (auto; none with
- *       --schedule-orders 0): the search judges each rollout by the list
+ * + blevel, bottom level of compute), chosen by --order-search
+ * off|final|judged|all (each level adds to the one before; default all
+ * with a reference, judged without), in three places:
+ *   judged: the search judges each rollout by the list
  *       schedule of its own placement under a memory cap of 100/95/90 % of
  *       M^ (trinity_train.c), so PPO sees the step a placement reaches
  *       with an order, not only first-ready-first; auto takes the priority
  *       and cap best for the reference (first-ready-first included);
- *   --schedule-orders 1 (default; 0 = off, the result has no order as in
- *       the paper): the final choice (src/placers/trinity/trinity_final.c) takes the
+ *   final (off: the result has no order, as in the paper): the final
+ *       choice (src/placers/trinity/trinity_final.c) takes the
  *       search's 4 best distinct placements and the reference,
  *       each first-ready-first and list-scheduled with every priority
  *       without and with memory caps, and returns the fastest variant that
@@ -55,8 +56,8 @@
  *       reference's placement with any of these orders (communication
  *       does not depend on the order, memory may).  Progress lines report
  *       each candidate, the choice, and "reference + order" beside it.
- * Also beyond the paper (src/placers/trinity/trinity_boundary.c): --boundary-moves C
- * (4; 0 = off; needs the reference and --schedule-orders 1) enumerates
+ * Also beyond the paper (src/placers/trinity/trinity_boundary.c): --order-search
+ * all (needs the reference; 4 chunks per layer scope) enumerates
  * layer-boundary moves around the reference after the search (each layer
  * scope cut into C chunks; whole scopes and prefixes / suffixes of chunks
  * move to a neighbouring device; device swaps; pairs among the 8 fastest
@@ -113,9 +114,34 @@ static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *
     return trinity_policy_new(&cfg, ctx->seed, err);
 }
 
-static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s)
+/* THE STAGES' DEADLINES.  With a deadline (the command's, which counts
+ * loading the graph, or else now + the training budget) every stage ends
+ * by its share of the time left when the placer starts: set-up (Node2vec,
+ * the reference, the judge) by 25 %, training by 70 %, the final
+ * evaluation starts only before 75 %, the boundary moves stop judging at
+ * 90 %, the final choice stops ordering at 95 % (the command still simulates
+ * and writes the result).  Without one (only
+ * --iterations): no limit. */
+typedef struct stages {
+    double start, end; /* end 0: no deadline */
+} stages;
+
+static double stage_at(const stages *sg, double share)
+{
+    return sg->end > 0 ? sg->start + share * (sg->end - sg->start) : 0.0;
+}
+
+static int stage_passed(const stages *sg, double share)
+{
+    return sg->end > 0 && op_seconds_now() > stage_at(sg, share);
+}
+
+static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s,
+                                         const stages *sg)
 {
     trinity_train_config tc = s->o.tc;
+    tc.setup_deadline = stage_at(sg, 0.25);
+    tc.deadline = stage_at(sg, 0.70);
     tc.seed = ctx->seed;
     tc.n2v.seed = ctx->seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
@@ -137,7 +163,7 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
  * choice.  res is left empty (n_kept 0) when there is no reference. */
 static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
                                 const trinity_trainer *t, const trinity_reward_config *rc,
-                                trinity_boundary_result *res, op_error *err)
+                                const stages *sg, trinity_boundary_result *res, op_error *err)
 {
     const trinity_reference *ref = trinity_trainer_reference(t, 0);
     memset(res, 0, sizeof *res);
@@ -145,6 +171,7 @@ static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
         return OP_OK;
     trinity_boundary_config bc = trinity_boundary_defaults();
     bc.chunks = s->o.boundary_moves;
+    bc.deadline = stage_at(sg, 0.90);
     op_status st = trinity_boundary_search(ctx->p, ref->device_of, rc, &bc, res, err);
     if (!st)
         op_progress(ctx,
@@ -152,19 +179,23 @@ static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
                     "(%d single, %d swaps, %d pairs), %d within the communication bound, %d "
                     "admissible, %d faster than the reference + order (%.3f ms); best "
                     "admissible %s %.3f ms; fastest within the communication bound %.3f ms; "
-                    "%.1f s",
+                    "%.1f s%s",
                     bc.chunks, res->rounds, res->blocks, res->candidates, res->singles, res->swaps,
                     res->pairs, res->comm_ok, res->admissible, res->faster,
                     res->ref_best.step_us / 1000.0, res->best_what, res->best.step_us / 1000.0,
-                    res->fastest_comm_ok / 1000.0, res->seconds);
+                    res->fastest_comm_ok / 1000.0, res->seconds,
+                    res->cut_short ? " (cut short by the deadline)" : "");
     return st;
 }
 
 static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
                                  trinity_policy *pol, op_placement *out, op_error *err)
 {
-    trinity_train_config tc = train_config(ctx, s);
+    stages sg = {op_seconds_now(), ctx->deadline};
     int training = !s->weights || s->finetune > 0;
+    if (sg.end <= 0 && ctx->budget_seconds <= 0 && training && !s->weights && s->iterations <= 0)
+        sg.end = sg.start + 60; /* the default training budget */
+    trinity_train_config tc = train_config(ctx, s, &sg);
     const op_problem *probs[1] = {ctx->p};
     trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, err);
     if (!t)
@@ -172,8 +203,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
     op_status st = OP_OK;
     if (training)
         st = trinity_trainer_run(t, err);
-    if (!st)
+    if (!st && !stage_passed(&sg, 0.75))
         st = trinity_trainer_evaluate(t, 0, s->o.tc.samples, err);
+    else if (!st)
+        op_progress(ctx, "trinity: no final evaluation (past 75 %% of the time)");
     if (!st && training && s->save && op_par_rank() == 0)
         st = trinity_policy_save(pol, s->save, err);
     if (!st) {
@@ -185,23 +218,26 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
         op_placement_drop_order(out);
         trinity_metrics fm = b.m; /* the result's, ordered or not */
         trinity_boundary_result br = {0};
+        op_place_ctx fctx = *ctx; /* the final choice orders until 95 % (the rest: the
+                                     command's own simulation and output) */
+        fctx.deadline = stage_at(&sg, 0.95);
         if (s->o.schedule_orders)
-            st = boundary_moves(ctx, s, t, &rc, &br, err);
+            st = boundary_moves(ctx, s, t, &rc, &sg, &br, err);
         if (!st && s->o.schedule_orders)
-            st = trinity_final_choice(ctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
+            st = trinity_final_choice(&fctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
         trinity_boundary_result_destroy(&br);
         double share;
         int judge = trinity_trainer_reward_order(t, 0, &share);
         if (!st && judge != OP_PRIORITY_FIFO)
             op_progress(ctx,
                         "trinity: rollouts judged by the %s list schedule, memory cap %.0f%% of "
-                        "%.2f GiB (--reward-order %s)",
+                        "%.2f GiB (--order-search judged)",
                         trinity_reward_order_name(judge), 100 * share,
-                        rc.max_mem_bytes / 1073741824.0,
-                        trinity_reward_order_name(s->o.tc.reward_order));
+                        rc.max_mem_bytes / 1073741824.0);
         else if (!st)
-            op_progress(ctx, "trinity: rollouts judged first-ready-first (--reward-order %s)",
-                        trinity_reward_order_name(s->o.tc.reward_order));
+            op_progress(ctx, "trinity: rollouts judged first-ready-first%s",
+                        s->o.tc.reward_order == OP_PRIORITY_FIFO ? ""
+                                                                 : " (the best for the reference)");
         if (!st && ref)
             op_progress(ctx,
                         "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
@@ -256,17 +292,15 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
     {"groups", OP_OPT_INT, 1, 4096, NULL, NULL, "partition groups"},
     {"slots", OP_OPT_INT, 1, TRINITY_MAX_SLOTS, NULL, NULL, "decision slots"},
     {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
-    {"schedule-orders", OP_OPT_INT, 0, 1, "1", NULL, "give the result a priority execution order"},
     {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
     {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
     {"max-comm", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: communication bound, bytes"},
     {"max-mem", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: memory bound, bytes"},
-    {"alpha", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of runtime"},
-    {"beta", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of communication"},
-    {"gamma", OP_OPT_NUM, 0, 1e6, NULL, NULL, "reward weight of memory"},
-    {"boundary-moves", OP_OPT_INT, 0, 64, NULL, NULL, "boundary chunks per layer scope (0: off)"},
-    {"reward-order", OP_OPT_TEXT, 0, 0, NULL, NULL,
-     "auto|none|blevel|cpath|blevel-w: order rollouts are judged by"},
+    {"mdpe", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "reward weights A,B,C of runtime, communication, memory (0.5,0.3,0.2)"},
+    {"order-search", OP_OPT_TEXT, 0, 0, NULL, "off|final|judged|all",
+     "priority orders in the search: off, final choice, + rollouts judged by one, + "
+     "boundary moves"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 

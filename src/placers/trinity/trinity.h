@@ -29,7 +29,7 @@
  *                       priority list-schedule orders (opplace/
  *                       list_schedule.h) on the pool and the reference and
  *                       keeps the fastest within the tolerances
- *   src/placers/trinity/trinity.c  the placer (--schedule-orders 0: no final
+ *   src/placers/trinity/trinity.c  the placer (--order-search off: no final
  *                       choice, no orders)
  *
  * HOW THE DEVICE COUNT ENTERS.  As in SGDP, the decoder always has
@@ -312,6 +312,12 @@ typedef struct trinity_train_config {
                               (blevel without a reference) */
     int pool;               /* distinct best placements kept for the placer's final
                               choice (trinity_trainer_pool; >= 1) */
+    /* Deadlines (op_seconds_now() times; 0: none) of the set-up (Node2vec stops
+     * early, the judge's order search ends; on one rank only, as ranks must
+     * agree on both) and of training (iterations end, with or without an
+     * iteration count; under MPI rank 0 decides, and a started iteration
+     * finishes). */
+    double setup_deadline, deadline;
 } trinity_train_config;
 
 #define TRINITY_REWARD_ORDER_AUTO (-1)
@@ -340,10 +346,10 @@ trinity_train_config trinity_train_defaults(void);
  * agree.  --paper: the paper's method (no reference, priors, uniformly
  * drawn decisions, orders or boundary moves; options that tune those are
  * usage errors with it).  Otherwise: --heuristics LIST (expert; none),
- * --units N (256), --reward-order none|blevel|cpath|blevel-w|auto,
- * --schedule-orders 0|1 (placer: 1), --boundary-moves C (placer: 4 with
- * a reference and orders).  Both: --samples --threads --epochs --lr
- * --entropy --groups --slots --max-comm --max-mem --alpha --beta --gamma;
+ * --units N (256), --order-search off|final|judged|all (trinity_options.c;
+ * placer: all with a reference, training: judged).  Both: --samples
+ * --threads --epochs --lr --entropy --groups --slots --max-comm --max-mem
+ * --mdpe A,B,C;
  * training also --max-devices and --hidden (a new policy's shape). */
 struct op_options;
 typedef struct trinity_options {
@@ -419,6 +425,7 @@ op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t
  * its best order (res->ref_best): fewer out of memory, then faster (when
  * the reference fits: strictly faster). */
 typedef struct trinity_boundary_config {
+    double deadline; /* op_seconds_now() time after which no candidate is judged (0: none) */
     int chunks;   /* 4: chunks per layer scope */
     int pair_top; /* 8 */
     int keep;     /* 2 */
@@ -448,6 +455,7 @@ typedef struct trinity_boundary_result {
     trinity_metrics least_comm_faster;  /* of those, the least communication (FIFO peaks,
                                            its best step at any peaks) */
     double seconds;
+    int cut_short;                      /* the deadline stopped it */
     int n_kept;
     int *kept;                          /* n_kept x n device_of rows */
     trinity_metrics *kept_m;

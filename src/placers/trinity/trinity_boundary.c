@@ -54,8 +54,9 @@
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "opplace/placer.h"
 #include "opplace/search.h"
-#include "placers/trinity/trinity.h"
+#include "placers/trinity/trinity_internal.h"
 
 typedef struct block {
     int scope, lo, hi; /* chunks [lo, hi) of the scope */
@@ -80,11 +81,7 @@ typedef struct boundary_search {
     int *scope_off, *scope_ops; /* CSR: each scope's ops in topological order */
     int n_blocks;
     block *blocks;
-    op_sim *sim;
-    op_sim_result r;
-    op_placement pl;
-    double *prio;
-    int64_t *cap;
+    trinity_bench j;     /* simulator, result, candidate, priorities, caps */
     unsigned char *mark; /* per op */
     int *work;           /* per op: a candidate's device_of */
     trinity_metrics ref_fifo;
@@ -95,6 +92,8 @@ typedef struct boundary_search {
     void *visit_arg;
     uint64_t *seen;      /* hashes of the candidates judged */
     int n_seen, cap_seen;
+    double deadline;     /* cfg->deadline */
+    int cut_short;       /* a candidate was skipped for it */
 } boundary_search;
 
 /* ------------------------------------------------------------- blocks */
@@ -297,44 +296,26 @@ static int ahead(const trinity_metrics *a, const trinity_metrics *c)
     return op_sim_ranks_before(overflow_rank(a), a->step_us, overflow_rank(c), c->step_us);
 }
 
-static op_status run_once(boundary_search *b, trinity_metrics *m, op_error *err)
+static op_status run_once(boundary_search *b, const double *prio, const int64_t *cap,
+                          trinity_metrics *m, op_error *err)
 {
-    op_status st = op_sim_run(b->sim, &b->pl, &b->r, NULL, err);
-    if (!st)
-        *m = trinity_measure(b->p, &b->r, b->rc);
-    return st;
+    return trinity_judge(b->p, b->j.sim, &b->j.pl, &b->j.r, prio, cap, b->rc, m, err);
 }
 
 typedef struct variant_visit {
     boundary_search *b;
-    const int *dev;
     single *s;
-    int prio_of; /* the priority b->prio holds (OP_PRIORITY_FIFO: none) */
 } variant_visit;
 
-/* One ordered variant of the candidate (an op_order_visit). */
-static op_status judge_variant(void *arg, op_priority k, double share, const int64_t *cap,
-                               int *stop, op_error *err)
+/* One ordered variant of the candidate (trinity_order_judge's keep). */
+static void keep_variant(void *arg, op_priority k, double share, const trinity_metrics *c)
 {
     variant_visit *v = arg;
-    boundary_search *b = v->b;
-    op_status st;
-    (void)share, (void)stop;
-    if (v->prio_of != (int)k &&
-        (st = op_placement_priorities(b->p, v->dev, k, b->prio, err)))
-        return st;
-    v->prio_of = (int)k;
-    trinity_metrics c;
-    op_sim_dispatch_by_priority(b->sim, b->prio, cap);
-    st = run_once(b, &c, err);
-    op_sim_dispatch_by_priority(b->sim, NULL, NULL);
-    if (st)
-        return st;
-    if (c.oom <= b->ref_fifo.oom && c.step_us < v->s->best_any)
-        v->s->best_any = c.step_us;
-    if (admissible(b, &c) && ahead(&c, &v->s->best))
-        v->s->best = c;
-    return OP_OK;
+    (void)k, (void)share;
+    if (c->oom <= v->b->ref_fifo.oom && c->step_us < v->s->best_any)
+        v->s->best_any = c->step_us;
+    if (admissible(v->b, c) && ahead(c, &v->s->best))
+        v->s->best = *c;
 }
 
 /* Judge the placement dev: s->fifo, s->best (fastest admissible variant,
@@ -343,10 +324,9 @@ static op_status judge(boundary_search *b, const int *dev, single *s, op_error *
 {
     const op_problem *p = b->p;
     op_status st;
-    memcpy(b->pl.device_of, dev, (size_t)p->n * sizeof(int));
-    op_placement_drop_order(&b->pl);
-    op_sim_dispatch_by_priority(b->sim, NULL, NULL);
-    if ((st = run_once(b, &s->fifo, err)))
+    memcpy(b->j.pl.device_of, dev, (size_t)p->n * sizeof(int));
+    op_placement_drop_order(&b->j.pl);
+    if ((st = run_once(b, NULL, NULL, &s->fifo, err)))
         return st;
     s->best = s->fifo;
     s->best_any = 1.0 / 0.0;
@@ -358,8 +338,10 @@ static op_status judge(boundary_search *b, const int *dev, single *s, op_error *
         s->best_any = s->fifo.step_us;
     op_order_space sp = {.caps = OP_CAPS_ALL, .base = b->mem_bound,
                          .own_peak = (double)s->fifo.peak_mem, .prio_outer = 1};
-    variant_visit v = {b, dev, s, OP_PRIORITY_FIFO};
-    return op_order_search(p, &sp, b->cap, judge_variant, &v, err);
+    variant_visit v = {b, s};
+    trinity_order_judge oj = {p,         b->j.sim, &b->j.pl,     &b->j.r, b->rc, b->j.prio,
+                              -1,        b->deadline, keep_variant, &v};
+    return op_order_search(p, &sp, b->j.cap, trinity_order_judge_visit, &oj, err);
 }
 
 /* ---------------------------------------------------------------- search */
@@ -399,6 +381,10 @@ static op_status try_candidate(boundary_search *b, const int *ref, const move *m
     for (int k = 0; k < nm; k++)
         if (!apply_move(b, &mv[k], b->work))
             return OP_OK;
+    if ((b->deadline > 0 && op_seconds_now() > b->deadline) || op_interrupted()) {
+        b->cut_short = 1; /* out of time: the candidates judged so far */
+        return OP_OK;
+    }
     int s = seen_before(b, b->work, err);
     if (s < 0)
         return OP_ENOMEM;
@@ -545,25 +531,18 @@ op_status trinity_boundary_search(const op_problem *p, const int *ref,
     snprintf(res->best_what, sizeof res->best_what, "none");
     boundary_search b = {.p = p, .rc = rc, .chunks = cfg->chunks > 0 ? cfg->chunks : 1,
                          .order_all = cfg->order_all, .visit = cfg->visit,
-                         .visit_arg = cfg->visit_arg};
+                         .visit_arg = cfg->visit_arg, .deadline = cfg->deadline};
     b.work = op_malloc(((size_t)p->n + (size_t)p->g->n_layers + 2) * sizeof(int), err);
-    b.prio = op_malloc((size_t)p->n * sizeof(double) + 1, err);
-    b.cap = op_malloc(((size_t)p->nd + 1) * sizeof(int64_t), err);
-    op_status st = res->kept && res->kept_m && b.work && b.prio && b.cap ? OP_OK : OP_ENOMEM;
-    int have_r = 0, have_pl = 0;
-    if (!st && !(b.sim = op_sim_new(p, err)))
-        st = err && err->code ? err->code : OP_ENOMEM;
-    if (!st && !(st = op_sim_result_init(&b.r, p, err)))
-        have_r = 1;
-    if (!st && !(st = op_placement_init(&b.pl, p->n, p->nd, err)))
-        have_pl = 1;
+    op_status st = res->kept && res->kept_m && b.work ? OP_OK : OP_ENOMEM;
+    if (!st)
+        st = trinity_bench_init(&b.j, p, err);
     if (!st)
         st = build_blocks(&b, err);
     if (!st) {
         /* the reference: first-ready-first fixes the bounds, then its orders */
-        memcpy(b.pl.device_of, ref, (size_t)p->n * sizeof(int));
-        op_placement_drop_order(&b.pl);
-        st = run_once(&b, &b.ref_fifo, err);
+        memcpy(b.j.pl.device_of, ref, (size_t)p->n * sizeof(int));
+        op_placement_drop_order(&b.j.pl);
+        st = run_once(&b, NULL, NULL, &b.ref_fifo, err);
     }
     if (!st) {
         b.ref_within = trinity_within_tolerances(&b.ref_fifo, rc);
@@ -585,7 +564,7 @@ op_status trinity_boundary_search(const op_problem *p, const int *ref,
     /* descent: the best admissible candidate becomes the next centre */
     int *centre = NULL;
     trinity_metrics centre_m = res->ref_best;
-    for (int round = 1; !st && round < cfg->rounds && res->n_kept &&
+    for (int round = 1; !st && !b.cut_short && round < cfg->rounds && res->n_kept &&
                         ahead(&res->kept_m[0], &centre_m);
          round++) {
         if (!centre && !(centre = op_malloc((size_t)p->n * sizeof(int), err))) {
@@ -599,14 +578,9 @@ op_status trinity_boundary_search(const op_problem *p, const int *ref,
     }
     free(centre);
     res->seconds = op_seconds_now() - t0;
-    if (have_pl)
-        op_placement_destroy(&b.pl);
-    if (have_r)
-        op_sim_result_destroy(&b.r);
-    op_sim_free(b.sim);
+    res->cut_short = b.cut_short;
+    trinity_bench_destroy(&b.j);
     free(b.work);
-    free(b.prio);
-    free(b.cap);
     free(b.scope_off);
     free(b.scope_ops);
     free(b.blocks);

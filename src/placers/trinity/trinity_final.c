@@ -41,16 +41,14 @@
 
 #include "opplace/list_schedule.h"
 #include "opplace/search.h"
-#include "placers/trinity/trinity.h"
+#include "placers/trinity/trinity_internal.h"
 
 /* The state of one final choice: the current best variant, base, the bound. */
 typedef struct final_choice {
     const op_problem *p;
     const trinity_reward_config *rc;
-    op_sim *sim;
-    op_sim_result r;
-    op_placement cand;
-    int64_t *cap;
+    trinity_bench j;   /* simulator, result, the candidate (j.pl), caps */
+    double deadline;   /* the command's (ctx->deadline; 0: none): no order tried after it */
     trinity_metrics base, cur;
     int within;        /* base is within the tolerances */
     double mem_bound;  /* the cap's 100 % */
@@ -70,10 +68,7 @@ static int admissible(const final_choice *f, const trinity_metrics *c)
 static op_status measure_placement(final_choice *f, const op_placement *pl, trinity_metrics *m,
                                    op_error *err)
 {
-    op_status st = op_sim_run(f->sim, pl, &f->r, NULL, err);
-    if (!st)
-        *m = trinity_measure(f->p, &f->r, f->rc);
-    return st;
+    return trinity_judge(f->p, f->j.sim, pl, &f->j.r, NULL, NULL, f->rc, m, err);
 }
 
 /* out becomes a copy of cand (devices and order), keeping out's name. */
@@ -107,10 +102,13 @@ static op_status try_order(void *arg, op_priority k, double share, const int64_t
     final_choice *f = v->f;
     trinity_metrics c;
     op_status st;
-    (void)stop;
-    memcpy(f->cand.device_of, v->dev, (size_t)f->p->n * sizeof(int));
-    if ((st = op_placement_order_by_priority(f->p, &f->cand, k, cap, err)) ||
-        (st = measure_placement(f, &f->cand, &c, err)))
+    if ((f->deadline > 0 && op_seconds_now() > f->deadline) || op_interrupted()) {
+        *stop = 1; /* out of time: the variants tried so far */
+        return OP_OK;
+    }
+    memcpy(f->j.pl.device_of, v->dev, (size_t)f->p->n * sizeof(int));
+    if ((st = op_placement_order_by_priority(f->p, &f->j.pl, k, cap, err)) ||
+        (st = measure_placement(f, &f->j.pl, &c, err)))
         return st;
     if (!admissible(f, &c))
         return OP_OK;
@@ -118,7 +116,7 @@ static op_status try_order(void *arg, op_priority k, double share, const int64_t
         *v->best = c;
     if (!(c.step_us < f->cur.step_us))
         return OP_OK;
-    if ((st = keep_candidate(v->out, &f->cand, err)))
+    if ((st = keep_candidate(v->out, &f->j.pl, err)))
         return st;
     f->cur = c;
     f->cur_entry = v->e, f->cur_prio = (int)k, f->cur_cap_share = share;
@@ -138,7 +136,7 @@ static op_status try_orders_of(final_choice *f, int e, const int *dev,
     op_order_space sp = {.caps = OP_CAPS_ALL, .base = f->mem_bound,
                          .own_peak = (double)fifo->peak_mem};
     order_visit v = {f, e, dev, best, out};
-    return op_order_search(f->p, &sp, f->cap, try_order, &v, err);
+    return op_order_search(f->p, &sp, f->j.cap, try_order, &v, err);
 }
 
 static void describe_order(char *buf, size_t len, int prio, double share, double mem_bound)
@@ -169,9 +167,9 @@ static op_status choose_final(final_choice *f, const op_place_ctx *ctx, const in
     op_status st = OP_OK;
     int b = 0;
     for (int e = 0; !st && e < n_entries; e++) {
-        memcpy(f->cand.device_of, entries[e], (size_t)p->n * sizeof(int));
-        op_placement_drop_order(&f->cand);
-        st = measure_placement(f, &f->cand, &fifo[e], err);
+        memcpy(f->j.pl.device_of, entries[e], (size_t)p->n * sizeof(int));
+        op_placement_drop_order(&f->j.pl);
+        st = measure_placement(f, &f->j.pl, &fifo[e], err);
         if (!st && e > 0 && trinity_metrics_better(&fifo[e], &fifo[b], f->rc))
             b = e;
     }
@@ -253,7 +251,7 @@ op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t
     if (!extra || n_extra < 0)
         n_extra = 0;
     const int **entries = op_calloc((size_t)n_pool + (size_t)n_extra + 2, sizeof *entries, err);
-    final_choice f = {.p = p, .rc = rc};
+    final_choice f = {.p = p, .rc = rc, .deadline = ctx->deadline};
     if (!entries)
         return OP_ENOMEM;
     for (int i = 0; i < n_pool; i++) {
@@ -272,21 +270,10 @@ op_status trinity_final_choice(const op_place_ctx *ctx, const trinity_trainer *t
         trinity_best b = trinity_trainer_best(t, 0);
         entries[n++] = b.device_of;
     }
-    op_status st = OP_OK;
-    if (!(f.sim = op_sim_new(p, err)))
-        st = err && err->code ? err->code : OP_ENOMEM;
-    else if (!(st = op_sim_result_init(&f.r, p, err))) {
-        if (!(st = op_placement_init(&f.cand, p->n, p->nd, err))) {
-            if (!(f.cap = op_malloc(((size_t)p->nd + 1) * sizeof *f.cap, err)))
-                st = OP_ENOMEM;
-            else
-                st = choose_final(&f, ctx, entries, n, ref_entry, first_extra, out, m, err);
-            free(f.cap);
-            op_placement_destroy(&f.cand);
-        }
-        op_sim_result_destroy(&f.r);
-    }
-    op_sim_free(f.sim);
+    op_status st = trinity_bench_init(&f.j, p, err);
+    if (!st)
+        st = choose_final(&f, ctx, entries, n, ref_entry, first_extra, out, m, err);
+    trinity_bench_destroy(&f.j);
     free(entries);
     return st;
 }

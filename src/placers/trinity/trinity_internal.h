@@ -8,6 +8,7 @@
 #ifndef OPPLACE_TRINITY_INTERNAL_H
 #define OPPLACE_TRINITY_INTERNAL_H
 
+#include "opplace/list_schedule.h"
 #include "placers/trinity/trinity.h"
 
 /* gf [(G*k) x trinity_group_feature_dim]: from batch->group (rollouts
@@ -37,5 +38,49 @@ op_status trinity_anchor_blocks(const op_problem *p, int G, uint64_t seed, const
  * heuristics (sgdp_reference); name receives the winner. */
 op_status trinity_reference_place(const op_problem *p, const char *heuristics, uint64_t seed,
                                   int *device_of, char *name, size_t name_len, op_error *err);
+
+/* A simulator, its result, a placement to fill and a per-op priority
+ * buffer (trinity_reward.c): what the boundary moves and the final choice
+ * judge their candidates on. */
+typedef struct trinity_bench {
+    op_sim *sim;
+    op_sim_result r;
+    op_placement pl;
+    double *prio;  /* n */
+    int64_t *cap;  /* nd + 1 */
+    int have_r, have_pl;
+} trinity_bench;
+op_status trinity_bench_init(trinity_bench *b, const op_problem *p, op_error *err);
+void trinity_bench_destroy(trinity_bench *b);
+
+/* The one judge of a placement pl on sim (result into r): first-ready-first
+ * (or pl's own order) when prio is NULL, else the list schedule of the
+ * priorities prio under the per-device memory cap `cap` (opplace/
+ * list_schedule.h); *m its metrics under rc.  The trainer's rollouts, the
+ * boundary moves and the final choice all judge through it. */
+op_status trinity_judge(const op_problem *p, op_sim *sim, const op_placement *pl,
+                        op_sim_result *r, const double *prio, const int64_t *cap,
+                        const trinity_reward_config *rc, trinity_metrics *m, op_error *err);
+
+/* An op_order_visit (opplace/search.h) judging the placement pl by each
+ * priority and cap the order search offers (OP_PRIORITY_FIFO: first-ready-
+ * first), through trinity_judge; the placement's priorities are computed
+ * once per priority into prio (prio_of: the priority it holds, start with
+ * -1).  keep(arg, k, share, m) receives every variant's metrics.  Past
+ * the deadline (or on Ctrl-C) the search stops after the current variant. */
+typedef struct trinity_order_judge {
+    const op_problem *p;
+    op_sim *sim;
+    op_placement *pl;
+    op_sim_result *r;
+    const trinity_reward_config *rc;
+    double *prio;
+    int prio_of;
+    double deadline; /* op_seconds_now() time after which the order search stops (0: none) */
+    void (*keep)(void *arg, op_priority k, double share, const trinity_metrics *m);
+    void *arg;
+} trinity_order_judge;
+op_status trinity_order_judge_visit(void *arg, op_priority k, double share, const int64_t *cap,
+                                    int *stop, op_error *err);
 
 #endif

@@ -13,6 +13,7 @@
  * the paper's settings collapse to one device, 107.8 ms
  * (bench/RESULTS.md, "Learned placers").
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "opplace/list_schedule.h"
@@ -20,8 +21,38 @@
 #include "placers/trinity/trinity.h"
 
 /* options that switch on something beyond the paper */
-static const char *const BEYOND[] = {"heuristics", "units", "reward-order", "schedule-orders",
-                                     "boundary-moves", NULL};
+static const char *const BEYOND[] = {"heuristics", "units", "order-search", NULL};
+
+/* --mdpe A,B,C: the MDPE weights alpha, beta, gamma of eq. 8. */
+static op_status read_mdpe(op_options *o, trinity_reward_config *rc, op_error *err)
+{
+    const char *v = op_options_str(o, "mdpe", NULL);
+    if (!v)
+        return OP_OK;
+    double w[3];
+    char tail;
+    if (sscanf(v, "%lf,%lf,%lf%c", &w[0], &w[1], &w[2], &tail) != 3 || !(w[0] >= 0) ||
+        !(w[1] >= 0) || !(w[2] >= 0) || !(w[0] + w[1] + w[2] > 0) || w[0] > 1e6 || w[1] > 1e6 ||
+        w[2] > 1e6)
+        return op_fail(err, OP_EUSAGE,
+                       "trinity: --mdpe wants three weights >= 0, not all 0, as A,B,C "
+                       "(runtime, communication, memory; the paper's 0.5,0.3,0.2), not '%s'",
+                       v);
+    rc->alpha = w[0], rc->beta = w[1], rc->gamma = w[2];
+    return OP_OK;
+}
+
+/* --order-search off|final|judged|all: how far the search uses priority
+ * list-schedule orders (each level adds to the one before):
+ *   off     none: the result first-ready-first, rollouts judged so (the paper's)
+ *   final   the final choice over the pool orders its candidates
+ *   judged  + rollouts judged by the list schedule best for the reference
+ *           (reward_order auto)
+ *   all     + layer-boundary moves around the reference (needs one)
+ * Default: all with a reference, judged without (placer); training has no
+ * final choice (off or judged): judged with a reference, off without. */
+enum { ORDERS_OFF, ORDERS_FINAL, ORDERS_JUDGED, ORDERS_ALL };
+static const char *const ORDER_LEVELS[] = {"off", "final", "judged", "all"};
 
 op_status trinity_options_read(op_options *o, int placer, trinity_options *out, op_error *err)
 {
@@ -53,7 +84,7 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
         pc->sched_prior = tc->heuristics ? TRINITY_REF_SCHED_PRIOR : pc->sched_prior;
         tc->explore = TRINITY_DEFAULT_EXPLORE;
     }
-    long samples, threads, epochs, groups, slots, units = 0, orders = 0, boundary = 0;
+    long samples, threads, epochs, groups, slots, units = 0;
     long maxd = pc->max_devices, hidden = pc->hidden;
     if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
         (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
@@ -67,43 +98,39 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
                                 &tc->reward.max_comm_bytes, err)) ||
         (st = op_options_double(o, "max-mem", tc->reward.max_mem_bytes, 0, 1e18,
                                 &tc->reward.max_mem_bytes, err)) ||
-        (st = op_options_double(o, "alpha", tc->reward.alpha, 0, 1e6, &tc->reward.alpha, err)) ||
-        (st = op_options_double(o, "beta", tc->reward.beta, 0, 1e6, &tc->reward.beta, err)) ||
-        (st = op_options_double(o, "gamma", tc->reward.gamma, 0, 1e6, &tc->reward.gamma, err)))
+        (st = read_mdpe(o, &tc->reward, err)))
         return st;
     if (!placer && /* the architecture of a new policy: training only */
         ((st = op_options_int(o, "max-devices", maxd, 1, 1024, &maxd, err)) ||
          (st = op_options_int(o, "hidden", hidden, 1, 4096, &hidden, err))))
         return st;
     if (!out->paper &&
-        ((st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
-         (st = op_options_int(o, "schedule-orders", placer, 0, 1, &orders, err))))
+        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)))
         return st;
-    if (placer && !out->paper &&
-        (st = op_options_int(o, "boundary-moves",
-                             orders && tc->heuristics ? TRINITY_DEFAULT_BOUNDARY_MOVES : 0, 0, 64,
-                             &boundary, err)))
-        return st;
-    if (boundary && (!orders || !tc->heuristics))
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --boundary-moves needs a reference (--heuristics) and "
-                       "--schedule-orders 1 (its candidates join the final choice)");
-    /* judged by an order only when the result may keep one (training: by
-     * default whenever there is a reference to choose it by) */
-    const char *ro = out->paper ? "none"
-                                : op_options_str(o, "reward-order",
-                                                 (placer ? orders : tc->heuristics != NULL)
-                                                     ? "auto"
-                                                     : "none");
-    tc->reward_order = trinity_reward_order_parse(ro);
-    if (tc->reward_order < TRINITY_REWARD_ORDER_AUTO)
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --reward-order must be none, blevel, cpath, blevel-w or auto, "
-                       "not '%s'", ro);
-    if (placer && !orders && tc->reward_order != OP_PRIORITY_FIFO)
-        return op_fail(err, OP_EUSAGE,
-                       "trinity: --reward-order %s needs --schedule-orders 1 (the result of a "
-                       "search judged by an order must keep one)", ro);
+    int level = ORDERS_OFF;
+    if (!out->paper) {
+        int def = placer ? (tc->heuristics ? ORDERS_ALL : ORDERS_JUDGED)
+                         : (tc->heuristics ? ORDERS_JUDGED : ORDERS_OFF);
+        const char *v = op_options_str(o, "order-search", ORDER_LEVELS[def]);
+        for (level = 0; level <= ORDERS_ALL && strcmp(v, ORDER_LEVELS[level]); level++)
+            ;
+        if (level > ORDERS_ALL)
+            return op_fail(err, OP_EUSAGE,
+                           "trinity: --order-search must be off, final, judged or all, not '%s'",
+                           v);
+        if (!placer && (level == ORDERS_FINAL || level == ORDERS_ALL))
+            return op_fail(err, OP_EUSAGE,
+                           "trinity: --order-search %s (the final choice) is the placer's; "
+                           "training takes off or judged", v);
+        if (level == ORDERS_ALL && !tc->heuristics)
+            return op_fail(err, OP_EUSAGE,
+                           "trinity: --order-search all needs a reference (--heuristics): the "
+                           "boundary moves start from it");
+    }
+    /* judged by an order only when the result may keep one */
+    tc->reward_order = level >= ORDERS_JUDGED ? TRINITY_REWARD_ORDER_AUTO : OP_PRIORITY_FIFO;
+    int orders = placer && level >= ORDERS_FINAL;
+    int boundary = level == ORDERS_ALL ? TRINITY_DEFAULT_BOUNDARY_MOVES : 0;
     tc->samples = (int)samples;
     tc->threads = (int)threads;
     tc->ppo.epochs = (int)epochs;

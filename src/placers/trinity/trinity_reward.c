@@ -35,11 +35,13 @@
  * "auto" (the best of these for the reference).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "opplace/placer.h"
 #include "opplace/search.h"
-#include "placers/trinity/trinity.h"
+#include "placers/trinity/trinity_internal.h"
 
 trinity_reward_config trinity_reward_defaults(void)
 {
@@ -146,4 +148,69 @@ const char *trinity_reward_order_name(int order)
     const char *s = order > 0 && order < OP_PRIORITY_COUNT ? op_priority_name((op_priority)order)
                                                            : NULL;
     return s ? s : "?";
+}
+
+/* ------------------------------------------------------------ the judge */
+
+op_status trinity_judge(const op_problem *p, op_sim *sim, const op_placement *pl,
+                        op_sim_result *r, const double *prio, const int64_t *cap,
+                        const trinity_reward_config *rc, trinity_metrics *m, op_error *err)
+{
+    if (prio)
+        op_sim_dispatch_by_priority(sim, prio, cap);
+    op_status st = op_sim_run(sim, pl, r, NULL, err);
+    if (prio)
+        op_sim_dispatch_by_priority(sim, NULL, NULL);
+    if (!st)
+        *m = trinity_measure(p, r, rc);
+    return st;
+}
+
+op_status trinity_order_judge_visit(void *arg, op_priority k, double share, const int64_t *cap,
+                                    int *stop, op_error *err)
+{
+    trinity_order_judge *j = arg;
+    op_status st;
+    (void)stop;
+    if (k != OP_PRIORITY_FIFO && j->prio_of != (int)k &&
+        (st = op_placement_priorities(j->p, j->pl->device_of, k, j->prio, err)))
+        return st;
+    if (k != OP_PRIORITY_FIFO)
+        j->prio_of = (int)k;
+    trinity_metrics m;
+    if ((st = trinity_judge(j->p, j->sim, j->pl, j->r, k != OP_PRIORITY_FIFO ? j->prio : NULL,
+                            cap, j->rc, &m, err)))
+        return st;
+    j->keep(j->arg, k, share, &m);
+    if (stop && ((j->deadline > 0 && op_seconds_now() > j->deadline) || op_interrupted()))
+        *stop = 1;
+    return OP_OK;
+}
+
+op_status trinity_bench_init(trinity_bench *b, const op_problem *p, op_error *err)
+{
+    memset(b, 0, sizeof *b);
+    b->prio = op_malloc((size_t)p->n * sizeof(double) + 1, err);
+    b->cap = op_malloc(((size_t)p->nd + 1) * sizeof(int64_t), err);
+    if (!b->prio || !b->cap)
+        return OP_ENOMEM;
+    if (!(b->sim = op_sim_new(p, err)))
+        return err && err->code ? err->code : OP_ENOMEM;
+    op_status st = op_sim_result_init(&b->r, p, err);
+    b->have_r = !st;
+    if (!st && !(st = op_placement_init(&b->pl, p->n, p->nd, err)))
+        b->have_pl = 1;
+    return st;
+}
+
+void trinity_bench_destroy(trinity_bench *b)
+{
+    if (b->have_pl)
+        op_placement_destroy(&b->pl);
+    if (b->have_r)
+        op_sim_result_destroy(&b->r);
+    op_sim_free(b->sim);
+    free(b->prio);
+    free(b->cap);
+    memset(b, 0, sizeof *b);
 }

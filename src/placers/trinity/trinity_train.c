@@ -123,6 +123,7 @@ typedef struct slot {
     double *rewards, *adv;  /* cap */
     int *best_dev;          /* n_max: the slot's best placement */
     trinity_metrics best_m;
+    double groups_used, devices_used; /* mean over the sampled rollouts (the progress line) */
 } slot;
 
 struct trinity_trainer {
@@ -137,6 +138,9 @@ struct trinity_trainer {
     trinity_train_stats stats;
     double last_print;
     long noise_iter;  /* iterations done, for the noise schedule */
+    double ents[2];   /* the last update's mean entropy: partition, schedule */
+    double rollout_deadline; /* > 0 during an iteration with a deadline (one rank) */
+    int cut_short;    /* an iteration's rollouts were cut by the deadline: training ends */
 };
 
 trinity_train_config trinity_train_defaults(void)
@@ -180,22 +184,16 @@ static void task_destroy(task *tk)
  * priorities are the placement's own (O(V+E)), in the worker's buffer. */
 static op_status judge_run(task *tk, int w, int order, trinity_metrics *m, op_error *err)
 {
-    op_sim *sim = tk->sim.sims[w];
     op_placement *pl = &tk->sim.pls[w];
-    op_sim_result *r = &tk->sim.res[w];
-    op_status st;
+    double *prio = NULL;
     if (order != OP_PRIORITY_FIFO) {
-        double *prio = tk->prio + (size_t)w * (size_t)tk->p->n;
-        if ((st = op_placement_priorities(tk->p, pl->device_of, (op_priority)order, prio, err)))
+        prio = tk->prio + (size_t)w * (size_t)tk->p->n;
+        op_status st = op_placement_priorities(tk->p, pl->device_of, (op_priority)order, prio, err);
+        if (st)
             return st;
-        op_sim_dispatch_by_priority(sim, prio, tk->cap);
     }
-    st = op_sim_run(sim, pl, r, NULL, err);
-    if (order != OP_PRIORITY_FIFO)
-        op_sim_dispatch_by_priority(sim, NULL, NULL);
-    if (!st)
-        *m = trinity_measure(tk->p, r, &tk->reward);
-    return st;
+    return trinity_judge(tk->p, tk->sim.sims[w], pl, &tk->sim.res[w], prio, tk->cap, &tk->reward,
+                         m, err);
 }
 
 /* ------------------------------------------------------------------ pool */
@@ -284,22 +282,16 @@ typedef struct judge_choice {
     double share;
 } judge_choice;
 
-/* The reference judged by priority k under cap (in tk->cap; an
- * op_order_visit, and once with FIFO); keeps the best. */
-static op_status judge_reference(void *arg, op_priority k, double share, const int64_t *cap,
-                                 int *stop, op_error *err)
+/* The reference judged by priority k (trinity_order_judge's keep); keeps
+ * the best. */
+static void keep_reference(void *arg, op_priority k, double share, const trinity_metrics *m)
 {
     judge_choice *c = arg;
     task *tk = c->tk;
-    trinity_metrics m;
-    (void)cap, (void)stop;
-    tk->cap_share = share;
-    op_status st = judge_run(tk, 0, (int)k, &m, err);
-    if (!st && (c->first || trinity_metrics_better(&m, &tk->ref.judged, &tk->reward))) {
-        tk->ref.judged = m;
+    if (c->first || trinity_metrics_better(m, &tk->ref.judged, &tk->reward)) {
+        tk->ref.judged = *m;
         c->order = (int)k, c->share = share, c->first = 0;
     }
-    return st;
 }
 
 static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *err)
@@ -314,11 +306,15 @@ static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *
     memcpy(tk->sim.pls[0].device_of, tk->ref_dev, sizeof(int) * (size_t)tk->p->n);
     int lo = tk->order, hi = tk->order;
     judge_choice c = {tk, tk->order, 1, 1.0};
+    trinity_order_judge oj = {tk->p,       tk->sim.sims[0], &tk->sim.pls[0],
+                              &tk->sim.res[0], &tk->reward, tk->prio, -1,
+                              op_par_size() == 1 ? cfg->setup_deadline : 0.0, keep_reference,
+                              &c};
     if (tk->order == TRINITY_REWARD_ORDER_AUTO)
         lo = OP_PRIORITY_FIFO, hi = OP_PRIORITY_COUNT - 1;
     op_status st = OP_OK;
-    if (lo == OP_PRIORITY_FIFO && !(st = judge_reference(&c, OP_PRIORITY_FIFO, 1.0, tk->cap,
-                                                         NULL, err)))
+    if (lo == OP_PRIORITY_FIFO &&
+        !(st = trinity_order_judge_visit(&oj, OP_PRIORITY_FIFO, 1.0, tk->cap, NULL, err)))
         lo++;
     op_priority prios[OP_PRIORITY_COUNT];
     for (int k = lo; k <= hi; k++)
@@ -327,7 +323,7 @@ static op_status set_judge(task *tk, const trinity_train_config *cfg, op_error *
     op_order_space sp = {.caps = OP_CAPS_SHARES, .base = tk->reward.max_mem_bytes,
                          .prio_outer = 1, .priorities = prios, .n_priorities = hi - lo + 1};
     if (!st && lo <= hi)
-        st = op_order_search(tk->p, &sp, tk->cap, judge_reference, &c, err);
+        st = op_order_search(tk->p, &sp, tk->cap, trinity_order_judge_visit, &oj, err);
     if (st)
         return st;
     tk->order = c.order;
@@ -347,7 +343,12 @@ static op_status task_init(task *tk, const op_problem *p, const trinity_config *
     tk->reward = cfg->reward;
     int N = cfg->ema_period > 0 ? cfg->ema_period : 1;
     ppo_baseline_init(&tk->base, (double)(N - 1) / (double)(N + 1));
-    op_status st = trinity_graph_init(&tk->tg, p, pc, &cfg->n2v, err);
+    /* the set-up deadline on one rank only: ranks must compute the same
+     * features and choose the same judge */
+    double setup_deadline = op_par_size() == 1 ? cfg->setup_deadline : 0.0;
+    node2vec_config n2v = cfg->n2v;
+    n2v.deadline = setup_deadline;
+    op_status st = trinity_graph_init(&tk->tg, p, pc, &n2v, err);
     if (!st && !(tk->best = op_calloc((size_t)p->n, sizeof(int), err)))
         st = OP_ENOMEM;
     if (!st)
@@ -474,13 +475,25 @@ typedef struct rollout_ctx {
     task *tk;
     const trinity_batch *batch;
     trinity_metrics *m;
+    double deadline; /* > 0: rollouts not started by then are not simulated */
 } rollout_ctx;
+
+/* A rollout the deadline left unsimulated (step +inf, reward -inf). */
+static int rollout_cut(const trinity_metrics *m)
+{
+    return isinf(m->step_us) && m->reward == -INFINITY;
+}
 
 /* Rollout k (drawn before, in one thread) simulated on worker w. */
 static op_status run_rollout(void *arg, int w, int k, op_error *err)
 {
     rollout_ctx *c = arg;
     task *tk = c->tk;
+    if (c->deadline > 0 && rl_now_seconds() > c->deadline) {
+        c->m[k] = (trinity_metrics){.step_us = INFINITY, .peak_comm = INT64_MAX,
+                                    .peak_mem = INT64_MAX, .oom = 1, .reward = -INFINITY};
+        return OP_OK;
+    }
     trinity_batch_placement(&tk->tg, c->batch, k, tk->sim.pls[w].device_of);
     return judge_run(tk, w, tk->order, &c->m[k], err);
 }
@@ -489,7 +502,7 @@ static op_status run_rollout(void *arg, int w, int k, op_error *err)
 static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *batch,
                           trinity_metrics *m, int k, op_error *err)
 {
-    rollout_ctx c = {.t = t, .tk = tk, .batch = batch, .m = m};
+    rollout_ctx c = {.t = t, .tk = tk, .batch = batch, .m = m, .deadline = t->rollout_deadline};
     return rl_run_rollouts(t->c.threads, k, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
@@ -497,12 +510,35 @@ static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *bat
 /* The slot's best rollout (of k) into s->best_dev and s->best_m. */
 static void slot_best(const task *tk, const trinity_batch *batch, slot *s, int k)
 {
-    int best_k = 0;
+    int best_k = 0; /* a simulated one when there is one */
     for (int j = 1; j < k; j++)
-        if (trinity_metrics_better(&s->m[j], &s->m[best_k], &tk->reward))
+        if (!rollout_cut(&s->m[j]) &&
+            (rollout_cut(&s->m[best_k]) || trinity_metrics_better(&s->m[j], &s->m[best_k],
+                                                                   &tk->reward)))
             best_k = j;
     trinity_batch_placement(&tk->tg, batch, best_k, s->best_dev);
     s->best_m = s->m[best_k];
+}
+
+/* The mean number of non-empty groups and of devices holding ops over the
+ * batch's k rollouts (the progress line's learning curve). */
+static void occupancy(task *tk, const trinity_batch *batch, slot *s, int k)
+{
+    int G = batch->groups, n = tk->p->n, nd = tk->p->nd;
+    int *dev = tk->sim.pls[0].device_of; /* free between simulations */
+    s->groups_used = s->devices_used = 0.0;
+    for (int r = 0; r < k; r++) {
+        int gu = 0, du = 0;
+        for (int g = 0; g < G; g++)
+            gu += batch->gdecides[(size_t)r * G + g] != 0;
+        trinity_batch_placement(&tk->tg, batch, r, dev);
+        unsigned char seen[1024] = {0};
+        for (int i = 0; i < n; i++)
+            if (dev[i] >= 0 && dev[i] < nd && dev[i] < 1024 && !seen[dev[i]])
+                seen[dev[i]] = 1, du++;
+        s->groups_used += (double)gu / k;
+        s->devices_used += (double)du / k;
+    }
 }
 
 /* The task's best-ever record and pool, from a slot's best. */
@@ -568,12 +604,13 @@ static op_status exchange_results(trinity_trainer *t, int k, op_error *err)
 static void ppo_loss(const trinity_trainer *t, const task *tk, const trinity_batch *b,
                      const double *adv, int k, const nn_tensor *lp_part,
                      const nn_tensor *lp_sched, nn_tensor *d_part, nn_tensor *d_sched,
-                     ppo_stats *out)
+                     ppo_stats *out, double ents[2])
 {
     int G = b->groups;
     ppo_stats sp = {0};
     ppo_factored_loss(&t->cfg.ppo, lp_part, b->group, b->old_part, adv, k, tk->tg.decides,
                       d_part, &sp);
+    double ent_part = sp.entropy;
     ppo_config one = t->cfg.ppo;
     one.entropy_coef /= k;
     double ent = 0.0;
@@ -588,6 +625,7 @@ static void ppo_loss(const trinity_trainer *t, const task *tk, const trinity_bat
     }
     sp.entropy = 0.5 * (sp.entropy + ent);
     *out = sp;
+    ents[0] = ent_part, ents[1] = ent;
 }
 
 /* Slot b's loss gradient into the parameters' grads (zeroed first). */
@@ -609,7 +647,7 @@ static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stat
         (st = nn_arena_tensor(&t->c.ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
         return st;
     nn_params_zero_grad(trinity_policy_params(t->pol));
-    ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats);
+    ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats, t->ents);
     return trinity_policy_backward(t->pol, &t->c.ar, &tk->tg, batch, pass, &d_part, &d_sched,
                                    err);
 }
@@ -619,9 +657,13 @@ static op_status ppo_update(trinity_trainer *t, int k, ppo_stats *stats, op_erro
 {
     nn_params *ps = trinity_policy_params(t->pol);
     int alone = t->c.size == 1 && t->c.n_slots == 1; /* the grads are already in place */
-    /* Ctrl-C ends the update between epochs on one rank (ranks must agree
-     * on the epoch count, so under MPI the update finishes) */
-    for (int e = 0; e < t->cfg.ppo.epochs && !(t->c.size == 1 && op_interrupted()); e++) {
+    /* Ctrl-C, and the deadline after the first epoch, end the update between
+     * epochs on one rank (ranks must agree on the epoch count, so under MPI
+     * the update finishes) */
+    for (int e = 0; e < t->cfg.ppo.epochs &&
+                    !(t->c.size == 1 && (op_interrupted() || (t->cfg.deadline > 0 && e > 0 &&
+                                                              rl_now_seconds() > t->cfg.deadline)));
+         e++) {
         op_status st;
         for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
             if ((st = slot_gradient(t, b, k, stats, err)))
@@ -645,11 +687,13 @@ static void report(trinity_trainer *t, const task *tk, const ppo_stats *s, doubl
     const trinity_metrics *b = &tk->best_m;
     op_progress(t->cfg.progress,
                 "trinity: iteration %ld  %s: best %.1f us (%.3f x lower bound%s), peak comm "
-                "%.1f MiB, peak mem %.2f GiB  mean reward %.4f  entropy %.3f  %.1f rollouts/s",
+                "%.1f MiB, peak mem %.2f GiB  mean reward %.4f  entropy %.3f (partition %.3f, "
+                "schedule %.3f)  groups used %.1f, devices used %.2f  %.1f rollouts/s",
                 t->stats.iterations, tk->p->g->name, b->step_us,
                 b->step_us / (tk->p->lower_bound_us > 0 ? tk->p->lower_bound_us : 1.0),
                 b->oom ? ", OOM" : "", (double)b->peak_comm / 1048576.0,
-                (double)b->peak_mem / 1073741824.0, mean_r, s->entropy,
+                (double)b->peak_mem / 1073741824.0, mean_r, s->entropy, t->ents[0], t->ents[1],
+                t->slots[0].groups_used, t->slots[0].devices_used,
                 t->stats.seconds > 0 ? (double)t->stats.rollouts / t->stats.seconds : 0.0);
 }
 
@@ -670,6 +714,8 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
         st = simulate(t, tk, batch, s->m, k, err);
     if (!st)
         slot_best(tk, batch, s, k);
+    if (!st)
+        occupancy(tk, batch, s, k);
     return st;
 }
 
@@ -703,10 +749,32 @@ static op_status iterate(trinity_trainer *t, op_error *err)
         trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 1,
                            .rng = &draws, .noise = noise};
         explore_rates(t, &t->tasks[s->task], &run);
-        if ((st = sample_and_score(t, b, k, &run, err)))
+        /* one rank: rollouts not started by the deadline are not simulated */
+        t->rollout_deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
+        st = sample_and_score(t, b, k, &run, err);
+        t->rollout_deadline = 0.0;
+        if (st)
             return st;
         for (int j = 0; j < k; j++)
             s->rewards[j] = s->m[j].oom ? s->m[j].reward - 1.0 : s->m[j].reward;
+    }
+    int cut = 0, simulated = 0;
+    for (int b = 0; b < t->c.n_slots; b++)
+        for (int j = 0; j < k; j++) {
+            int c = rollout_cut(&t->slots[b].m[j]);
+            cut += c, simulated += !c;
+        }
+    if (cut) { /* the deadline came: the simulated rollouts join the record, no update */
+        for (int b = 0; b < t->c.n_slots; b++)
+            if (!rollout_cut(&t->slots[b].best_m))
+                keep_best(&t->tasks[t->slots[b].task], &t->slots[b]);
+        t->stats.rollouts += simulated;
+        t->cut_short = 1;
+        op_progress(t->cfg.progress,
+                    "trinity: iteration %ld cut by the deadline: %d of %d rollouts simulated, "
+                    "no update",
+                    t->stats.iterations + 1, simulated, simulated + cut);
+        return OP_OK;
     }
     if ((st = exchange_results(t, k, err)))
         return st;
@@ -735,16 +803,26 @@ op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
     if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
         return op_fail(err, OP_EUSAGE, "trinity: give an iteration count or a time budget");
     double t0 = rl_now_seconds(), base_seconds = t->stats.seconds;
+    double budget = t->cfg.budget_seconds;
+    if (t->cfg.deadline > 0) { /* the deadline bounds a budget and an iteration count alike */
+        double left = fmax(t->cfg.deadline - t0, 1e-9);
+        budget = budget > 0 ? fmin(budget, left) : left;
+    }
     long start = t->stats.iterations;
     op_status st = OP_OK;
+    double last = 0.0; /* the last iteration's seconds */
     while (!st) {
         long done = t->stats.iterations - start;
         int stop;
-        if ((st = rl_decide_stop(done, t->cfg.iterations, t0, t->cfg.budget_seconds, &stop,
-                                 err)) ||
-            stop)
+        /* with a deadline, no iteration starts after it, nor one that would
+         * end after it at the last one's pace (rank 0 decides for all) */
+        double b = t->cfg.deadline > 0 && done > 0 ? fmax(budget - last, 1e-9) : budget;
+        if (t->cut_short ||
+            (st = rl_decide_stop(done, t->cfg.iterations, t0, b, &stop, err)) || stop)
             break;
+        double i0 = rl_now_seconds();
         st = iterate(t, err);
+        last = rl_now_seconds() - i0;
         t->stats.seconds = base_seconds + rl_now_seconds() - t0;
     }
     if (!st && t->stats.iterations > start) {
