@@ -232,14 +232,9 @@ static op_status place_m_topo(const op_place_ctx *ctx, op_placement *out, op_err
     return pmem_place_checked(ctx, "m-topo", m_topo_attempt, NULL, out, err);
 }
 
-static const op_opt_decl M_TOPO_OPTIONS[] = {
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
 const op_placer op_placer_m_topo = {
     .name = "m-topo",
     .summary = "Baechi m-TOPO: fill devices in BFS topological order up to an even memory share",
     .source = "Baechi (SoCC 2020) section 4.1; Celeritas 4.2",
     .place = place_m_topo,
-    .options = M_TOPO_OPTIONS,
 };

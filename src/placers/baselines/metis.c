@@ -255,14 +255,9 @@ static op_status place_metis(const op_place_ctx *ctx, op_placement *out, op_erro
     return st;
 }
 
-static const op_opt_decl METIS_OPTIONS[] = {
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
 const op_placer op_placer_metis = {
     .name = "metis",
     .summary = "METIS k-way partition: minimum bytes cut, balanced compute; then memory repair",
     .source = "Karypis & Kumar 1997; Celeritas section 6.2",
     .place = place_metis,
-    .options = METIS_OPTIONS,
 };

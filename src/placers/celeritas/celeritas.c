@@ -796,15 +796,49 @@ static op_status place_fused(const op_place_ctx *ctx, int adjusting, op_placemen
     return st;
 }
 
+#define FUSION_OPTIONS                                                                     \
+    {"target", OP_OPT_INT, 0, 1073741824.0, NULL, NULL,                                    \
+     "fuse to about this many ops (sets --fusion-range)"},                                 \
+    {"fusion-range", OP_OPT_INT, 1, 1073741824.0, "searched", NULL,                    \
+     "R of Optimal Operation Fusion (celeritas: searched over 200..1 when not given)"}
+
+static const op_opt_decl CELERITAS_OPTIONS[] = {
+    FUSION_OPTIONS,
+    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL,
+     "exactly the paper's method (none of the additions; R fixed, default 200)"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
+static const op_opt_decl ORDER_PLACE_OPTIONS[] = {
+    FUSION_OPTIONS,
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 static op_status place_celeritas(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     return place_fused(ctx, 1, out, err);
 }
 
+const op_placer op_placer_celeritas = {
+    .name = "celeritas",
+    .summary = "Optimal Operation Fusion + Adjusting Placement (EST, back_cost, memory check)",
+    .source = "Celeritas sections 5.1-5.2, Algorithms 1-2",
+    .place = place_celeritas,
+    .options = CELERITAS_OPTIONS,
+};
+
 static op_status place_order_place(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     return place_fused(ctx, 0, out, err);
 }
+
+const op_placer op_placer_order_place = {
+    .name = "order-place",
+    .summary = "Optimal Operation Fusion, then fill devices in CPD-TOPO order up to their memory",
+    .source = "Celeritas sections 5.2 and 6.2 (Order-Place)",
+    .place = place_order_place,
+    .options = ORDER_PLACE_OPTIONS,
+};
 
 /* One DFS-TOPO fill under the given margins (a pmem_place_fn). */
 static op_status dfs_topo_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
@@ -836,41 +870,6 @@ static op_status place_dfs_topo(const op_place_ctx *ctx, op_placement *out, op_e
     free(seq);
     return st;
 }
-
-#define FUSION_OPTIONS                                                                     \
-    {"target", OP_OPT_INT, 0, 1073741824.0, NULL, NULL,                                    \
-     "fuse to about this many ops (sets --fusion-range)"},                                 \
-    {"fusion-range", OP_OPT_INT, 1, 1073741824.0, "searched", NULL,                    \
-     "R of Optimal Operation Fusion (celeritas: searched over 200..1 when not given)"}
-
-static const op_opt_decl CELERITAS_OPTIONS[] = {
-    FUSION_OPTIONS,
-    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL,
-     "exactly the paper's method (none of the additions; R fixed, default 200)"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
-static const op_opt_decl ORDER_PLACE_OPTIONS[] = {
-    FUSION_OPTIONS,
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
-const op_placer op_placer_celeritas = {
-    .name = "celeritas",
-    .summary = "Optimal Operation Fusion + Adjusting Placement (EST with insertion, "
-               "back_cost, memory check, best-effort fallback)",
-    .source = "Celeritas sections 5.1-5.2, Algorithms 1-2",
-    .place = place_celeritas,
-    .options = CELERITAS_OPTIONS,
-};
-
-const op_placer op_placer_order_place = {
-    .name = "order-place",
-    .summary = "Optimal Operation Fusion, then fill devices in CPD-TOPO order up to their memory",
-    .source = "Celeritas sections 5.2 and 6.2 (Order-Place)",
-    .place = place_order_place,
-    .options = ORDER_PLACE_OPTIONS,
-};
 
 const op_placer op_placer_dfs_topo = {
     .name = "dfs-topo",

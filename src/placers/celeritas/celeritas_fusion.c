@@ -260,8 +260,7 @@ static op_status coarsen_celeritas(const op_problem *p, op_options *opts, op_coa
 
 const op_coarsener op_coarsener_celeritas = {
     .name = "celeritas",
-    .summary = "Optimal Operation Fusion: CPD-TOPO order cut at min-communication breakpoints "
-               "(--fusion-range R; M a quarter of the smallest device memory)",
+    .summary = "Optimal Operation Fusion: CPD-TOPO order cut at min-communication points",
     .source = "Celeritas section 5.1, Algorithm 1",
     .run = coarsen_celeritas,
 };

@@ -261,21 +261,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
     return st;
 }
 
-static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
-{
-    trinity_opts s;
-    op_status st = read_opts(ctx->opts, &s, err);
-    if (st)
-        return st;
-    trinity_policy *pol = make_policy(ctx, &s, err);
-    if (!pol)
-        return err && err->code ? err->code : OP_ENOMEM;
-    st = train_and_place(ctx, &s, pol, out, err);
-    trinity_policy_free(pol);
-    return st;
-}
-
-/* What read_opts reads (the learning options are being cut; see --help). */
+/* What read_opts reads. */
 static const op_opt_decl TRINITY_OPTIONS[] = {
     {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL, "exactly the paper's method (none of the additions)"},
     {"max-devices", OP_OPT_INT, 1, 1024, NULL, NULL, "devices the policy can address"},
@@ -304,10 +290,23 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 
+static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
+{
+    trinity_opts s;
+    op_status st = read_opts(ctx->opts, &s, err);
+    if (st)
+        return st;
+    trinity_policy *pol = make_policy(ctx, &s, err);
+    if (!pol)
+        return err && err->code ? err->code : OP_ENOMEM;
+    st = train_and_place(ctx, &s, pol, out, err);
+    trinity_policy_free(pol);
+    return st;
+}
+
 const op_placer op_placer_trinity = {
     .name = "trinity",
-    .summary = "learned partition (FFN) + seq2seq schedule (LSTM, attention) networks, PPO on "
-               "runtime/communication/memory; --weights, --finetune N",
+    .summary = "learned partition + seq2seq placer networks, PPO on runtime, comm. and memory",
     .source = "Zeng et al., Trinity, Algorithms 2022 (sections 3-4)",
     .place = place_trinity,
     .slow = 1,
