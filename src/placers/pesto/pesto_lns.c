@@ -908,6 +908,10 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
                     "same device %.1f, first start %.1f, %d improvable anchors\n", nchain, busy,
                     gap_x, gap_d, b.s.start[b.chain[nchain - 1]], nanch);
         }
+        if (nanch == 0 && b.s.over > 0) { /* fastest, but out of memory: any chain op */
+            memcpy(b.anchors, b.chain, (size_t)nchain * sizeof *b.anchors);
+            nanch = nchain;
+        }
         if (nanch == 0) { /* the incumbent is optimal (improvable_anchors) */
             stats->proven = 1;
             op_progress(ctx, "pesto: LNS: the critical chain is a DAG path without waits at the "
