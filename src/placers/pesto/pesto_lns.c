@@ -212,6 +212,7 @@ typedef struct window {
     int *S, *X, cmax;   /* columns */
     int *pair_a, *pair_b, *pair_delta;
     long npairs;
+    int pinned;           /* ops whose colocation group has ops outside the window */
     unsigned char *reach; /* k x k: reach[a*k+b] when a ~> b inside the window */
 } window;
 
@@ -281,6 +282,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             tailq[d] = s->step - s->latest[v];
     }
     w->cmax = lp_col(m, 0, H + s->step + maxexec, 1, 0);
+    w->pinned = 0;
     for (int a = 0; a < k; a++) {
         int v = w->ops[a], grp = p->group_of[v], fixed = -1;
         if (grp != OP_NONE)
@@ -292,6 +294,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             int ok = allowed(p, v, d) && free_dev(w, d) && (fixed < 0 || d == fixed);
             w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
         }
+        w->pinned += fixed >= 0;
         for (int d = 0; d < nd; d++)
             if (w->X[a * nd + d] >= 0)
                 lp_term(m, w->X[a * nd + d], 1);
@@ -812,8 +815,8 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
     if (getenv("PESTO_LNS_DEBUG"))
-        fprintf(stderr, "window of %d ops: CBC status %d, objective %.3f, %d columns\n", w->k,
-                sol.status, sol.objective, m.ncol);
+        fprintf(stderr, "window of %d ops (%d pinned by colocation): CBC status %d, objective "
+                "%.3f, %d columns\n", w->k, w->pinned, sol.status, sol.objective, m.ncol);
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
     if (sol.x) {
