@@ -5,11 +5,13 @@
  * on these graphs the ILP stage proves more than the trivial bound.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opplace/bound.h"
 #include "opplace/simulate.h"
+#include "placers/pesto/pesto_lns.h"
 #include "testkit.h"
 
 typedef struct brute {
@@ -136,5 +138,88 @@ Test(bound, ilp_proves_the_integral_optimum)
                        b.method);
     cr_assert_str_eq(b.method, "ilp");
     cr_assert_float_eq(optimum(&tp.p), 110, 1e-9);
+    tk_unbind(&tp);
+}
+
+/* Pesto's LNS against brute force: with one window freeing every op of a
+ * two-device graph, the window's ILP is the whole problem, so the LNS must
+ * reach the exhaustive optimum from a bad incumbent, and (no two transfers
+ * share a channel at one time here) the ILP's objective must be the
+ * simulated step of the placement it returns. */
+static void lns_to_optimum(tk_problem *tp, double want_gain)
+{
+    op_error err = {0};
+    op_placement pl;
+    cr_assert_eq(op_placement_init(&pl, tp->p.n, tp->p.nd, &err), OP_OK); /* all on d0 */
+    op_sim *sim = op_sim_new(&tp->p, &err);
+    op_sim_result r;
+    cr_assert_eq(op_sim_result_init(&r, &tp->p, &err), OP_OK);
+    cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK);
+    double before = r.step_time_us, opt = optimum(&tp->p);
+    cr_assert_gt(before, opt + want_gain, "the incumbent %.3f is already near the optimum %.3f",
+                 before, opt);
+    op_place_ctx ctx = {.p = &tp->p, .seed = 1};
+    pesto_lns_opts o;
+    pesto_lns_default_opts(&o);
+    o.min_window = o.max_window = tp->p.n;
+    o.window_seconds = 30;
+    o.deadline = op_seconds_now() + 120;
+    o.max_windows = 1;
+    pesto_lns_stats s;
+    double step = before, over = 0;
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(s.windows, 1);
+    cr_assert_eq(s.optimal, 1);
+    cr_assert_float_eq(step, opt, 1e-3, "LNS %.6f, exhaustive optimum %.6f", step, opt);
+    cr_assert_float_eq(s.model_us, s.sim_us, 1e-3, "window ILP %.6f, simulated %.6f", s.model_us,
+                       s.sim_us);
+    cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK);
+    cr_assert_float_eq(r.step_time_us, step, 1e-9);
+    op_sim_result_destroy(&r);
+    op_sim_free(sim);
+    op_placement_destroy(&pl);
+}
+
+/* root -> branches of 40, 30, 20, 10 us -> sink on two devices, 100-byte
+ * tensors (5.1 us transfers); all on d0: 120 us. */
+Test(bound, lns_window_reaches_the_exhaustive_optimum)
+{
+    op_graph_builder *b = op_graph_builder_new("fork4", NULL);
+    int root = tk_op(b, "root", 10, 100), sink = tk_op(b, "sink", 10, 100);
+    const double len[4] = {40, 30, 20, 10};
+    for (int k = 0; k < 4; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "b%d", k);
+        int v = tk_op(b, name, len[k], 100);
+        tk_edge(b, root, v, 100);
+        tk_edge(b, v, sink, 100);
+    }
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1LL << 40));
+    lns_to_optimum(&tp, 20);
+    tk_unbind(&tp);
+}
+
+/* One transfer per (source op, destination device), of the largest edge
+ * (formats.md 5.3).  a sends 100 B to b (100 us) and e (150 us) and 100 kB
+ * (105 us on the link) to c (20 us).  A model with one transfer per edge
+ * sees b and c on d1 finishing at 170 us (b starting after 5.1 us); the
+ * simulator makes b wait for the one 100 kB transfer.  With that model the
+ * LNS returned 250.1 us; the exhaustive optimum is 175.1 us.  The window
+ * ILP must price transfers as the simulator does to reach it. */
+Test(bound, lns_window_sends_one_transfer_per_source_and_device)
+{
+    op_graph_builder *b = op_graph_builder_new("fanout", NULL);
+    int a = tk_op(b, "a", 10, 100000), z = tk_op(b, "z", 10, 100);
+    int vb = tk_op(b, "b", 100, 100), vc = tk_op(b, "c", 20, 100), ve = tk_op(b, "e", 150, 100);
+    tk_edge(b, a, vb, 100);
+    tk_edge(b, a, vc, 100000);
+    tk_edge(b, a, ve, 100);
+    tk_edge(b, vb, z, 100);
+    tk_edge(b, vc, z, 100);
+    tk_edge(b, ve, z, 100);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1LL << 40));
+    lns_to_optimum(&tp, 100);
     tk_unbind(&tp);
 }

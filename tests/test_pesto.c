@@ -766,3 +766,49 @@ Test(pesto, lns_stops_at_ctrl_c_with_the_incumbent)
     op_placement_destroy(&pl);
     tk_unbind(&tp);
 }
+
+/* A chain a -> b -> c on d0 runs back to back from 0 at full speed: no
+ * placement or order can finish sooner, and the LNS says so without
+ * solving a window.  Add a fourth op independent of the chain on d0 and the
+ * chain waits for it: the LNS must solve a window (moving it to d1), after
+ * which the chain runs back to back again and the optimum is proven. */
+Test(pesto, lns_proves_a_chain_optimal_and_works_on_contention)
+{
+    for (int extra = 0; extra < 2; extra++) {
+        op_graph_builder *b = op_graph_builder_new("chain", NULL);
+        int x = tk_op(b, "a", 30, 100), y = tk_op(b, "b", 20, 100), z = tk_op(b, "c", 10, 100);
+        tk_edge(b, x, y, 100);
+        tk_edge(b, y, z, 100);
+        if (extra)
+            tk_op(b, "free", 40, 100);
+        tk_problem tp;
+        tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1L << 40));
+        op_error err = {0};
+        op_placement pl;
+        cr_assert_eq(op_placement_init(&pl, tp.p.n, 2, &err), OP_OK);
+        double before = simulate_placement(&tp.p, &pl);
+        cr_assert_float_eq(before, extra ? 100 : 60, 1e-9);
+        op_sim *sim = op_sim_new(&tp.p, &err);
+        op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+        pesto_lns_opts o;
+        pesto_lns_default_opts(&o);
+        o.window_seconds = 20;
+        o.deadline = op_seconds_now() + 60;
+        o.max_windows = 2;
+        pesto_lns_stats s;
+        double step = before, over = 0;
+        cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+        /* with "free" moved to d1 the chain is back to back again: proven too */
+        cr_assert_eq(s.proven, 1, "extra %d: windows %d", extra, s.windows);
+        if (extra) {
+            cr_assert_geq(s.windows, 1);
+            cr_assert_float_eq(step, 60, 1e-6, "LNS %.3f", step); /* "free" alone on d1 */
+        } else {
+            cr_assert_eq(s.windows, 0);
+            cr_assert_float_eq(step, 60, 1e-9);
+        }
+        op_sim_free(sim);
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
+}

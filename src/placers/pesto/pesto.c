@@ -18,19 +18,18 @@
  *      which stage produced the answer:
  *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the
- *      original graph (pesto_lns.c): windows of --window-min..--window-max
- *      ops (default 10..60) of two devices around the critical path of the
- *      incumbent's schedule are re-placed and re-ordered exactly by CBC (at
- *      most --window-seconds each, default 2), kept when the simulator
- *      agrees.
+ *      original graph (pesto_lns.c): windows (8..120 ops, sized by what
+ *      CBC solves in its time) around the links of the incumbent's critical
+ *      chain that can shrink are re-placed and re-ordered exactly by CBC,
+ *      kept when the simulator agrees.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
  *      coarse ops (default 40) with the critical-path guard (slack
  *      PESTO_DEFAULT_CP_SLACK = 0.1), only merging ops the incumbent puts
  *      on one device (beyond the paper, whose coarsening is unaligned), so
  *      the coarse graph expresses the incumbent exactly; the
  *      incumbent projected onto it (with its simulated order) is CBC's MIP
- *      start; the ILP (pesto_ilp.c) runs until --time-limit (default: the
- *      rest of the budget) on the per-source communication model (one
+ *      start; the ILP (pesto_ilp.c) runs until the deadline on the
+ *      per-source communication model (one
  *      transfer per coarse source and destination device);
  *      its answer is expanded (with its order and first-ready) and judged
  *      by the simulator.  --stage both runs coarse on half of what is left,
@@ -82,7 +81,6 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
     memset(cfg, 0, sizeof *cfg);
     pesto_ilp_default_opts(&cfg->ilp);
     cfg->budget = ctx->budget_seconds > 0 ? ctx->budget_seconds : DEFAULT_BUDGET_S;
-    long wmin, wmax;
     /* The coarse ILP's tuning is fixed (not user options): load-balance
      * slack 0.2 of --memory balanced|both, the coarsening's critical-path
      * slack PESTO_DEFAULT_CP_SLACK, pesto_ilp_default_opts's caps on
@@ -95,19 +93,13 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
     cfg->align = 1;
     op_status st;
     if ((st = op_options_int(o, "target", 40, 1, 1L << 30, &cfg->target, err)) ||
-        (st = op_options_double(o, "time-limit", cfg->budget, 0.01, 1e7, &cfg->ilp.time_limit_s,
-                                err)) ||
         (st = op_options_double(o, "auto-seconds", 0.75 * cfg->budget, 0, 1e7, &cfg->auto_s,
-                                err)) ||
-        (st = op_options_int(o, "window-min", 10, 2, 10000, &wmin, err)) ||
-        (st = op_options_int(o, "window-max", 60, 2, 10000, &wmax, err)) ||
-        (st = op_options_double(o, "window-seconds", 2, 0.01, 1e6,
-                                &cfg->lns_opts.window_seconds, err)))
+                                err)))
         return st;
-    if (wmin > wmax)
-        return op_fail(err, OP_EUSAGE, "--window-min %ld is above --window-max %ld", wmin, wmax);
-    cfg->lns_opts.min_window = (int)wmin;
-    cfg->lns_opts.max_window = (int)wmax;
+    /* the coarse ILP runs to the deadline; the LNS sizes its windows itself
+     * (pesto_lns_default_opts) */
+    cfg->ilp.time_limit_s = cfg->budget;
+    pesto_lns_default_opts(&cfg->lns_opts);
     const char *stage = op_options_str(o, "stage", "lns");
     cfg->lns = strcmp(stage, "lns") == 0 || strcmp(stage, "both") == 0;
     cfg->coarse = strcmp(stage, "coarse") == 0 || strcmp(stage, "both") == 0;
@@ -135,23 +127,13 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
 static op_status judge(const op_problem *p, op_sim *sim, candidate *c, double *finish,
                        int make_order, op_error *err)
 {
-    op_sim_result r;
-    op_sim_trace t;
-    op_status st = op_sim_result_init(&r, p, err);
-    if (st)
-        return st;
-    if ((st = op_sim_trace_init(&t, p, err))) {
-        op_sim_result_destroy(&r);
-        return st;
-    }
-    st = op_sim_run(sim, &c->pl, &r, &t, err);
+    double *start = op_malloc((size_t)p->n * sizeof *start + 1, err);
+    if (!start)
+        return OP_ENOMEM;
+    op_status st = pesto_simulate(p, sim, &c->pl, start, finish, &c->step_us, &c->overflow,
+                                  &c->oom, err);
     if (!st) {
-        c->step_us = r.step_time_us;
-        c->oom = r.oom;
-        c->overflow = op_sim_overflow_bytes(p, &r);
         c->valid = 1;
-        if (finish)
-            memcpy(finish, t.finish_us, (size_t)p->n * sizeof *finish);
         if (make_order && !c->pl.has_order) {
             int *seq = op_malloc((size_t)p->n * sizeof *seq + 1, err);
             if (!seq) {
@@ -160,8 +142,8 @@ static op_status judge(const op_problem *p, op_sim *sim, candidate *c, double *f
                 /* insertion by start time keeps it simple; n is coarse-sized */
                 for (int i = 0; i < p->n; i++) {
                     int k = i;
-                    while (k > 0 && (t.start_us[seq[k - 1]] > t.start_us[i] ||
-                                     (t.start_us[seq[k - 1]] == t.start_us[i] &&
+                    while (k > 0 && (start[seq[k - 1]] > start[i] ||
+                                     (start[seq[k - 1]] == start[i] &&
                                       p->g->topo_pos[seq[k - 1]] > p->g->topo_pos[i]))) {
                         seq[k] = seq[k - 1];
                         k--;
@@ -173,8 +155,7 @@ static op_status judge(const op_problem *p, op_sim *sim, candidate *c, double *f
             }
         }
     }
-    op_sim_trace_destroy(&t);
-    op_sim_result_destroy(&r);
+    free(start);
     return st;
 }
 
@@ -415,8 +396,6 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
     op_place_ctx run = *ctx;
     /* the whole placer ends by the deadline; keep a little for the answer */
     double end = ctx->deadline > 0 ? ctx->deadline : t0 + cfg.budget;
-    if (op_options_has(ctx->opts, "time-limit") && t0 + cfg.ilp.time_limit_s < end)
-        end = t0 + cfg.ilp.time_limit_s; /* a caller's explicit limit (auto's ILP stage) */
     double margin = 0.02 * (end - t0) < 0.5 ? 0.02 * (end - t0) : 0.5;
     run.deadline = end - margin;
     candidate best = {0};
@@ -452,8 +431,9 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
             best.oom = over > 0;
             snprintf(best.name, sizeof best.name, "ilp-lns");
         }
-        op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us",
-                    ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us);
+        op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us%s",
+                    ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us,
+                    ls.proven ? "; the result is proven optimal" : "");
     }
     op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
                 best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
@@ -483,17 +463,11 @@ done:
 
 static const op_opt_decl PESTO_OPTIONS[] = {
     {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
-    {"time-limit", OP_OPT_NUM, 0.01, 1e7, "the rest of the budget", NULL,
-     "ILP time limit, seconds"},
     {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
      "time for the auto incumbent"},
     {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
-    /* stage, window-*: the large-neighbourhood search on the original graph */
     {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
      "large-neighbourhood search on the graph, the coarse ILP, or both"},
-    {"window-min", OP_OPT_INT, 2, 10000, "10", NULL, "smallest LNS window, ops"},
-    {"window-max", OP_OPT_INT, 2, 10000, "60", NULL, "largest LNS window, ops"},
-    {"window-seconds", OP_OPT_NUM, 0.01, 1e6, "2", NULL, "CBC time per LNS window"},
     {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL,
      "also write the problem for TF-Pesto into this folder"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

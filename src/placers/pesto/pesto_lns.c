@@ -6,28 +6,36 @@
  *   1. Simulate the incumbent (a placement with a per-device order); sort
  *      the ops by simulated start.  The critical chain is walked back from
  *      the op that finishes last, each time to the predecessor or the
- *      device-predecessor that finished latest.
- *   2. Window: a slice of the start-time order centred on an op of the
- *      critical chain (anchors rotate along the chain), widened until it
- *      holds K ops of two devices (the anchor's and another; all devices
- *      when there are two): those K are free, the slice's ops on other
- *      devices stay where and when they are.  Every op before the slice
- *      starts no later than it and every op after no earlier, so paths
- *      between window ops run inside the slice; paths through its fixed
- *      ops (DAG edges and the fixed device orders) become S_b >= C_a rows,
- *      so the new per-device orders cannot deadlock.
+ *      device-predecessor that finished latest.  Anchors: the chain's links
+ *      that can shrink (not a DAG edge run back to back: a wait for the
+ *      device, a transfer or idling) and ops not at their fastest speed.
+ *      None: the chain is a DAG path at full speed from 0, the incumbent is
+ *      optimal and the search stops (improvable_anchors).
+ *   2. Window: a slice of the start-time order around an anchor, widened
+ *      until it holds K ops of the free devices (two of three windows: the
+ *      anchor's and the device least busy around it; the third: all):
+ *      those K are free, the slice's ops on other devices stay where and
+ *      when they are.  Every op before the slice starts no later than it
+ *      and every op after no earlier, so paths between window ops run
+ *      inside the slice; paths through its fixed ops (DAG edges and the
+ *      fixed device orders) become S_b >= C_a rows, so the new per-device
+ *      orders cannot deadlock.
  *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
- *      times in microseconds of the incumbent's step):
+ *      times in microseconds of the incumbent's step; starts in [t0, step],
+ *      t0 the slice's first start, so every big-M is the window's horizon):
  *        x_vd one-hot (eligible devices; colocated ops outside the window
  *        fix their group's device), S_v, C_v = S_v + sum_d exec(v,d) x_vd;
  *        device release: S_v >= r_d x_vd, r_d the finish of the last op
  *        before the window on d;
+ *        transfers as the simulator sends them (formats.md 5.3): one per
+ *        (source op, destination device) of the largest edge to a consumer
+ *        there.  sent_bytes() takes the consumers outside the window into
+ *        the size; a window consumer with a larger edge from the same
+ *        source adds a big-M row that holds when both are on t:
  *        an input from u outside (device du, finish f_u):
  *          S_v >= f_u + sum_{t != du} T(du, t, bytes) x_vt;
  *        an input from u inside: S_v >= C_u + sum_{s != t} T(s, t) y_ust,
- *          y_ust >= x_us + x_vt - 1 (one transfer per edge: the simulator's
- *          one per (source op, device) of the largest edge is the same time
- *          unless two consumers on one device receive different sizes);
+ *          y_ust >= x_us + x_vt - 1;
  *        an output to w outside (device dw, latest start L_w):
  *          Cmax >= C_v + sum_{s != dw} T(s, dw) x_vs + (step - L_w),
  *          where L_w is how late w could start, the rest as scheduled,
@@ -48,7 +56,8 @@
  *      make the candidate; it replaces the incumbent when the simulator
  *      ranks it before.
  *   5. Window size adapts: a window solved to optimality grows by a quarter,
- *      one cut by the time limit shrinks by a fifth (within min..max).
+ *      one cut by the time limit shrinks by a fifth (within min..max); CBC
+ *      gets an eighth of the time left per window (0.5..4 s).
  * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
  * (busy time, waits after a cross-device predecessor, waits on a device).
  */
@@ -85,8 +94,9 @@ static void sort_ops(int *ops, int n, const double *key, const int *topo_pos)
     qsort(ops, (size_t)n, sizeof *ops, by_start_cmp);
 }
 
-static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *pl, sched *s,
-                          op_error *err)
+op_status pesto_simulate(const op_problem *p, op_sim *sim, const op_placement *pl, double *start,
+                         double *finish, double *step_us, double *overflow, int *oom,
+                         op_error *err)
 {
     op_sim_result r;
     op_sim_trace t;
@@ -98,14 +108,24 @@ static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *
         return st;
     }
     if (!(st = op_sim_run(sim, pl, &r, &t, err))) {
-        memcpy(s->start, t.start_us, (size_t)p->n * sizeof *s->start);
-        memcpy(s->finish, t.finish_us, (size_t)p->n * sizeof *s->finish);
-        s->step = r.step_time_us;
-        s->over = op_sim_overflow_bytes(p, &r);
+        if (start)
+            memcpy(start, t.start_us, (size_t)p->n * sizeof *start);
+        if (finish)
+            memcpy(finish, t.finish_us, (size_t)p->n * sizeof *finish);
+        *step_us = r.step_time_us;
+        *overflow = op_sim_overflow_bytes(p, &r);
+        if (oom)
+            *oom = r.oom;
     }
     op_sim_trace_destroy(&t);
     op_sim_result_destroy(&r);
     return st;
+}
+
+static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *pl, sched *s,
+                          op_error *err)
+{
+    return pesto_simulate(p, sim, pl, s->start, s->finish, &s->step, &s->over, NULL, err);
 }
 
 static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev);
@@ -192,6 +212,7 @@ typedef struct window {
     int *S, *X, cmax;   /* columns */
     int *pair_a, *pair_b, *pair_delta;
     long npairs;
+    int pinned;           /* ops whose colocation group has ops outside the window */
     unsigned char *reach; /* k x k: reach[a*k+b] when a ~> b inside the window */
 } window;
 
@@ -208,13 +229,40 @@ static int free_dev(const window *w, int d)
     return w->dev_a < 0 || d == w->dev_a || d == w->dev_b;
 }
 
+/* The bytes u sends to device t (formats.md 5.3: one transfer per source
+ * op and destination device, of the largest edge to a consumer there), as
+ * far as the fixed ops tell: the largest of edge_bytes and u's edges to
+ * consumers outside the window on t.  Window consumers with larger edges
+ * get their own rows in build(). */
+static int64_t sent_bytes(const op_graph *g, const op_placement *pl, const window *w, int u, int t,
+                          int64_t edge_bytes)
+{
+    int64_t b = edge_bytes;
+    for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
+        int x = g->succ[f];
+        if (w->loc[x] < 0 && pl->device_of[x] == t && g->edge_bytes[g->succ_edge[f]] > b)
+            b = g->edge_bytes[g->succ_edge[f]];
+    }
+    return b;
+}
+
 /* Build the window's model; returns 0 or -1 (out of memory). */
 static int build(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
                  window *w)
 {
     const op_graph *g = p->g;
     int nd = p->nd, k = w->k;
-    double H = 1.5 * s->step + 1;
+    /* Starts lie in [t0, step]: t0 the slice's first start (no window op
+     * starts earlier, a restriction of the neighbourhood the incumbent
+     * meets), step the incumbent's (a later start cannot beat it).  The
+     * big-M of every disjunction is then the window's horizon H, not the
+     * whole step: CBC's relaxation is as tight as the span allows. */
+    double t0 = s->start[s->by_start[w->lo]], maxexec = 0;
+    for (int a = 0; a < k; a++)
+        for (int d = 0; d < nd; d++)
+            if (allowed(p, w->ops[a], d) && op_exec_us(p, w->ops[a], d) > maxexec)
+                maxexec = op_exec_us(p, w->ops[a], d);
+    double H = s->step - t0 + maxexec + 1;
     double *rel = calloc((size_t)nd, sizeof *rel), *tailq = calloc((size_t)nd, sizeof *tailq);
     if (!rel || !tailq) {
         free(rel);
@@ -233,22 +281,27 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         if (tailq[d] < 0)
             tailq[d] = s->step - s->latest[v];
     }
-    w->cmax = lp_col(m, 0, H + s->step, 1, 0);
+    w->cmax = lp_col(m, 0, H + s->step + maxexec, 1, 0);
+    w->pinned = 0;
     for (int a = 0; a < k; a++) {
         int v = w->ops[a], grp = p->group_of[v], fixed = -1;
         if (grp != OP_NONE)
             for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++)
                 if (w->loc[p->group_ops[t]] < 0)
                     fixed = pl->device_of[p->group_ops[t]];
-        w->S[a] = lp_col(m, 0, H, 0, 0);
+        w->S[a] = lp_col(m, t0, s->step, 0, 0);
         for (int d = 0; d < nd; d++) {
             int ok = allowed(p, v, d) && free_dev(w, d) && (fixed < 0 || d == fixed);
             w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
         }
+        w->pinned += fixed >= 0;
         for (int d = 0; d < nd; d++)
             if (w->X[a * nd + d] >= 0)
                 lp_term(m, w->X[a * nd + d], 1);
         lp_row_end(m, 1, 1);
+    }
+    for (int a = 0; a < k; a++) { /* every window op's columns exist: rows may name any */
+        int v = w->ops[a];
         for (int d = 0; d < nd; d++) /* device release */
             if (w->X[a * nd + d] >= 0 && rel[d] > 0) {
                 lp_term(m, w->S[a], 1);
@@ -274,8 +327,26 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 lp_term(m, w->S[a], 1);
                 for (int t = 0; t < nd; t++)
                     if (t != du && w->X[a * nd + t] >= 0)
-                        lp_term(m, w->X[a * nd + t], -op_cluster_transfer_us(p->c, du, t, bytes));
+                        lp_term(m, w->X[a * nd + t],
+                                -op_cluster_transfer_us(p->c, du, t, sent_bytes(g, pl, w, u, t, bytes)));
                 lp_row_end(m, s->finish[u], LP_INF);
+                /* a larger tensor of u to another window op on t is the transfer v waits for:
+                 * S_v >= f_u + T(du, t, b_x) - M (2 - x_vt - x_xt) */
+                for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
+                    int c = w->loc[g->succ[f]];
+                    int64_t bx = g->edge_bytes[g->succ_edge[f]];
+                    if (c < 0 || c == a || bx <= bytes)
+                        continue;
+                    for (int t = 0; t < nd; t++) {
+                        if (t == du || w->X[a * nd + t] < 0 || w->X[c * nd + t] < 0)
+                            continue;
+                        double T = op_cluster_transfer_us(p->c, du, t, bx), M = H + T;
+                        lp_term(m, w->S[a], 1);
+                        lp_term(m, w->X[a * nd + t], -M);
+                        lp_term(m, w->X[c * nd + t], -M);
+                        lp_row_end(m, s->finish[u] + T - 2 * M, LP_INF);
+                    }
+                }
                 continue;
             }
             /* S_v >= C_u + transfer; y columns for the device pairs */
@@ -301,22 +372,63 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             for (int s1 = 0; s1 < nd; s1++)
                 for (int t = 0; t < nd; t++)
                     if (ycol[s1 * nd + t] >= 0)
-                        lp_term(m, ycol[s1 * nd + t], -op_cluster_transfer_us(p->c, s1, t, bytes));
+                        lp_term(m, ycol[s1 * nd + t],
+                                -op_cluster_transfer_us(p->c, s1, t,
+                                                       sent_bytes(g, pl, w, u, t, bytes)));
             lp_row_end(m, 0, LP_INF);
             free(ycol);
+            /* S_v >= C_u + T(s, t, b_x) - M (3 - x_us - x_vt - x_xt) for a larger edge u -> x */
+            for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
+                int c = w->loc[g->succ[f]];
+                int64_t bx = g->edge_bytes[g->succ_edge[f]];
+                if (c < 0 || c == a || bx <= bytes)
+                    continue;
+                for (int s1 = 0; s1 < nd; s1++)
+                    for (int t = 0; t < nd; t++) {
+                        if (s1 == t || w->X[b * nd + s1] < 0 || w->X[a * nd + t] < 0 ||
+                            w->X[c * nd + t] < 0)
+                            continue;
+                        double T = op_cluster_transfer_us(p->c, s1, t, bx), M = 2 * H + T;
+                        lp_term(m, w->S[a], 1);
+                        completion(m, p, w, b, -1);
+                        lp_term(m, w->X[b * nd + s1], -M);
+                        lp_term(m, w->X[a * nd + t], -M);
+                        lp_term(m, w->X[c * nd + t], -M);
+                        lp_row_end(m, T - 3 * M, LP_INF);
+                    }
+            }
         }
         for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
             int x = g->succ[e];
             if (w->loc[x] >= 0)
                 continue;
             int dx = pl->device_of[x];
-            int64_t bytes = g->edge_bytes[g->succ_edge[e]];
+            int64_t bytes = sent_bytes(g, pl, w, v, dx, g->edge_bytes[g->succ_edge[e]]);
             lp_term(m, w->cmax, 1);
             completion(m, p, w, a, -1);
             for (int d = 0; d < nd; d++)
                 if (d != dx && w->X[a * nd + d] >= 0)
                     lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bytes));
             lp_row_end(m, s->step - s->latest[x], LP_INF);
+            /* a larger tensor of v to a window op on dx: Cmax >= C_v + T(s, dx, b_c) + tail
+             * - M (1 - x_c,dx) */
+            for (int f = g->succ_off[v]; f < g->succ_off[v + 1]; f++) {
+                int c = w->loc[g->succ[f]];
+                int64_t bc = g->edge_bytes[g->succ_edge[f]];
+                if (c < 0 || bc <= bytes || w->X[c * nd + dx] < 0)
+                    continue;
+                double M = 3 * H + s->step;
+                for (int d = 0; d < nd; d++)
+                    if (d != dx)
+                        M += op_cluster_transfer_us(p->c, d, dx, bc);
+                lp_term(m, w->cmax, 1);
+                completion(m, p, w, a, -1);
+                for (int d = 0; d < nd; d++)
+                    if (d != dx && w->X[a * nd + d] >= 0)
+                        lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bc));
+                lp_term(m, w->X[c * nd + dx], -M);
+                lp_row_end(m, s->step - s->latest[x] - M, LP_INF);
+            }
         }
     }
     for (int d = 0; d < nd; d++) { /* load rows */
@@ -461,7 +573,7 @@ typedef struct lns_buf {
     int *slice_pos;
     unsigned char *bits;
     size_t bits_cap;
-    int *chain, *last, *seq;
+    int *chain, *anchors, *last, *seq;
     double *key;
     int *cols;
     double *vals;
@@ -484,6 +596,7 @@ static void buf_free(lns_buf *b)
     free(b->w.pair_delta);
     free(b->w.reach);
     free(b->chain);
+    free(b->anchors);
     free(b->slice_pos);
     free(b->bits);
     free(b->last);
@@ -511,6 +624,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->w.pair_delta = malloc(pairs * sizeof(int));
     b->w.reach = malloc(k * k);
     b->chain = malloc(n * sizeof(int));
+    b->anchors = malloc(2 * n * sizeof(int));
     b->slice_pos = malloc(n * sizeof(int));
     b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
     b->seq = malloc(n * sizeof(int));
@@ -519,7 +633,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
     if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
         !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
-        !b->w.pair_delta || !b->w.reach || !b->chain || !b->slice_pos || !b->last || !b->seq || !b->key ||
+        !b->w.pair_delta || !b->w.reach || !b->chain || !b->anchors || !b->slice_pos || !b->last || !b->seq || !b->key ||
         !b->cols || !b->vals)
         return -1;
     for (int i = 0; i < p->n; i++)
@@ -568,19 +682,18 @@ static op_status candidate_from(const op_problem *p, const op_placement *inc, ln
     return st;
 }
 
-/* The window: the ops of two devices (the anchor's and another, when there
- * are more than two) in a slice of the start order around the anchor,
- * widened on both sides until it holds k of them.  With two devices the
- * slice spans about twice the time of an all-device window of k ops. */
+/* The window: the ops of the free devices (all, or the anchor's and
+ * another) in a slice of the start order around the anchor, widened on both
+ * sides until it holds k of them. */
 static void choose_window(const op_problem *p, const op_placement *inc, lns_buf *b, int anchor,
-                          int other, int k)
+                          int other, int all, int k)
 {
     window *w = &b->w;
     w->dev_a = -1;
     w->dev_b = -1;
-    if (p->nd > 2) {
+    if (p->nd > 2 && !all) {
         w->dev_a = inc->device_of[anchor];
-        w->dev_b = other == w->dev_a ? (other + 1) % p->nd : other;
+        w->dev_b = other;
     }
     int centre = b->s.rank[anchor], lo = centre, hi = centre + 1, got = 1;
     while (got < k && (lo > 0 || hi < p->n)) {
@@ -604,10 +717,67 @@ static void choose_window(const op_problem *p, const op_placement *inc, lns_buf 
     }
 }
 
+/* The device other than the anchor's that is busy least in the k ops of
+ * the start order around the anchor: where its work could go. */
+static int idlest_other(const op_problem *p, const op_placement *inc, const lns_buf *b, int anchor,
+                        int k, uint64_t rng)
+{
+    double busy[64] = {0};
+    int nd = p->nd < 64 ? p->nd : 64, c = b->s.rank[anchor];
+    int lo = c - k > 0 ? c - k : 0, hi = c + k < p->n ? c + k : p->n;
+    for (int r = lo; r < hi; r++) {
+        int v = b->s.by_start[r], d = inc->device_of[v];
+        if (d < nd)
+            busy[d] += b->s.finish[v] - b->s.start[v];
+    }
+    int best = -1, da = inc->device_of[anchor];
+    for (int t = 0; t < nd; t++) {
+        int d = (int)((t + rng) % (uint64_t)nd); /* ties: a rotating first choice */
+        if (d != da && (best < 0 || busy[d] < busy[best]))
+            best = d;
+    }
+    return best < 0 ? (da + 1) % p->nd : best;
+}
+
+/* Where the critical chain can be shortened by moving ops: the chain's
+ * links that are not a DAG edge without wait (chain[c] waited for its
+ * device-predecessor, for a transfer, or idled), and ops that do not run
+ * at their fastest eligible speed.  anchors[] gets the ops on both sides of
+ * such links; returns their count.  With none, the chain is a DAG path run
+ * back to back from time 0 at the fastest speeds: no placement and order
+ * can finish before it, the incumbent is optimal. */
+static int improvable_anchors(const op_problem *p, const op_placement *inc, const sched *s,
+                              const int *chain, int nchain, int *anchors)
+{
+    const op_graph *g = p->g;
+    int n = 0;
+    for (int c = 0; c < nchain; c++) {
+        int v = chain[c], dv = inc->device_of[v];
+        double fastest = -1;
+        for (int d = 0; d < p->nd; d++)
+            if (op_eligible(p, v, d) && (fastest < 0 || op_exec_us(p, v, d) < fastest))
+                fastest = op_exec_us(p, v, d);
+        int slow = op_exec_us(p, v, dv) > fastest * (1 + 1e-9) + 1e-9, link = 0;
+        if (c + 1 < nchain) {
+            int u = chain[c + 1], edge = 0;
+            for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
+                edge |= g->pred[e] == u;
+            link = !edge || s->start[v] > s->finish[u] + 1e-6;
+            if (link)
+                anchors[n++] = u;
+        } else {
+            link = s->start[v] > 1e-6;
+        }
+        if (link || slow)
+            anchors[n++] = v;
+    }
+    return n;
+}
+
 /* Solve one window; *improved when the candidate replaced *inc. */
 static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
                             op_placement *inc, lns_buf *b, int *improved, int *optimal,
-                            int *stopped, op_error *err)
+                            int *stopped, pesto_lns_stats *stats, op_error *err)
 {
     const op_problem *p = ctx->p;
     window *w = &b->w;
@@ -639,10 +809,14 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
         b->vals[ns++] = b->s.rank[w->ops[w->pair_a[t]]] < b->s.rank[w->ops[w->pair_b[t]]];
     }
     lp_solve_opts so = {.seconds = o->window_seconds, .deadline = o->deadline, .nstart = ns,
+                        .verbose = getenv("PESTO_LNS_DEBUG") != NULL,
                         .start_cols = b->cols, .start_vals = b->vals};
     lp_solution sol;
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
+    if (getenv("PESTO_LNS_DEBUG"))
+        fprintf(stderr, "window of %d ops (%d pinned by colocation): CBC status %d, objective "
+                "%.3f, %d columns\n", w->k, w->pinned, sol.status, sol.objective, m.ncol);
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
     if (sol.x) {
@@ -650,8 +824,10 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
         if (!(st = candidate_from(p, inc, b, sol.x, &cand, err))) {
             sched cs = b->s; /* reuses the arrays: the loop re-simulates the incumbent */
             double old_step = b->s.step, old_over = b->s.over;
-            if (!(st = simulate(p, sim, &cand, &cs, err)) &&
-                op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
+            st = simulate(p, sim, &cand, &cs, err);
+            stats->model_us = sol.objective;
+            stats->sim_us = cs.step;
+            if (!st && op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
                 op_placement tmp = *inc;
                 *inc = cand;
                 cand = tmp;
@@ -673,6 +849,11 @@ done:
         w->loc[w->ops[a]] = -1;
     lp_free(&m);
     return st;
+}
+
+void pesto_lns_default_opts(pesto_lns_opts *o)
+{
+    *o = (pesto_lns_opts){.min_window = 8, .max_window = 120};
 }
 
 op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
@@ -703,7 +884,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
             goto done;
     }
     stats->first_step_us = b.s.step;
-    int k = (mink + maxk) / 2, anchor = 0, fails_here = 0;
+    int k = mink + (maxk - mink) / 4, anchor = 0, fails_here = 0, round = 0;
     uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     while (!op_interrupted() && (o->deadline <= 0 || op_seconds_now() < o->deadline) &&
            (o->max_windows <= 0 || stats->windows < o->max_windows)) {
@@ -711,6 +892,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
             goto done;
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
+        int nanch = improvable_anchors(p, inc, &b.s, b.chain, nchain, b.anchors);
         if (stats->windows == 0 && getenv("PESTO_LNS_DEBUG")) {
             double busy = 0, gap_x = 0, gap_d = 0;
             for (int c = 0; c < nchain; c++) {
@@ -726,16 +908,36 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
                 }
             }
             fprintf(stderr, "chain %d ops: busy %.1f, gaps after a cross-device pred %.1f, "
-                    "same device %.1f, first start %.1f\n", nchain, busy, gap_x, gap_d,
-                    b.s.start[b.chain[nchain - 1]]);
+                    "same device %.1f, first start %.1f, %d improvable anchors\n", nchain, busy,
+                    gap_x, gap_d, b.s.start[b.chain[nchain - 1]], nanch);
+        }
+        if (nanch == 0 && b.s.over > 0) { /* fastest, but out of memory: any chain op */
+            memcpy(b.anchors, b.chain, (size_t)nchain * sizeof *b.anchors);
+            nanch = nchain;
+        }
+        if (nanch == 0) { /* the incumbent is optimal (improvable_anchors) */
+            stats->proven = 1;
+            op_progress(ctx, "pesto: LNS: the critical chain is a DAG path without waits at the "
+                        "fastest speeds; the incumbent is optimal");
+            break;
         }
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-        if (fails_here > 0) /* jump along the chain after a window that did not help */
-            anchor += 1 + (int)((rng >> 33) % (uint64_t)(nchain > 8 ? nchain / 8 : 1));
-        int centre_op = b.chain[anchor % nchain];
-        choose_window(p, inc, &b, centre_op, (int)((rng >> 17) % (uint64_t)p->nd), k);
+        if (fails_here > 0) /* the next improvable link after a window that did not help */
+            anchor += 1 + (int)((rng >> 33) % (uint64_t)(nanch > 16 ? nanch / 16 : 1));
+        int centre_op = b.anchors[anchor % nanch];
+        /* every third window frees all devices; the others two: the anchor's
+         * and the one least busy around it */
+        int all = p->nd > 2 && round % 3 == 2;
+        round++;
+        choose_window(p, inc, &b, centre_op, idlest_other(p, inc, &b, centre_op, k, rng >> 17),
+                      all, k);
+        pesto_lns_opts wo = *o;
+        if (wo.window_seconds <= 0) { /* an eighth of the time left, 0.5..4 s */
+            double left = o->deadline > 0 ? o->deadline - op_seconds_now() : 16;
+            wo.window_seconds = left / 8 < 0.5 ? 0.5 : left / 8 > 4 ? 4 : left / 8;
+        }
         int improved, optimal, stopped;
-        if ((st = one_window(ctx, sim, o, inc, &b, &improved, &optimal, &stopped, err)))
+        if ((st = one_window(ctx, sim, &wo, inc, &b, &improved, &optimal, &stopped, stats, err)))
             goto done;
         stats->windows++;
         stats->improved += improved;
@@ -744,6 +946,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         if (stopped)
             break;
         fails_here = !improved;
+        /* size adapts to what CBC solves in its time */
         if (optimal && k < maxk)
             k = k + (k + 3) / 4 < maxk ? k + (k + 3) / 4 : maxk;
         else if (!optimal && k > mink)

@@ -14,15 +14,27 @@
 
 typedef struct pesto_lns_opts {
     int min_window, max_window; /* ops freed per window (start: max / 2, adapted) */
-    double window_seconds;      /* CBC's limit per window */
+    double window_seconds;      /* CBC's limit per window; 0: derived from the time left */
     double deadline;            /* absolute op_seconds_now() time to stop by */
     int max_windows;            /* stop after this many windows (0: only the deadline) */
 } pesto_lns_opts;
 
 typedef struct pesto_lns_stats {
     int windows, improved, optimal, stopped; /* stopped: solves cut by deadline/Ctrl-C */
+    int proven;                              /* the incumbent was proven optimal */
+    double model_us, sim_us;                 /* last window: ILP objective, its candidate simulated */
     double first_step_us, step_us;           /* simulated, before and after */
 } pesto_lns_stats;
+
+/* The defaults: windows of 8..120 ops, CBC's time per window derived from
+ * the time left (window_seconds 0), no cap on the number of windows. */
+void pesto_lns_default_opts(pesto_lns_opts *o);
+
+/* Simulate pl: per-op start and finish (either may be NULL), the step, the
+ * bytes above capacity summed and the OOM flag (oom may be NULL). */
+op_status pesto_simulate(const op_problem *p, op_sim *sim, const op_placement *pl, double *start,
+                         double *finish, double *step_us, double *overflow, int *oom,
+                         op_error *err);
 
 /* Improve *inc (a placement of ctx->p; given an order if it has none) in
  * place; *step_us and *overflow are its simulated score, updated. */

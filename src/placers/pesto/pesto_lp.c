@@ -129,11 +129,30 @@ static Cbc_Model *load_model(const lp_model *m, int relax)
             start[j + 1] += start[j];
         for (int j = 0; j < m->ncol; j++)
             fill[j] = start[j];
+        /* terms arrive row by row, so a column's repeated (row, column)
+         * terms are adjacent in it: summed into one entry (CoinPackedMatrix
+         * wants no duplicates) */
         for (long k = 0; k < m->nnz; k++) {
-            int pos = fill[m->tj[k]]++;
+            int j = m->tj[k];
+            if (fill[j] > start[j] && index[fill[j] - 1] == m->ti[k]) {
+                value[fill[j] - 1] += m->tv[k];
+                continue;
+            }
+            int pos = fill[j]++;
             index[pos] = m->ti[k];
             value[pos] = m->tv[k];
         }
+        /* close the gaps the merged terms left */
+        int out = 0;
+        for (int j = 0; j < m->ncol; j++) {
+            int from = start[j], to = fill[j];
+            start[j] = out;
+            for (int t = from; t < to; t++) {
+                index[out] = index[t];
+                value[out++] = value[t];
+            }
+        }
+        start[m->ncol] = out;
         model = Cbc_newModel();
         Cbc_loadProblem(model, m->ncol, m->nrow, start, index, value, m->lb, m->ub, m->obj,
                         m->rlb, m->rub);
@@ -333,6 +352,8 @@ op_status lp_solve(const lp_model *m, const lp_solve_opts *o, lp_solution *s, op
         while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
         }
         memset(&h, 0, sizeof h);
+        if (getenv("PESTO_LNS_DEBUG"))
+            fprintf(stderr, "cbc child: wait status %d, %zu of %zu bytes\n", wst, got, want);
         if (!killed && buf && got >= sizeof h) {
             memcpy(&h, buf, sizeof h);
             if (h.has_x && got == want)
