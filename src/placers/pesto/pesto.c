@@ -385,6 +385,18 @@ done:
     return st;
 }
 
+static const op_opt_decl PESTO_OPTIONS[] = {
+    {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
+    {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
+     "time for the auto incumbent"},
+    {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
+    {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
+     "large-neighbourhood search on the graph, the coarse ILP, or both"},
+    {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "also write the problem for TF-Pesto into this folder"},
+    {NULL, 0, 0, 0, NULL, NULL, NULL},
+};
+
 static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     const op_problem *p = ctx->p;
@@ -461,22 +473,9 @@ done:
     return st;
 }
 
-static const op_opt_decl PESTO_OPTIONS[] = {
-    {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
-    {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
-     "time for the auto incumbent"},
-    {"memory", OP_OPT_TEXT, 0, 0, "hard", "hard|balanced|both|none", "how the ILP keeps memory"},
-    {"stage", OP_OPT_TEXT, 0, 0, "lns", "lns|coarse|both",
-     "large-neighbourhood search on the graph, the coarse ILP, or both"},
-    {"export-tf-pesto", OP_OPT_TEXT, 0, 0, NULL, NULL,
-     "also write the problem for TF-Pesto into this folder"},
-    {NULL, 0, 0, 0, NULL, NULL, NULL},
-};
-
 const op_placer op_placer_pesto = {
     .name = "pesto",
-    .summary = "joint placement/scheduling ILP (CBC) from auto's answer: exact windows of "
-               "the original graph (LNS) or the coarsened graph; --budget-seconds (default 60)",
+    .summary = "joint placement/scheduling ILP (CBC) on windows of auto's answer, or coarsened",
     .source = "Pesto (Middleware '21) section 3",
     .place = place_pesto,
     .slow = 1,
