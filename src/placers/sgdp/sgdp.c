@@ -146,6 +146,9 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     tc.ppo.entropy_coef = s->entropy;
     tc.progress = ctx;
     tc.deadline = ctx->deadline; /* the command's: every stage obeys it */
+    /* after training: the evaluation below, greedy + samples rollouts, about
+     * an iteration's (--paper: the greedy one alone) */
+    tc.reserve_iterations = s->paper ? 1.0 / (double)(s->samples + 1) : 1.0;
     tc.heuristics = s->heuristics;
     tc.unit_target = (int)s->units;
     tc.warm_start = s->heuristics && s->warm;
@@ -161,9 +164,13 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
                                                     : (s->iterations > 0 ? 0 : 60);
     }
     const op_problem *probs[1] = {ctx->p};
+    double t0 = op_seconds_now();
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, err);
     if (!t)
         return err && err->code ? err->code : OP_ENOMEM;
+    op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
+                s->heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
+                op_seconds_left(ctx));
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);

@@ -272,9 +272,12 @@ typedef struct sgdp_train_config {
     long iterations;       /* <= 0: until the budget runs out */
     double budget_seconds; /* <= 0: no time limit (then iterations must be > 0) */
     double deadline;       /* > 0: absolute op_seconds_now() time by which training
-                              and one evaluation must be done: cloning stops there,
-                              and no iteration starts unless two more (the next and
-                              the final evaluation, by the last one's duration) fit */
+                              and what follows must be done: cloning stops there,
+                              an update's epochs stop there, and no iteration starts
+                              unless it and reserve_iterations more fit (by the last
+                              one's duration) */
+    double reserve_iterations; /* what follows training, in iterations (the placer:
+                                  its evaluation's rollouts over an iteration's); 1 */
     int threads;           /* simulation threads; <= 0: online CPUs */
     uint64_t seed;
     double oom_penalty;    /* subtracted from the reward of a rollout that runs out of memory */

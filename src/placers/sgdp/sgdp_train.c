@@ -94,6 +94,7 @@ sgdp_train_config sgdp_train_defaults(void)
 {
     return (sgdp_train_config){.ppo = ppo_defaults(), .samples = 32, .iterations = 0,
                                .budget_seconds = 60, .threads = 0, .seed = 1,
+                               .reserve_iterations = 1.0,
                                .oom_penalty = 1.0, .progress = NULL, .heuristics = NULL,
                                .unit_target = 0, .warm_start = 0, .clone_steps = 150,
                                .clone_fraction = 0.3, .slots = 1, .input_variety = 0.5,
@@ -854,6 +855,14 @@ static op_status slot_gradient(sgdp_trainer *t, slot *s, sgdp_pass *pass, nn_ten
     return OP_OK;
 }
 
+/* Past cfg.deadline after at least one epoch: a large graph's update
+ * ends early rather than overrun the command's budget (one rank only, as
+ * Ctrl-C: ranks must agree on the epoch count). */
+static int past_deadline(const sgdp_trainer *t)
+{
+    return t->cfg.deadline > 0 && rl_now_seconds() >= t->cfg.deadline;
+}
+
 /* `epochs` PPO epochs over every slot.  The last slot this rank sampled
  * (kept) reuses its rollout forward pass in epoch 0. */
 static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_tensor kept_logp,
@@ -862,7 +871,9 @@ static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_
     nn_params *ps = sgdp_policy_params(t->pol);
     /* Ctrl-C ends the update between epochs on one rank (ranks must agree
      * on the epoch count, so under MPI the update finishes) */
-    for (int e = 0; e < t->cfg.ppo.epochs && !(t->c.size == 1 && op_interrupted()); e++) {
+    for (int e = 0;
+         e < t->cfg.ppo.epochs && !(t->c.size == 1 && (op_interrupted() || past_deadline(t)));
+         e++) {
         op_status st;
         if (kept >= 0) { /* the kept slot first, while its pass is in the arena */
             if ((st = slot_gradient(t, &t->slots[kept], e == 0 ? kept_pass : NULL, kept_logp, k,
@@ -1147,11 +1158,11 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     double last = 0.0; /* the last iteration's duration */
     while (!st && !rank_only) {
         long done = t->stats.iterations - start_iter;
-        /* the deadline as a budget from t0, less the next iteration and the
-         * final evaluation (rank 0's value is broadcast) */
+        /* the deadline as a budget from t0, less the next iteration and
+         * what follows (rank 0's value is broadcast) */
         double budget = t->cfg.budget_seconds;
         if (t->cfg.deadline > 0) {
-            double b = t->cfg.deadline - 2.0 * last - t0;
+            double b = t->cfg.deadline - (1.0 + t->cfg.reserve_iterations) * last - t0;
             b = b > 1e-9 ? b : 1e-9;
             budget = budget > 0 && budget < b ? budget : b;
         }
