@@ -168,9 +168,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, err);
     if (!t)
         return err && err->code ? err->code : OP_ENOMEM;
-    op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
-                s->heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
-                op_seconds_left(ctx));
+    if (ctx->deadline > 0)
+        op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
+                    s->heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
+                    op_seconds_left(ctx));
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);
