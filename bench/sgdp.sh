@@ -7,13 +7,9 @@
 #      family ($HELD_OUT) with that seed, batch training on the other
 #      families (minus $EXCLUDE: validation runs) for $TRAIN_BUDGET s (or
 #      $TRAIN_ITERS iterations), then zero-shot placement of the held-out
-#      family: the default command (policy-guided search), the search
-#      without samples, the previous default (--search sample), fine-tuned
+#      family: the default command (policy-guided search) and fine-tuned
 #      ($FINETUNE iterations); each against an untrained policy of the same
 #      seed placed the same way (the control: what the trained weights add);
-#      Also (src/placers/sgdp/sgdp_rank.c) the trained weights after a
-#      supervised move-ranking stage of $RANK_STEPS steps (`train sgdp --init
-#      batch$s.bin --iterations 0 --rank-steps N`);
 #   3. training throughput (simulated rollouts per second);
 #   4. MPI: the same SGDP-one training (--slots 2, fixed iterations) on 1 and
 #      2 ranks: rollouts/s and whether the results are identical.
@@ -40,9 +36,8 @@ TRAIN_ITERS=${TRAIN_ITERS:-}   # set: batch training runs this many iterations (
 ONE_ITERS=${ONE_ITERS:-}       # set: SGDP-one in the gen part runs this many iterations (not SGDP_BUDGET s)
 EXCLUDE=${EXCLUDE:-}           # families also left out of batch training (validation runs)
 WEIGHTS_DIR=${WEIGHTS_DIR:-}   # reuse batch$s.bin from here (trained by the same command)
-RANK_STEPS=${RANK_STEPS:-200} # ranking stage after batch training (0: skip its rows)
 # what `place --algo sgdp --weights W` does by default (src/placers/sgdp/sgdp.c)
-DEFAULT_ROUNDS=20   # guided search (--search sample: 10)
+DEFAULT_ROUNDS=20   # guided search
 DEFAULT_TOP_K=64
 PARTS=${PARTS:-one gen mpi}
 has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
@@ -158,14 +153,7 @@ for s in $SEEDS; do
   t1=$(date +%s.%N)
   V[wall,$s]=$(python3 -c "print(f'{$t1 - $t0:.2f}')")
   V[unG,$s]=$(pl --weights "$TMP/untrained$s.bin")
-  V[zsS,$s]=$(pl --weights "$TMP/batch$s.bin" --search sample)
-  V[unS,$s]=$(pl --weights "$TMP/untrained$s.bin" --search sample)
   V[ft,$s]=$(pl --weights "$TMP/batch$s.bin" --finetune "$FINETUNE")
-  if [ "$RANK_STEPS" -gt 0 ]; then
-    "$BIN" train sgdp --graphs $TRAIN $CL --init "$TMP/batch$s.bin" --weights "$TMP/rank$s.bin" \
-      --iterations 0 --rank-steps "$RANK_STEPS" --seed "$s" --quiet > /dev/null
-    V[zsR,$s]=$(pl --weights "$TMP/rank$s.bin")
-  fi
 done
 printf "| %s (held out), ms | " "$HELD_OUT"; for s in $SEEDS; do printf "seed %s | " "$s"; done; echo "mean |"
 printf "|---|"; for s in $SEEDS; do printf -- "---:|"; done; echo "---:|"
@@ -187,14 +175,10 @@ rel() { # key label: per seed vs that seed's SGDP-one, then the mean's vs the me
 row one "SGDP-one (${ONE_LIMIT#--})"
 row zsG "zero-shot, default (guided search: ${DEFAULT_ROUNDS} rounds, top ${DEFAULT_TOP_K} moves)"
 row unG "untrained policy, same command (control)"
-row zsS "zero-shot, --search sample (10 rounds of calibrated samples, the previous default)"
-row unS "untrained policy, --search sample (control)"
 row ft "fine-tuned, ${FINETUNE} PPO iterations (then the guided search)"
-[ "$RANK_STEPS" -gt 0 ] && row zsR "zero-shot, PPO + ranking stage (${RANK_STEPS} steps), default search"
 rel zsG "zero-shot default"
 rel unG "untrained control"
 rel ft "fine-tuned"
-[ "$RANK_STEPS" -gt 0 ] && rel zsR "PPO + ranking stage"
 row wall "zero-shot wall time, s (whole command)"
 echo
 printf "Baselines:"; for a in $BASELINES; do printf " %s %s ms;" "$a" "$(place "$g" "$a")"; done; echo

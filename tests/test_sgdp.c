@@ -8,7 +8,7 @@
  * the placer's zero-shot mode work end to end.  Beyond the paper: a fresh
  * policy copies any reference input (the reference skip) with exact
  * gradients; batch training on varied inputs is reproducible and keeps
- * constraints; zero-shot --rounds (--search sample) never returns worse than one round;
+ * constraints;
  * the features ignore the units and scale of a graph, the placement
  * features are what they say, and calibrated proposals move M decisions
  * in the policy's order.
@@ -507,7 +507,7 @@ Test(sgdp, train_command_then_zero_shot_placer)
     char *out = NULL;
     snprintf(cmd, sizeof cmd,
              "%s train sgdp --graphs %s %s --preset v100-nvlink --gpus 2 --weights %s "
-             "--iterations 4 --samples 4 --hidden 16 --segment 8 --quiet",
+             "--iterations 4 --samples 4 --hidden 16 --quiet",
              OPPLACE_BIN, g1, g2, w);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert(strstr(out, "rollouts/s"), "%s", out);
@@ -680,8 +680,7 @@ Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
 }
 
 /* ----------------------------- generalisation aids (beyond the paper:
- * the reference skip in sgdp_policy.c, varied inputs in sgdp_train.c,
- * --rounds in src/placers/sgdp/sgdp.c) */
+ * the reference skip in sgdp_policy.c, varied inputs in sgdp_train.c) */
 
 /* sum over allowed (row, device) of c * logp, and its gradient */
 static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double *c, int backward)
@@ -876,38 +875,6 @@ static double json_step(const char *out)
     return strtod(s + 1, NULL);
 }
 
-/* Zero-shot --rounds R: round 1 is the single-round result (same seed),
- * later rounds only replace it by better samples. */
-Test(sgdp, zero_shot_rounds_never_do_worse_than_one_round)
-{
-    const char *dir = tk_tmpdir();
-    char g[512], w[512], cmd[4096];
-    snprintf(g, sizeof g, "%s/rounds.json", dir);
-    snprintf(w, sizeof w, "%s/rounds.bin", dir);
-    op_graph *gr = tk_random_dag(60, 0.08, 12);
-    cr_assert_eq(op_graph_write(gr, g, NULL), OP_OK);
-    op_graph_free(gr);
-    char *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
-             "--iterations 2 --samples 4 --hidden 16 --segment 8 --quiet",
-             OPPLACE_BIN, g, w);
-    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-    free(out);
-    double t[2];
-    int rounds[2] = {1, 4};
-    for (int i = 0; i < 2; i++) {
-        snprintf(cmd, sizeof cmd,
-                 "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --weights %s "
-                 "--search sample --samples 3 --rounds %d --seed 5 --json --quiet",
-                 OPPLACE_BIN, g, w, rounds[i]);
-        cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-        t[i] = json_step(out);
-        free(out);
-    }
-    cr_assert_leq(t[1], t[0], "4 rounds %.3f us > 1 round %.3f us", t[1], t[0]);
-}
-
 /* The random DAG of `seed` with parameters on every third op, its compute
  * times multiplied by tscale and its byte counts by bscale, bound to a
  * 2-GPU cluster; the features of its rows (SGDP_N_FEATURES each) with a
@@ -1082,9 +1049,8 @@ Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
     cr_assert_eq(op_graph_write(gr, g, NULL), OP_OK);
     op_graph_free(gr);
     char *out = NULL;
-    const char *bad[] = {"--heuristics expert", "--units 8", "--warm-start 1", "--search guided",
-                         "--rounds 2"};
-    for (int i = 0; i < 5; i++) {
+    const char *bad[] = {"--heuristics expert", "--units 8", "--warm-start 1"};
+    for (int i = 0; i < 3; i++) {
         snprintf(cmd, sizeof cmd,
                  "%s place %s --preset v100-nvlink --gpus 2 --algo sgdp --paper %s --quiet",
                  OPPLACE_BIN, g, bad[i]);
@@ -1094,7 +1060,7 @@ Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
     }
     snprintf(cmd, sizeof cmd,
              "%s train sgdp --paper --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
-             "--iterations 0 --hidden 16 --segment 8 --seed 3",
+             "--iterations 0 --hidden 16 --seed 3",
              OPPLACE_BIN, g, w);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert(strstr(out, "0 iterations, 0 simulated rollouts"), "%s", out);

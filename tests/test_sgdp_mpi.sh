@@ -21,7 +21,7 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers without CMA
 run() {
   mpirun --allow-run-as-root --oversubscribe -np "$1" "$bin" train sgdp --graphs "$tmp/g.json" \
     "$tmp/h.json" --preset v100-nvlink --gpus 2 --weights "$tmp/w$1.bin" --slots 2 --iterations 3 \
-    --samples 6 --hidden 16 --segment 16 --seed 4 --quiet
+    --samples 6 --hidden 16 --seed 4 --quiet
 }
 one=$(run 1)
 two=$(run 2)

@@ -37,13 +37,11 @@ static const char TRAIN_HELP[] =
     "         options: --paper (exactly the paper's method: none of the additions\n"
     "         below) --samples K (rollouts per iteration, 32) --threads T --lr X\n"
     "         (3e-3; 3e-2 without a reference) --epochs E (4) --entropy B (0.01;\n"
-    "         0 without a reference) --max-devices D (8) --hidden H (32)\n"
-    "         --segment S (64); --init W.bin continues training; beyond the\n"
+    "         0 without a reference) --max-devices D (8) --hidden H (32);\n"
+    "         --init W.bin continues training; beyond the\n"
     "         paper: --heuristics LIST (expert,metis,m-topo,single; 'none': no\n"
     "         reference) reference placement, --units N (256) decision units,\n"
-    "         --warm-start 0|1 (1 unless --init) clone the reference first,\n"
-    "         --rank-steps N (0): supervised move ranking after PPO\n"
-    "         (src/placers/sgdp/sgdp_rank.c; with --iterations 0 the ranking alone);\n"
+    "         --warm-start 0|1 (1 unless --init) clone the reference first;\n"
     "         --slots B (1) rollout batches per iteration, shared by MPI ranks\n"
     "         (mpirun -np B opplace train ...)\n"
     TRINITY_TRAIN_HELP
@@ -71,16 +69,14 @@ typedef op_status (*train_fn)(cli_args *a, train_inputs *in, op_error *err);
 /* ----------------------------------------------------------------- sgdp */
 
 /* `opplace train sgdp`'s options.  --paper: the paper's plain PPO (no
- * reference, units, warm start or ranking stage; those options are refused
- * with it).  Beyond the paper (src/placers/sgdp/sgdp_warm.c, sgdp_rank.c):
+ * reference, units or warm start; those options are refused with it).
+ * Beyond the paper (src/placers/sgdp/sgdp_warm.c):
  * --heuristics LIST ("none": no reference), --units N, --warm-start 0|1
- * (1 for a new policy), --rank-steps N (supervised move ranking after PPO);
- * --slots B rollout batches per iteration (shared by MPI ranks). */
-static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config *pc,
+ * (1 for a new policy); --slots B rollout batches per iteration (shared by MPI ranks). */
+static op_status sgdp_options(cli_args *a, int fresh, sgdp_config *pc,
                               sgdp_train_config *tc, op_error *err)
 {
-    static const char *const beyond[] = {"heuristics", "units", "warm-start", "rank-steps",
-                                         NULL};
+    static const char *const beyond[] = {"heuristics", "units", "warm-start", NULL};
     op_options *o = a->opts;
     int paper = op_options_has(o, "paper");
     for (int i = 0; paper && beyond[i]; i++)
@@ -88,7 +84,7 @@ static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config
             return op_fail(err, OP_EUSAGE,
                            "train sgdp: --%s is beyond the paper; drop it or drop --paper",
                            beyond[i]);
-    long samples, threads, epochs, maxd, hidden, segment, slots, units = 0, warm = 0, rank = 0;
+    long samples, threads, epochs, maxd, hidden, slots, units = 0, warm = 0;
     op_status st;
     if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
         (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
@@ -98,15 +94,12 @@ static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config
                                 &tc->ppo.entropy_coef, err)) ||
         (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
         (st = op_options_int(o, "hidden", pc->hidden, 4, 4096, &hidden, err)) ||
-        (st = op_options_int(o, "segment", pc->segment, 1, 100000, &segment, err)) ||
         (st = op_options_int(o, "slots", tc->slots, 1, 64, &slots, err)))
         return st;
     const char *h = paper ? "none" : op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
     if (!paper &&
         ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
-         (st = op_options_int(o, "warm-start", fresh, 0, 1, &warm, err)) ||
-         (st = op_options_int(o, "rank-steps", n_graphs > 1 ? SGDP_DEFAULT_RANK_STEPS : 0, 0,
-                              100000000, &rank, err))))
+         (st = op_options_int(o, "warm-start", fresh, 0, 1, &warm, err))))
         return st;
     tc->samples = (int)samples;
     tc->threads = (int)threads;
@@ -114,7 +107,6 @@ static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config
     tc->slots = (int)slots;
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
-    pc->segment = (int)segment;
     tc->heuristics = strcmp(h, "none") ? h : NULL;
     if (!tc->heuristics) { /* the plain policy (opplace/sgdp.h) */
         pc->head_init = SGDP_PLAIN_HEAD_INIT;
@@ -125,8 +117,6 @@ static op_status sgdp_options(cli_args *a, long n_graphs, int fresh, sgdp_config
     }
     tc->unit_target = (int)units;
     tc->warm_start = tc->heuristics && warm;
-    tc->rank_steps = (int)rank;
-    tc->rank_lr = tc->ppo.lr;
     if (paper)
         tc->proposal_moves = 0; /* the policy itself samples */
     return OP_OK;
@@ -171,7 +161,7 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
     sgdp_config pc = sgdp_config_default();
     sgdp_train_config tc = sgdp_train_defaults();
     const char *init = op_options_str(a->opts, "init", NULL);
-    op_status st = sgdp_options(a, in->n, !init, &pc, &tc, err);
+    op_status st = sgdp_options(a, !init, &pc, &tc, err);
     if (st || (st = cli_check_unused(a, err)))
         return st;
     tc.iterations = in->iterations;
@@ -184,9 +174,9 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
     sgdp_trainer *t = sgdp_trainer_new(pol, in->probs, in->n, &tc, err);
     if (!t)
         st = err->code ? err->code : OP_ENOMEM;
-    /* --iterations 0 (no budget, no ranking): the untrained policy, the
-     * control of every transfer experiment */
-    if (!st && (tc.iterations > 0 || tc.budget_seconds > 0 || tc.rank_steps > 0))
+    /* --iterations 0 (no budget): the untrained policy, the control of
+     * every transfer experiment */
+    if (!st && (tc.iterations > 0 || tc.budget_seconds > 0))
         st = sgdp_trainer_run(t, err);
     if (!st && op_par_rank() == 0) /* only rank 0 prints and writes */
         st = sgdp_policy_save(pol, in->weights, err);

@@ -4,10 +4,8 @@
  *
  *   --weights W.bin             zero-shot: the trained policy places the graph
  *                               without training on it, by the policy-guided
- *                               search below (--search guided, the default)
- *                               or by rounds of sampling (--search sample);
- *                               the paper's "zero-shot" is inference from
- *                               the policy, both searches are ours
+ *                               search below; the paper's "zero-shot" is
+ *                               inference from the policy (--paper)
  *   --weights W.bin --finetune N  N PPO iterations on this graph first
  *                               (the paper's "fine-tuned")
  *   (no weights)                SGDP-one: a fresh policy trained on this graph
@@ -41,19 +39,20 @@
  * the policy calibrated to move 2 decisions off its input per sample on
  * average (src/placers/sgdp/sgdp_train.c, "calibrated proposals").
  *
- * --search guided (default with --weights; beyond the paper;
+ * The guided search (with --weights; beyond the paper;
  * src/placers/sgdp/sgdp_search.c): a steepest descent from the reference input
  * (after fine-tuning: the incumbent) whose candidate moves are the policy's
- * ranking: each of --rounds R rounds (default 20) runs the policy on the
+ * ranking: each of SGDP_DEFAULT_SEARCH_ROUNDS rounds (20) runs the policy on the
  * incumbent, simulates the 64 decision units it most wants to move (each
  * moved alone to its most likely other device), keeps the best if it
  * improves, adds the other improving single moves on top one by one, and
  * feeds the incumbent back as the policy's input; it stops at a local
  * optimum.  The result is never worse than the input placement.
  *
- * --search sample (without --weights the only mode): --rounds R (10 with
- * --weights, 1 without) rounds of greedy + --samples samples, no weight
- * update; the policy's reference input is the best placement seen so far.
+ * Without --weights (and with --paper): after training, one round of the
+ * greedy placement + --samples samples (--paper: the greedy one alone), no
+ * weight update; the policy's reference input is the best placement seen
+ * so far.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +69,7 @@ typedef struct sgdp_opts {
 } sgdp_opts;
 
 /* options that switch on or tune something beyond the paper */
-static const char *const BEYOND[] = {"heuristics", "units", "warm-start", "search", "rounds",
-                                     NULL};
+static const char *const BEYOND[] = {"heuristics", "units", "warm-start", NULL};
 
 static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
 {
@@ -114,16 +112,10 @@ static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
     if ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
         (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)))
         return st;
-    s->search = op_options_str(o, "search", s->weights ? "guided" : "sample");
-    if (strcmp(s->search, "guided") && strcmp(s->search, "sample"))
-        return op_fail(err, OP_EUSAGE, "sgdp: --search must be guided or sample, not '%s'",
-                       s->search);
-    int guided = !strcmp(s->search, "guided");
-    if ((st = op_options_int(o, "rounds",
-                             guided ? SGDP_DEFAULT_SEARCH_ROUNDS
-                                    : (s->weights ? SGDP_DEFAULT_ROUNDS : 1),
-                             1, 100000, &s->rounds, err)))
-        return st;
+    /* with weights, the guided search (SGDP_DEFAULT_SEARCH_ROUNDS rounds);
+     * without, the trained policy's greedy placement and one round of samples */
+    s->search = s->weights ? "guided" : "sample";
+    s->rounds = s->weights ? SGDP_DEFAULT_SEARCH_ROUNDS : 1;
     s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
     if (!strcmp(s->heuristics, "none"))
         s->heuristics = NULL;
@@ -153,6 +145,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     tc.ppo.lr = s->lr;
     tc.ppo.entropy_coef = s->entropy;
     tc.progress = ctx;
+    tc.deadline = ctx->deadline; /* the command's: every stage obeys it */
+    /* after training: the evaluation below, greedy + samples rollouts, about
+     * an iteration's (--paper: the greedy one alone) */
+    tc.reserve_iterations = s->paper ? 1.0 / (double)(s->samples + 1) : 1.0;
     tc.heuristics = s->heuristics;
     tc.unit_target = (int)s->units;
     tc.warm_start = s->heuristics && s->warm;
@@ -168,9 +164,14 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
                                                     : (s->iterations > 0 ? 0 : 60);
     }
     const op_problem *probs[1] = {ctx->p};
+    double t0 = op_seconds_now();
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, err);
     if (!t)
         return err && err->code ? err->code : OP_ENOMEM;
+    if (ctx->deadline > 0)
+        op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
+                    s->heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
+                    op_seconds_left(ctx));
     op_status st = OP_OK;
     if (training)
         st = sgdp_trainer_run(t, err);
@@ -227,8 +228,6 @@ static const op_opt_decl SGDP_OPTIONS[] = {
     {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
     {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
     {"warm-start", OP_OPT_INT, 0, 1, NULL, NULL, "imitate the heuristics first"},
-    {"search", OP_OPT_TEXT, 0, 0, NULL, NULL, "how placements are drawn"},
-    {"rounds", OP_OPT_INT, 1, 100000, NULL, NULL, "search rounds"},
     {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };

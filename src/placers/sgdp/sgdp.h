@@ -114,10 +114,6 @@ void sgdp_graph_destroy(sgdp_graph *sg);
 /* decisions moved per sample by the calibrated acting policy (batch
  * training and zero-shot; sgdp_train_config.proposal_moves) */
 #define SGDP_DEFAULT_MOVES 2.0
-/* evaluation rounds of `place --algo sgdp --weights W --search sample`
- * (zero-shot and after fine-tuning): each greedy + --samples samples around
- * the best so far */
-#define SGDP_DEFAULT_ROUNDS 10
 
 typedef struct sgdp_reference_info {
     char name[32];       /* the heuristic that won */
@@ -203,7 +199,13 @@ sgdp_config sgdp_config_default(void);
  *     x 4: 150 s at entropy ln 4 at any rate); standardised, the untrained
  *     policy already prefers different devices for different ops;
  *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
- *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR.
+ *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR;
+ *   - advantages are taken against the batch's mean reward, not a moving
+ *     average (sgdp_train_config.moving_baseline): the lagging average
+ *     made the samples of an improving policy all look good, and the
+ *     policy converged prematurely (GNMT-4 x 4, seed 3: entropy 0.3 and
+ *     161 ms after 20 iterations; with the batch mean 0.54 and 134 ms after
+ *     60, bench/notes/s7-sgdp.md).
  * These are beyond the paper's text (which names neither), and --paper
  * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
  * the ablation).  Their cost: a centred policy cannot prefer one device for
@@ -269,6 +271,13 @@ typedef struct sgdp_train_config {
     int samples;           /* rollouts per iteration: 32 [Table 4: 800 per update] */
     long iterations;       /* <= 0: until the budget runs out */
     double budget_seconds; /* <= 0: no time limit (then iterations must be > 0) */
+    double deadline;       /* > 0: absolute op_seconds_now() time by which training
+                              and what follows must be done: cloning stops there,
+                              an update's epochs stop there, and no iteration starts
+                              unless it and reserve_iterations more fit (by the last
+                              one's duration) */
+    double reserve_iterations; /* what follows training, in iterations (the placer:
+                                  its evaluation's rollouts over an iteration's); 1 */
     int threads;           /* simulation threads; <= 0: online CPUs */
     uint64_t seed;
     double oom_penalty;    /* subtracted from the reward of a rollout that runs out of memory */
@@ -309,6 +318,10 @@ typedef struct sgdp_train_config {
     double rank_lr;
     double rank_relabel; /* share of ranking steps that see the state with its
                             devices relabelled (labels with it); 0 */
+    int moving_baseline;  /* plain policy: advantages against the moving-average
+                             baseline (ppo_baseline) instead of the batch mean; 0:
+                             the batch mean (a lagging baseline made every sample
+                             of an improving policy look good: collapse) */
 } sgdp_train_config;
 
 sgdp_train_config sgdp_train_defaults(void);
@@ -414,7 +427,7 @@ typedef struct sgdp_rank_probe {
 op_status sgdp_trainer_rank_probe(sgdp_trainer *t, int i, int top_k, sgdp_rank_probe *out,
                                   op_error *err);
 
-#define SGDP_DEFAULT_RANK_STEPS 0 /* `opplace train sgdp --rank-steps` */
+#define SGDP_DEFAULT_RANK_STEPS 0 /* API only: the ranking stage did not help (bench/RESULTS.md) */
 
 typedef struct sgdp_best {
     const op_placement *placement; /* NULL before any rollout */

@@ -14,10 +14,14 @@
  *   3. reward r_k = -ln(step_k / lower_bound) - [OOM] * penalty * (1 +
  *      worst overflow ratio), a log-ratio so graphs of any scale weigh the
  *      same in batch training;
- *   4. advantages against a per-problem moving-average baseline (slots in
- *      order; around a reference: the batch mean; in batch training with
- *      calibrated proposals, below: the residual after fitting the reward
- *      to the number of moves), then `epochs` PPO epochs: each slot's clipped surrogate
+ *   4. advantages against the batch's mean reward, over its deviation (in
+ *      batch training with calibrated proposals, below: the residual after
+ *      fitting the reward to the number of moves; with moving_baseline, the
+ *      plain policy's old per-problem moving average, which made it converge
+ *      prematurely: an improving policy's samples all beat the lagging
+ *      baseline, so every sampled choice was reinforced and the entropy
+ *      fell whatever the reward said, bench/notes/s7-sgdp.md), then `epochs`
+ *      PPO epochs: each slot's clipped surrogate
  *      (learn.h) is backpropagated separately, the slots' gradients are
  *      summed in slot order and divided by `slots`, clipped, one Adam step.
  *      The greedy rollout is judged but not learnt from.
@@ -90,6 +94,7 @@ sgdp_train_config sgdp_train_defaults(void)
 {
     return (sgdp_train_config){.ppo = ppo_defaults(), .samples = 32, .iterations = 0,
                                .budget_seconds = 60, .threads = 0, .seed = 1,
+                               .reserve_iterations = 1.0,
                                .oom_penalty = 1.0, .progress = NULL, .heuristics = NULL,
                                .unit_target = 0, .warm_start = 0, .clone_steps = 150,
                                .clone_fraction = 0.3, .slots = 1, .input_variety = 0.5,
@@ -850,6 +855,14 @@ static op_status slot_gradient(sgdp_trainer *t, slot *s, sgdp_pass *pass, nn_ten
     return OP_OK;
 }
 
+/* Past cfg.deadline after at least one epoch: a large graph's update
+ * ends early rather than overrun the command's budget (one rank only, as
+ * Ctrl-C: ranks must agree on the epoch count). */
+static int past_deadline(const sgdp_trainer *t)
+{
+    return t->cfg.deadline > 0 && rl_now_seconds() >= t->cfg.deadline;
+}
+
 /* `epochs` PPO epochs over every slot.  The last slot this rank sampled
  * (kept) reuses its rollout forward pass in epoch 0. */
 static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_tensor kept_logp,
@@ -858,7 +871,9 @@ static op_status ppo_update(sgdp_trainer *t, int kept, sgdp_pass *kept_pass, nn_
     nn_params *ps = sgdp_policy_params(t->pol);
     /* Ctrl-C ends the update between epochs on one rank (ranks must agree
      * on the epoch count, so under MPI the update finishes) */
-    for (int e = 0; e < t->cfg.ppo.epochs && !(t->c.size == 1 && op_interrupted()); e++) {
+    for (int e = 0;
+         e < t->cfg.ppo.epochs && !(t->c.size == 1 && (op_interrupted() || past_deadline(t)));
+         e++) {
         op_status st;
         if (kept >= 0) { /* the kept slot first, while its pass is in the arena */
             if ((st = slot_gradient(t, &t->slots[kept], e == 0 ? kept_pass : NULL, kept_logp, k,
@@ -888,10 +903,10 @@ static void report(sgdp_trainer *t, const task *tk, const ppo_stats *s, double m
         return;
     op_progress(t->cfg.progress,
                 "sgdp: iteration %ld  %s: best %.1f us (%.3f x lower bound%s)  mean reward "
-                "%.4f  entropy %.3f  %.1f rollouts/s",
+                "%.4f  entropy %.3f  kl %.2g  %.1f rollouts/s",
                 t->stats.iterations, tk->p->g->name, tk->best_time,
                 tk->best_time / (tk->p->lower_bound_us > 0 ? tk->p->lower_bound_us : 1.0),
-                tk->best_oom ? ", OOM" : "", mean_r, s->entropy,
+                tk->best_oom ? ", OOM" : "", mean_r, s->entropy, s->approx_kl,
                 t->stats.seconds > 0 ? (double)t->stats.rollouts / t->stats.seconds : 0.0);
 }
 
@@ -969,7 +984,7 @@ static op_status iterate(sgdp_trainer *t, op_error *err)
         task *tk = &t->tasks[s->task];
         if (calibrated(t, tk, 1))
             moves_advantages(s->rewards, s->moves, k, s->adv);
-        else if (tk->have_ref)
+        else if (tk->have_ref || !t->cfg.moving_baseline)
             batch_advantages(s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
         else
             ppo_advantages(&tk->base, s->rewards, k, t->cfg.ppo.normalize_adv, s->adv);
@@ -1133,17 +1148,30 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         need_clone |= t->cfg.warm_start && t->tasks[i].have_ref && !t->tasks[i].cloned;
     if (need_clone) {
         double frac = t->cfg.clone_fraction > 0 ? t->cfg.clone_fraction : 1.0;
-        st = warm_start(t, t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0,
-                        err);
+        double until = t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0;
+        if (t->cfg.deadline > 0) {
+            double d = t0 + frac * (t->cfg.deadline - t0);
+            until = until > 0 && until < d ? until : d;
+        }
+        st = warm_start(t, until, err);
     }
+    double last = 0.0; /* the last iteration's duration */
     while (!st && !rank_only) {
         long done = t->stats.iterations - start_iter;
+        /* the deadline as a budget from t0, less the next iteration and
+         * what follows (rank 0's value is broadcast) */
+        double budget = t->cfg.budget_seconds;
+        if (t->cfg.deadline > 0) {
+            double b = t->cfg.deadline - (1.0 + t->cfg.reserve_iterations) * last - t0;
+            b = b > 1e-9 ? b : 1e-9;
+            budget = budget > 0 && budget < b ? budget : b;
+        }
         int stop;
-        if ((st = rl_decide_stop(done, t->cfg.iterations, t0, t->cfg.budget_seconds, &stop,
-                                 err)) ||
-            stop)
+        if ((st = rl_decide_stop(done, t->cfg.iterations, t0, budget, &stop, err)) || stop)
             break;
+        double t1 = rl_now_seconds();
         st = iterate(t, err);
+        last = rl_now_seconds() - t1;
         t->stats.seconds = base_seconds + rl_now_seconds() - t0;
     }
     t->stats.seconds = base_seconds + rl_now_seconds() - t0;
