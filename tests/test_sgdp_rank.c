@@ -228,8 +228,8 @@ Test(sgdp_rank, cli_iterations_zero_writes_the_policy)
     free(out);
     /* --iterations 0 and nothing else: the policy as it came, written */
     snprintf(cmd, sizeof cmd,
-             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --init %s "
-             "--weights %s --iterations 0",
+             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--save-weights %s --iterations 0",
              OPPLACE_BIN, g1, w, w2);
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert(strstr(out, "0 iterations"), "%s", out);

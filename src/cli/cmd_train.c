@@ -21,14 +21,17 @@
 
 static const char TRAIN_HELP[] =
     "usage: opplace train ALGO --graphs G1.json [G2.json ...] --weights OUT.bin\n"
+    "       opplace train ALGO --graphs ... --weights START.bin --save-weights OUT.bin\n"
     "                     [--cluster FILE | --preset P --gpus N [--cpu]]\n"
     "                     [--iterations N] [--budget-seconds S] [--seed S] [--quiet]\n"
-    "                     [--init W.bin] [algorithm options]\n"
+    "                     [algorithm options]\n"
     "\n"
     "Trains the policy of a learned placer on the graphs (one graph: SGDP-one;\n"
     "several: batch training, one graph drawn per iteration) against the\n"
     "simulated step time on the cluster, prints the best placement found for\n"
     "each graph and writes the weights for 'opplace place --algo ALGO --weights'.\n"
+    "With --save-weights OUT, --weights names the policy to continue training\n"
+    "and OUT where to write it (the names 'opplace place' uses).\n"
     "Progress (iteration, best step time, mean reward) goes to stderr.\n"
     "Ctrl-C stops training and still saves the weights.\n"
     "\n"
@@ -38,10 +41,9 @@ static const char TRAIN_HELP[] =
     "         below) --samples K (rollouts per iteration, 32) --threads T --lr X\n"
     "         (3e-3; 3e-2 without a reference) --epochs E (4) --entropy B (0.01;\n"
     "         0 without a reference) --max-devices D (8) --hidden H (32);\n"
-    "         --init W.bin continues training; beyond the\n"
-    "         paper: --heuristics LIST (expert,metis,m-topo,single; 'none': no\n"
+    "         beyond the paper: --heuristics LIST (expert,metis,m-topo,single; 'none': no\n"
     "         reference) reference placement, --units N (256) decision units,\n"
-    "         --warm-start 0|1 (1 unless --init) clone the reference first;\n"
+    "         --warm-start 0|1 (1 for a new policy) clone the reference first;\n"
     "         --slots B (1) rollout batches per iteration, shared by MPI ranks\n"
     "         (mpirun -np B opplace train ...)\n"
     TRINITY_TRAIN_HELP
@@ -57,6 +59,7 @@ typedef struct train_inputs {
     const op_problem **probs; /* pointers into problems */
     op_cluster *cluster;
     const char *weights;      /* where to save */
+    const char *start;        /* the policy to continue training, or NULL: a new one */
     long iterations;
     double budget_seconds;
     uint64_t seed;
@@ -160,15 +163,17 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
 {
     sgdp_config pc = sgdp_config_default();
     sgdp_train_config tc = sgdp_train_defaults();
-    const char *init = op_options_str(a->opts, "init", NULL);
+    const char *init = in->start;
     op_status st = sgdp_options(a, !init, &pc, &tc, err);
     if (st || (st = cli_check_unused(a, err)))
         return st;
     tc.iterations = in->iterations;
     tc.budget_seconds = in->budget_seconds;
+    tc.deadline = in->ctx.deadline;
     tc.seed = in->seed;
     tc.progress = op_par_rank() == 0 ? &in->ctx : NULL;
-    sgdp_policy *pol = init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
+    sgdp_policy *pol =
+        init ? sgdp_policy_from_file(init, err) : sgdp_policy_new(&pc, in->seed, err);
     if (!pol)
         return err->code ? err->code : OP_ENOMEM;
     sgdp_trainer *t = sgdp_trainer_new(pol, in->probs, in->n, &tc, err);
@@ -191,7 +196,8 @@ static op_status train_sgdp(cli_args *a, train_inputs *in, op_error *err)
 
 static op_status train_trinity(cli_args *a, train_inputs *in, op_error *err)
 {
-    return trinity_train_cli(a, in->probs, in->graphs, in->n, in->weights, in->iterations,
+    return trinity_train_cli(a, in->probs, in->graphs, in->n, in->start, in->weights,
+                             in->iterations,
                              in->budget_seconds, in->seed, &in->ctx, err);
 }
 
@@ -258,10 +264,18 @@ static op_status run_train(cli_args *a, op_error *err)
             tr = &TRAINERS[i];
     if (!tr)
         return op_fail(err, OP_EUSAGE, "no trainer for '%s' (known: sgdp, trinity)", a->pos[0]);
+    double t_cmd = op_seconds_now();
     train_inputs in = {0};
+    /* --weights OUT: a new policy into OUT; --weights START --save-weights
+     * OUT: continue START, write OUT (the names 'opplace place' uses) */
+    const char *save = op_options_str(a->opts, "save-weights", NULL);
     in.weights = op_options_str(a->opts, "weights", NULL);
     if (!in.weights)
         return op_fail(err, OP_EUSAGE, "--weights FILE (where to save the policy) is required");
+    if (save) {
+        in.start = in.weights;
+        in.weights = save;
+    }
     op_status st;
     int quiet = op_options_has(a->opts, "quiet");
     if ((st = op_options_int(a->opts, "iterations", 0, 0, 100000000, &in.iterations, err)) ||
@@ -274,6 +288,8 @@ static op_status run_train(cli_args *a, op_error *err)
         return st;
     in.ctx = (op_place_ctx){.seed = in.seed, .budget_seconds = in.budget_seconds,
                             .progress = !quiet};
+    if (in.budget_seconds > 0) /* one deadline for the whole command, loading included */
+        in.ctx.deadline = t_cmd + in.budget_seconds;
     if (!(st = load_inputs(a, &in, err))) {
         st = tr->run(a, &in, err);
     }

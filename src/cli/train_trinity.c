@@ -66,18 +66,12 @@ static void print_results(const trinity_trainer *t, const op_problem *const *pro
 }
 
 op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
-                            op_graph *const *graphs, int n, const char *weights, long iterations,
+                            op_graph *const *graphs, int n, const char *init,
+                            const char *weights, long iterations,
                             double budget_seconds, uint64_t seed, const op_place_ctx *ctx,
                             op_error *err)
 {
     trinity_options to;
-    /* --weights START --save-weights OUT continues training from START
-     * (the placer's names); --weights OUT alone trains a new policy into OUT
-     * (cmd_train.c reads it as where to save) */
-    const char *save = op_options_str(a->opts, "save-weights", NULL);
-    const char *init = save ? op_options_str(a->opts, "weights", NULL) : NULL;
-    if (save)
-        weights = save;
     op_status st = trinity_options_read(a->opts, 0, &to, err);
     if (st || (st = cli_check_unused(a, err)))
         return st;
@@ -88,10 +82,10 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     tc.seed = seed;
     tc.n2v.seed = seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
-    if (budget_seconds > 0) { /* the budget bounds the set-up (Node2vec, the judge) too */
+    if (ctx->deadline > 0) { /* the command's deadline bounds the set-up too */
         double now = op_seconds_now();
-        tc.setup_deadline = now + 0.25 * budget_seconds;
-        tc.deadline = now + budget_seconds;
+        tc.setup_deadline = now + 0.25 * (ctx->deadline - now);
+        tc.deadline = ctx->deadline;
     }
     trinity_policy *pol = init ? trinity_policy_from_file(init, err)
                                : trinity_policy_new(&pc, seed, err);

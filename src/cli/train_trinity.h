@@ -9,11 +9,13 @@
 #include "opplace/graph.h"
 #include "opplace/placer.h"
 
-/* Trains a Trinity policy on problems[0..n-1] (graphs[i] names them),
+/* Trains a Trinity policy (from the file `init`, or a new one when NULL)
+ * on problems[0..n-1] (graphs[i] names them),
  * saves it to `weights` and prints, per graph, the best placement's step
  * time, peak communication and peak memory (the paper's Table 4). */
 op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
-                            op_graph *const *graphs, int n, const char *weights, long iterations,
+                            op_graph *const *graphs, int n, const char *init,
+                            const char *weights, long iterations,
                             double budget_seconds, uint64_t seed, const op_place_ctx *ctx,
                             op_error *err);
 
