@@ -192,7 +192,8 @@ expect "CSV time past 1e12" 1 "big.csv:3: bytes .0 to 2\\^50. and time_us" "$opp
 # interrupts: SIGINT stops a running command with its best result and exit 130
 # (budget < 60 s: auto's portfolio and refinement, not Pesto's CBC, which
 # installs its own SIGINT handler - a Ctrl-C inside CBC's preprocessing
-# crashed in CglPreProcess::postProcess under ASan; the Pesto helper's)
+# crashed in CglPreProcess::postProcess under ASan; pesto now runs CBC in a
+# child process that it kills, tested in tests/test_pesto.c)
 "$opplace" zoo transformer --layers 2 --batch 32 -o "$tmp/tr.json" 2> /dev/null
 "$opplace" place "$tmp/tr.json" --budget-seconds 50 -o "$tmp/int.json" > /dev/null 2> "$tmp/int.err" &
 pid=$!; sleep 4; kill -INT $pid; wait $pid; rc=$?

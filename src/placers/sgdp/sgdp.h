@@ -205,7 +205,7 @@ sgdp_config sgdp_config_default(void);
  *     made the samples of an improving policy all look good, and the
  *     policy converged prematurely (GNMT-4 x 4, seed 3: entropy 0.3 and
  *     161 ms after 20 iterations; with the batch mean 0.54 and 134 ms after
- *     60, bench/notes/s7-sgdp.md).
+ *     60; bench/RESULTS.md, learned placers).
  * These are beyond the paper's text (which names neither), and --paper
  * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
  * the ablation).  Their cost: a centred policy cannot prefer one device for

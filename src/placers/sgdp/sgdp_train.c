@@ -20,7 +20,7 @@
  *      plain policy's old per-problem moving average, which made it converge
  *      prematurely: an improving policy's samples all beat the lagging
  *      baseline, so every sampled choice was reinforced and the entropy
- *      fell whatever the reward said, bench/notes/s7-sgdp.md), then `epochs`
+ *      fell whatever the reward said; bench/RESULTS.md), then `epochs`
  *      PPO epochs: each slot's clipped surrogate
  *      (learn.h) is backpropagated separately, the slots' gradients are
  *      summed in slot order and divided by `slots`, clipped, one Adam step.
