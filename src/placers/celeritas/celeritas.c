@@ -676,6 +676,8 @@ static op_status try_borrowed(const op_place_ctx *ctx, fused_search *s, op_error
         snprintf(what, sizeof what, "borrowed from %s", s->borrowed_name[k]);
         if ((st = op_placement_copy(&cand, &s->borrowed[k], err)))
             break;
+        free(cand.algorithm); /* named at the end (name_borrowed) */
+        cand.algorithm = NULL;
         if (s->inc.pool.cap == 0) /* --order none: placements alone */
             op_placement_drop_order(&cand);
         st = offer(ctx, &s->inc, &cand, 1, what, err);
@@ -749,6 +751,8 @@ static op_status name_borrowed(const op_problem *p, const fused_search *s, op_pl
         snprintf(name, sizeof name, "%s:borrowed-%s", s->name, s->borrowed_name[k]);
         return op_placement_set_algorithm(out, name, err);
     }
+    free(out->algorithm); /* celeritas's own: a name from a recycled buffer is stale */
+    out->algorithm = NULL;
     return OP_OK;
 }
 
