@@ -265,16 +265,24 @@ static int seen_before(fused_run *f)
     return 0;
 }
 
+/* One candidate of the search: a pass on one fused graph with one
+ * timeline for the memory estimate. */
+typedef struct candidate {
+    int run, adjusting, contention, timeline;
+    int cheap_cuts, forward; /* Order-Place with boundaries at cheap cuts (cel_pass) */
+} candidate;
+
 /* Run one pass on the fused graph and expand it to the original ops;
  * *fine is left empty (n_ops 0) when the pass repeats an earlier
  * placement of this attempt (nothing new to simulate). */
 static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusting, int schedule,
-                              const double *margin, op_placement *fine, int *n_fallback,
-                              op_error *err)
+                              const candidate *c, const double *margin, op_placement *fine,
+                              int *n_fallback, op_error *err)
 {
     cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem_p = &f->view.p, .margin = margin,
                    .slots = f->slots, .edge_bytes = f->edge_bytes, .device_of = f->device_of,
-                   .start_us = adjusting ? f->start : NULL, .contention = f->contention};
+                   .start_us = adjusting ? f->start : NULL, .contention = f->contention,
+                   .cheap_cuts = c->cheap_cuts, .forward = c->forward};
     op_status st = adjusting ? cel_place_adjusting(&ps, err) : cel_place_sequential(&ps, err);
     if (st)
         return st;
@@ -391,6 +399,10 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
 #define SEARCH_MAX_FUSED_OPS 2000
 #define UNFUSED_MAX_OPS 20000
 #define N_BORROWED 4
+/* The guard's Order-Place also runs with its device boundaries moved back
+ * to the cheapest cut within the last 1/CHEAP_CUT_WINDOW of each device's
+ * run (celeritas_fill.c; BEYOND THE PAPER, not with --paper). */
+#define CHEAP_CUT_WINDOW 2
 
 /* Borrowed candidates (BEYOND THE PAPER; not with --paper): on graphs of
  * at most BORROW_MAX_OPS ops, the placements of these baselines are
@@ -412,13 +424,10 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * where m-SCT's memory-aware list schedule takes 4.11 s.  Larger graphs
  * skip them (placement time: m-ETF and HEFT take seconds on 36k ops). */
 static const char *const BORROWED[] = {"expert", "m-etf", "m-sct", "heft"};
+#ifndef BORROW_MAX_OPS /* -DBORROW_MAX_OPS=0 builds the mechanism alone (ablation) */
 #define BORROW_MAX_OPS 5000
+#endif
 
-/* One candidate of the search: a pass on one fused graph with one
- * timeline for the memory estimate. */
-typedef struct candidate {
-    int run, adjusting, contention, timeline;
-} candidate;
 
 /* What every attempt of a fused placer shares: the fused graphs (built
  * once; only the margins change between attempts) and the simulator. */
@@ -448,11 +457,13 @@ static op_status run_candidate(const op_place_ctx *ctx, fused_search *s, candida
     f->contention = c.contention;
     f->slots = c.timeline ? f->map.coarse->topo : f->seq;
     snprintf(what, sizeof what, "R=%d %s, %s timeline", f->range,
-             !c.adjusting ? "order-place"
+             !c.adjusting ? (c.forward      ? "order-place (cheap cuts, both ways)"
+                             : c.cheap_cuts ? "order-place (cheap cuts)" : "order-place")
              : c.contention ? "adjusting (contention)" : "adjusting",
              c.timeline ? "Kahn" : "CPD-TOPO");
     int fallback = 0;
-    op_status st = pass_to_fine(ctx, f, c.adjusting, s->schedule, margin, &fine, &fallback, err);
+    op_status st = pass_to_fine(ctx, f, c.adjusting, s->schedule, &c, margin, &fine,
+                                &fallback, err);
     if (s->balanced && fallback == 0)
         fallback = 1; /* over capacity by design: a best-effort candidate */
 
@@ -475,7 +486,7 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
                             const double *margin, op_error *err)
 {
     fused_run *f = &s->runs[run];
-    candidate pass[3];
+    candidate pass[5];
     int np = 0;
     if (s->adjusting && !s->balanced) {
         if (s->contention != 0)
@@ -485,6 +496,10 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
     }
     if (!s->adjusting || s->guard || s->balanced)
         pass[np++] = (candidate){.run = run};
+    if (s->guard && !s->balanced) {
+        pass[np++] = (candidate){.run = run, .cheap_cuts = CHEAP_CUT_WINDOW};
+        pass[np++] = (candidate){.run = run, .cheap_cuts = CHEAP_CUT_WINDOW, .forward = 1};
+    }
     int nt = memcmp(f->seq, f->map.coarse->topo, (size_t)f->cp.n * sizeof *f->seq) ? 2 : 1;
     op_status st = OP_OK;
     for (int k = 0; k < np * nt && !st; k++) {
