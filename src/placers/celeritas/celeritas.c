@@ -407,9 +407,13 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * candidates): MobileNet-V2 tight 27.0 -> 19.5 ms, DenseNet-121 tight
  * 94.9 -> 84.5 ms (bench/notes/s7-celeritas2.md). */
 #define CHEAP_CUT_WINDOW 2
-/* ... on graphs of at most this many ops (placement time: on the 36k-op
- * zoo transformer-29 they took it from 1.0 to 1.8 s, with no gain). */
-#define CHEAP_CUT_MAX_OPS 20000
+/* ... on graphs of at most this many ops.  On larger ones the pool of
+ * placements that try_orders orders holds only a few (ORDER_OPS_BUDGET),
+ * and the cheap-cut placements pushed out the one an order made best: the
+ * paper's Transformer 12x2048 b256 (14,902 ops, 4 x v100-pcie) went from
+ * 5.630 to 6.010 s; NMT-40 (13,570) gained nothing; on the 36k-op zoo
+ * transformer-29 placement took 1.8 s instead of 1.0. */
+#define CHEAP_CUT_MAX_OPS 5000
 
 /* Borrowed candidates (BEYOND THE PAPER; not with --paper): on graphs of
  * at most BORROW_MAX_OPS ops, the placements of these baselines are
