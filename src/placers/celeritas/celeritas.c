@@ -269,7 +269,7 @@ static int seen_before(fused_run *f)
  * timeline for the memory estimate. */
 typedef struct candidate {
     int run, adjusting, contention, timeline;
-    int cheap_cuts, forward; /* Order-Place with boundaries at cheap cuts (cel_pass) */
+    int cheap_cuts; /* Order-Place with boundaries at cheap cuts (cel_pass) */
 } candidate;
 
 /* Run one pass on the fused graph and expand it to the original ops;
@@ -282,7 +282,7 @@ static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusti
     cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem_p = &f->view.p, .margin = margin,
                    .slots = f->slots, .edge_bytes = f->edge_bytes, .device_of = f->device_of,
                    .start_us = adjusting ? f->start : NULL, .contention = f->contention,
-                   .cheap_cuts = c->cheap_cuts, .forward = c->forward};
+                   .cheap_cuts = c->cheap_cuts};
     op_status st = adjusting ? cel_place_adjusting(&ps, err) : cel_place_sequential(&ps, err);
     if (st)
         return st;
@@ -400,10 +400,11 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
 #define UNFUSED_MAX_OPS 20000
 #define N_BORROWED 4
 /* Cheap cuts (BEYOND THE PAPER, not with --paper): the guard's Order-Place
- * also runs with each device boundary moved to the cheapest cut (fewest
+ * also runs with each device boundary moved back to the cheapest cut (fewest
  * bytes crossing) within the last 1/CHEAP_CUT_WINDOW of the device's run
- * before it, and once more with the window reaching 1/(2 CHEAP_CUT_WINDOW)
- * past it (celeritas_fill.c).  Real graphs, mechanism alone (no borrowed
+ * (celeritas_fill.c).  (A variant whose window also reached a quarter of the
+ * run past the boundary, beyond the estimate's "full", never won on the
+ * real-model table and was dropped.)  Real graphs, mechanism alone (no borrowed
  * candidates): MobileNet-V2 tight 27.0 -> 19.5 ms, DenseNet-121 tight
  * 94.9 -> 84.5 ms (bench/notes/s7-celeritas2.md). */
 #define CHEAP_CUT_WINDOW 2
@@ -468,8 +469,7 @@ static op_status run_candidate(const op_place_ctx *ctx, fused_search *s, candida
     f->contention = c.contention;
     f->slots = c.timeline ? f->map.coarse->topo : f->seq;
     snprintf(what, sizeof what, "R=%d %s, %s timeline", f->range,
-             !c.adjusting ? (c.forward      ? "order-place (cheap cuts, both ways)"
-                             : c.cheap_cuts ? "order-place (cheap cuts)" : "order-place")
+             !c.adjusting ? (c.cheap_cuts ? "order-place (cheap cuts)" : "order-place")
              : c.contention ? "adjusting (contention)" : "adjusting",
              c.timeline ? "Kahn" : "CPD-TOPO");
     int fallback = 0;
@@ -497,7 +497,7 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
                             const double *margin, op_error *err)
 {
     fused_run *f = &s->runs[run];
-    candidate pass[5];
+    candidate pass[4];
     int np = 0;
     if (s->adjusting && !s->balanced) {
         if (s->contention != 0)
@@ -509,7 +509,6 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
         pass[np++] = (candidate){.run = run};
     if (s->guard && !s->balanced && ctx->p->n <= CHEAP_CUT_MAX_OPS) {
         pass[np++] = (candidate){.run = run, .cheap_cuts = CHEAP_CUT_WINDOW};
-        pass[np++] = (candidate){.run = run, .cheap_cuts = CHEAP_CUT_WINDOW, .forward = 1};
     }
     int nt = memcmp(f->seq, f->map.coarse->topo, (size_t)f->cp.n * sizeof *f->seq) ? 2 : 1;
     op_status st = OP_OK;

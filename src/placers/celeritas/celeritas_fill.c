@@ -23,8 +23,9 @@
  * block's 4x smaller output was a few ops earlier).  In the spirit of the
  * paper's own min-communication breakpoints (Optimal Operation Fusion,
  * section 5.1), each device boundary is moved back to the cut of the
- * sequence that the fewest bytes cross, within a window of the last
- * 1/cheap_cuts of the device's run of the sequence (ties: the latest).
+ * sequence that the fewest bytes cross (consumers more than one device's
+ * run past the boundary left out, see cut_bytes), within a window of the
+ * last 1/cheap_cuts of the device's run of the sequence (ties: the latest).
  * Boundaries are fixed one at a time, first to last: fill, move the first
  * boundary not yet fixed, fill again with it forced.  Moving a boundary
  * back only takes ops off the device it ends (its estimate can only go
@@ -72,11 +73,8 @@ static op_status fill(cel_pass *ps, const int *forced, int nf, int *natural, op_
                 cur++;
         }
         int cur_allowed = cel_memory_allowed(&m, v, cur);
-        int held = f < nf && cur_allowed; /* before a forced cut: stay */
-        int d = held ? cur : first_with_room(&m, ps->device_of, v, cur);
-        if (held && !cel_memory_fits(&m, ps->device_of, v, d)) {
-            ps->n_fallback++; /* a forward cut past the estimate's "full" */
-        } else if (d < 0) {
+        int d = first_with_room(&m, ps->device_of, v, cur);
+        if (d < 0) {
             d = cel_memory_fallback(&m, v);
             ps->n_fallback++;
         } else if (cur_allowed && d != cur && d > cur) {
@@ -143,14 +141,12 @@ op_status cel_place_sequential(cel_pass *ps, op_error *err)
         if ((st = fill(ps, forced, nf, &b, err)) || (filled = b < 0))
             break;
         int start = nf ? forced[nf - 1] : 0, len = b - start;
-        int lo = b - len / ps->cheap_cuts, hi = b + (ps->forward ? len / (2 * ps->cheap_cuts) : 0);
+        int lo = b - len / ps->cheap_cuts;
         if (lo <= start)
             lo = start + 1;
-        if (hi > n - 1)
-            hi = n - 1;
         cut_bytes(ps, pos, b + len, cut);
         int best = b;
-        for (int j = lo; j <= hi; j++)
+        for (int j = lo; j <= b; j++)
             if (cut[j] < cut[best] || (cut[j] == cut[best] && j > best))
                 best = j;
         forced[nf++] = best;
