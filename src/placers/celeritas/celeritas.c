@@ -68,6 +68,9 @@
  * them is that placer's win, and the result's algorithm names it
  * ("celeritas:borrowed-m-etf").  Not when celeritas runs inside a
  * portfolio (auto), which runs those placers itself.
+ * Cheap cuts (celeritas unless --paper; graphs of at most
+ * CHEAP_CUT_MAX_OPS ops): the guard's Order-Place also runs with its
+ * device boundaries moved back to the cheapest cut (celeritas_fill.c).
  * Contention (celeritas unless --paper, which keeps the paper's EST only):
  * Adjusting Placement runs twice, with the EST computed over FIFO channel
  * queues and with the paper's contention-free transfer times; see
@@ -422,18 +425,14 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * goes to Celeritas's own), and so the result is never worse in the
  * simulator than the best of them.  A win by one of them is that
  * placer's win, not Celeritas's: the result's algorithm names it
- * (name_borrowed), and bench/RESULTS.md has the ablation.  Why Celeritas's own
- * mechanism loses where they win (measured on the real-model table):
- * on memory-tight CNNs the device boundaries of the fill and of Adjusting
- * Placement fall where the liveness estimate says a device is full, not
- * at a cheap cut (MobileNet-V2 tight: a 36.75 MiB activation crosses
- * twice, expert's layer split cuts at a 9.19 MiB bottleneck); where one
+ * (name_borrowed), and bench/RESULTS.md has the ablation.  Where the
+ * mechanism alone still loses (docs/algorithms/celeritas.md): where one
  * device holds the graph, Adjusting Placement's own plan is worse than
  * one device (Inception-V3 16GB: 93.7 / 93.0 ms planned against 92.6 ms
  * on one device), so the guard returns one device while m-ETF overlaps
- * branches (92.0 ms); at the paper's Inception-V3 b512 the Adjusting
- * placements overflow in simulation and Order-Place fits at 4.62 s,
- * where m-SCT's memory-aware list schedule takes 4.11 s.  Larger graphs
+ * branches (92.0 ms).  The memory-tight CNNs where the fill's device
+ * boundaries fell inside blocks (MobileNet-V2 and DenseNet-121 tight,
+ * Inception-V3 b512) are the mechanism's own since the cheap cuts.  Larger graphs
  * skip them (placement time: m-ETF and HEFT take seconds on 36k ops). */
 static const char *const BORROWED[] = {"expert", "m-etf", "m-sct", "heft"};
 #ifndef BORROW_MAX_OPS /* -DBORROW_MAX_OPS=0 builds the mechanism alone (ablation) */
