@@ -1072,3 +1072,84 @@ Test(placers, never_worse_than_the_borrowed_baselines, .timeout = 120)
         tk_unbind(&tp);
     }
 }
+
+/* ---- cheap cuts ------------------------------------------------------ */
+
+/* Bytes of the edges whose ends the placement puts on different devices;
+ * *largest: the largest of them. */
+static int64_t crossing_bytes(const op_graph *g, const int *device_of, int64_t *largest)
+{
+    int64_t sum = 0;
+    *largest = 0;
+    for (int e = 0; e < g->n_edges; e++)
+        if (device_of[g->edge_src[e]] != device_of[g->edge_dst[e]]) {
+            sum += g->edge_bytes[e];
+            if (g->edge_bytes[e] > *largest)
+                *largest = g->edge_bytes[e];
+        }
+    return sum;
+}
+
+/* A chain of 14 ops of 100 MB params each; every output is 32 MB except
+ * op 5's (1 MB, a bottleneck).  On 2 devices of 1 GB the fill ends device 0
+ * where it is full (op 8's 32 MB output crosses); with cheap cuts the
+ * boundary moves back to the bottleneck: only the 1 MB edge crosses, no op
+ * lacks room, and the simulated step is shorter.  Celeritas (which offers
+ * the cheap-cut fill as a candidate) is then no slower than that. */
+Test(placers, cheap_cuts_move_a_device_boundary_to_the_bottleneck)
+{
+    const int n = 14;
+    const int64_t mb = 1000000, small = mb, big = 32 * mb;
+    op_graph_builder *b = op_graph_builder_new("bottleneck", NULL);
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "c%d", i);
+        tk_op_full(b, &(op_op_spec){.name = name, .time_us = 100,
+                                    .output_bytes = i == 5 ? small : big,
+                                    .param_bytes = 100 * mb});
+    }
+    for (int i = 1; i < n; i++)
+        tk_edge(b, i - 1, i, -1);
+    op_graph *g = tk_finish(b);
+    tk_problem tp;
+    tk_bind(&tp, g, tk_cluster(2, 10, 1e-3, 1000 * mb));
+    int seq[14], plain[14], cheap[14];
+    for (int i = 0; i < n; i++)
+        seq[i] = i;
+    op_error err = {0};
+    cel_pass ps = {.p = &tp.p, .seq = seq, .device_of = plain};
+    cr_assert_eq(cel_place_sequential(&ps, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(ps.n_fallback, 0);
+    int64_t plain_max, cheap_max;
+    crossing_bytes(g, plain, &plain_max);
+    cr_assert_eq(plain_max, big, "the plain fill should end device 0 inside a 32 MB run");
+
+    ps = (cel_pass){.p = &tp.p, .seq = seq, .device_of = cheap, .cheap_cuts = 2};
+    cr_assert_eq(cel_place_sequential(&ps, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(ps.n_fallback, 0, "moving a boundary back never needs the fallback");
+    int64_t cheap_sum = crossing_bytes(g, cheap, &cheap_max);
+    cr_assert_eq(cheap_sum, small, "only the bottleneck crosses (%lld bytes)",
+                 (long long)cheap_sum);
+    for (int i = 1; i < n; i++) /* still a contiguous split: device 0, then device 1 */
+        cr_assert(cheap[i] >= cheap[i - 1]);
+    int oom;
+    op_placement pl;
+    cr_assert_eq(op_placement_init(&pl, n, 2, &err), OP_OK);
+    memcpy(pl.device_of, cheap, sizeof cheap);
+    double t_cheap = step_of(&tp.p, &pl, &oom);
+    cr_assert(!oom);
+    memcpy(pl.device_of, plain, sizeof plain);
+    double t_plain = step_of(&tp.p, &pl, &oom);
+    cr_assert(!oom);
+    cr_assert(t_cheap < t_plain, "cheap cut %.1f us, plain fill %.1f us", t_cheap, t_plain);
+    op_placement_destroy(&pl);
+
+    op_placement cel;
+    cr_assert_eq(run_placer("celeritas", &tp.p, 0, &cel, &err), OP_OK, "%s", err.msg);
+    double t_cel = step_of(&tp.p, &cel, &oom);
+    cr_assert(!oom);
+    cr_assert(t_cel <= t_cheap + 1e-6, "celeritas %.1f us, cheap-cut fill %.1f us", t_cel,
+              t_cheap);
+    op_placement_destroy(&cel);
+    tk_unbind(&tp);
+}

@@ -68,6 +68,9 @@
  * them is that placer's win, and the result's algorithm names it
  * ("celeritas:borrowed-m-etf").  Not when celeritas runs inside a
  * portfolio (auto), which runs those placers itself.
+ * Cheap cuts (celeritas unless --paper; graphs of at most
+ * CHEAP_CUT_MAX_OPS ops): the guard's Order-Place also runs with its
+ * device boundaries moved back to the cheapest cut (celeritas_fill.c).
  * Contention (celeritas unless --paper, which keeps the paper's EST only):
  * Adjusting Placement runs twice, with the EST computed over FIFO channel
  * queues and with the paper's contention-free transfer times; see
@@ -265,16 +268,24 @@ static int seen_before(fused_run *f)
     return 0;
 }
 
+/* One candidate of the search: a pass on one fused graph with one
+ * timeline for the memory estimate. */
+typedef struct candidate {
+    int run, adjusting, contention, timeline;
+    int cheap_cuts; /* Order-Place with boundaries at cheap cuts (cel_pass) */
+} candidate;
+
 /* Run one pass on the fused graph and expand it to the original ops;
  * *fine is left empty (n_ops 0) when the pass repeats an earlier
  * placement of this attempt (nothing new to simulate). */
 static op_status pass_to_fine(const op_place_ctx *ctx, fused_run *f, int adjusting, int schedule,
-                              const double *margin, op_placement *fine, int *n_fallback,
-                              op_error *err)
+                              const candidate *c, const double *margin, op_placement *fine,
+                              int *n_fallback, op_error *err)
 {
     cel_pass ps = {.p = &f->cp, .seq = f->seq, .mem_p = &f->view.p, .margin = margin,
                    .slots = f->slots, .edge_bytes = f->edge_bytes, .device_of = f->device_of,
-                   .start_us = adjusting ? f->start : NULL, .contention = f->contention};
+                   .start_us = adjusting ? f->start : NULL, .contention = f->contention,
+                   .cheap_cuts = c->cheap_cuts};
     op_status st = adjusting ? cel_place_adjusting(&ps, err) : cel_place_sequential(&ps, err);
     if (st)
         return st;
@@ -391,6 +402,22 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
 #define SEARCH_MAX_FUSED_OPS 2000
 #define UNFUSED_MAX_OPS 20000
 #define N_BORROWED 4
+/* Cheap cuts (BEYOND THE PAPER, not with --paper): the guard's Order-Place
+ * also runs with each device boundary moved back to the cheapest cut (fewest
+ * bytes crossing) within the last 1/CHEAP_CUT_WINDOW of the device's run
+ * (celeritas_fill.c).  (A variant whose window also reached a quarter of the
+ * run past the boundary, beyond the estimate's "full", never won on the
+ * real-model table and was dropped.)  Real graphs, mechanism alone (no borrowed
+ * candidates): MobileNet-V2 tight 27.0 -> 19.5 ms, DenseNet-121 tight
+ * 94.9 -> 84.5 ms (bench/notes/s7-celeritas2.md). */
+#define CHEAP_CUT_WINDOW 2
+/* ... on graphs of at most this many ops.  On larger ones the pool of
+ * placements that try_orders orders holds only a few (ORDER_OPS_BUDGET),
+ * and the cheap-cut placements pushed out the one an order made best: the
+ * paper's Transformer 12x2048 b256 (14,902 ops, 4 x v100-pcie) went from
+ * 5.630 to 6.010 s; NMT-40 (13,570) gained nothing; on the 36k-op zoo
+ * transformer-29 placement took 1.8 s instead of 1.0. */
+#define CHEAP_CUT_MAX_OPS 5000
 
 /* Borrowed candidates (BEYOND THE PAPER; not with --paper): on graphs of
  * at most BORROW_MAX_OPS ops, the placements of these baselines are
@@ -398,27 +425,20 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * goes to Celeritas's own), and so the result is never worse in the
  * simulator than the best of them.  A win by one of them is that
  * placer's win, not Celeritas's: the result's algorithm names it
- * (name_borrowed), and bench/RESULTS.md has the ablation.  Why Celeritas's own
- * mechanism loses where they win (measured on the real-model table):
- * on memory-tight CNNs the device boundaries of the fill and of Adjusting
- * Placement fall where the liveness estimate says a device is full, not
- * at a cheap cut (MobileNet-V2 tight: a 36.75 MiB activation crosses
- * twice, expert's layer split cuts at a 9.19 MiB bottleneck); where one
+ * (name_borrowed), and bench/RESULTS.md has the ablation.  Where the
+ * mechanism alone still loses (docs/algorithms/celeritas.md): where one
  * device holds the graph, Adjusting Placement's own plan is worse than
  * one device (Inception-V3 16GB: 93.7 / 93.0 ms planned against 92.6 ms
  * on one device), so the guard returns one device while m-ETF overlaps
- * branches (92.0 ms); at the paper's Inception-V3 b512 the Adjusting
- * placements overflow in simulation and Order-Place fits at 4.62 s,
- * where m-SCT's memory-aware list schedule takes 4.11 s.  Larger graphs
+ * branches (92.0 ms).  The memory-tight CNNs where the fill's device
+ * boundaries fell inside blocks (MobileNet-V2 and DenseNet-121 tight,
+ * Inception-V3 b512) are the mechanism's own since the cheap cuts.  Larger graphs
  * skip them (placement time: m-ETF and HEFT take seconds on 36k ops). */
 static const char *const BORROWED[] = {"expert", "m-etf", "m-sct", "heft"};
+#ifndef BORROW_MAX_OPS /* -DBORROW_MAX_OPS=0 builds the mechanism alone (ablation) */
 #define BORROW_MAX_OPS 5000
+#endif
 
-/* One candidate of the search: a pass on one fused graph with one
- * timeline for the memory estimate. */
-typedef struct candidate {
-    int run, adjusting, contention, timeline;
-} candidate;
 
 /* What every attempt of a fused placer shares: the fused graphs (built
  * once; only the margins change between attempts) and the simulator. */
@@ -448,11 +468,12 @@ static op_status run_candidate(const op_place_ctx *ctx, fused_search *s, candida
     f->contention = c.contention;
     f->slots = c.timeline ? f->map.coarse->topo : f->seq;
     snprintf(what, sizeof what, "R=%d %s, %s timeline", f->range,
-             !c.adjusting ? "order-place"
+             !c.adjusting ? (c.cheap_cuts ? "order-place (cheap cuts)" : "order-place")
              : c.contention ? "adjusting (contention)" : "adjusting",
              c.timeline ? "Kahn" : "CPD-TOPO");
     int fallback = 0;
-    op_status st = pass_to_fine(ctx, f, c.adjusting, s->schedule, margin, &fine, &fallback, err);
+    op_status st = pass_to_fine(ctx, f, c.adjusting, s->schedule, &c, margin, &fine,
+                                &fallback, err);
     if (s->balanced && fallback == 0)
         fallback = 1; /* over capacity by design: a best-effort candidate */
 
@@ -475,7 +496,7 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
                             const double *margin, op_error *err)
 {
     fused_run *f = &s->runs[run];
-    candidate pass[3];
+    candidate pass[4];
     int np = 0;
     if (s->adjusting && !s->balanced) {
         if (s->contention != 0)
@@ -485,6 +506,9 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
     }
     if (!s->adjusting || s->guard || s->balanced)
         pass[np++] = (candidate){.run = run};
+    if (s->guard && !s->balanced && ctx->p->n <= CHEAP_CUT_MAX_OPS) {
+        pass[np++] = (candidate){.run = run, .cheap_cuts = CHEAP_CUT_WINDOW};
+    }
     int nt = memcmp(f->seq, f->map.coarse->topo, (size_t)f->cp.n * sizeof *f->seq) ? 2 : 1;
     op_status st = OP_OK;
     for (int k = 0; k < np * nt && !st; k++) {

@@ -64,6 +64,9 @@ typedef struct cel_pass {
     int contention;      /* in (adjusting): plan transfers on FIFO channels (see
                             celeritas_adjust.c); 0 = the paper's contention-free EST */
     double makespan_us;  /* out (adjusting): the planned step time */
+    int cheap_cuts;      /* in (sequential): 0, or move each device boundary back to
+                            the cheapest cut within the last 1/cheap_cuts of the
+                            device's run (celeritas_fill.c) */
 } cel_pass;
 
 op_status cel_place_sequential(cel_pass *ps, op_error *err);
