@@ -23,8 +23,15 @@
  *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
  *      times in microseconds of the incumbent's step; starts in [t0, step],
  *      t0 the slice's first start, so every big-M is the window's horizon):
- *        x_vd one-hot (eligible devices; colocated ops outside the window
- *        fix their group's device), S_v, C_v = S_v + sum_d exec(v,d) x_vd;
+ *        x_vd one-hot (eligible devices of v and its colocation group),
+ *        S_v, C_v = S_v + sum_d exec(v,d) x_vd; the window is closed under
+ *        colocation: a group's members outside it (far members: the
+ *        exporter colocates a forward op with its backward op and its
+ *        update, far apart in time) follow the group's device, with no
+ *        start column of their own; their work moves between the devices'
+ *        load and tail rows and their fixed inputs and outputs get rows
+ *        from the incumbent's schedule (far_terms, far_member_rows: an
+ *        approximation, the simulator judges);
  *        device release: S_v >= r_d x_vd, r_d the finish of the last op
  *        before the window on d;
  *        transfers as the simulator sends them (formats.md 5.3): one per
