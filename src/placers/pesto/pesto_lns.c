@@ -23,8 +23,15 @@
  *   3. The window's ILP (the model of pesto_ilp.c restricted to the window;
  *      times in microseconds of the incumbent's step; starts in [t0, step],
  *      t0 the slice's first start, so every big-M is the window's horizon):
- *        x_vd one-hot (eligible devices; colocated ops outside the window
- *        fix their group's device), S_v, C_v = S_v + sum_d exec(v,d) x_vd;
+ *        x_vd one-hot (eligible devices of v and its colocation group),
+ *        S_v, C_v = S_v + sum_d exec(v,d) x_vd; the window is closed under
+ *        colocation: a group's members outside it (far members: the
+ *        exporter colocates a forward op with its backward op and its
+ *        update, far apart in time) follow the group's device, with no
+ *        start column of their own; their work moves between the devices'
+ *        load and tail rows and their fixed inputs and outputs get rows
+ *        from the incumbent's schedule (far_terms, far_member_rows: an
+ *        approximation, the simulator judges);
  *        device release: S_v >= r_d x_vd, r_d the finish of the last op
  *        before the window on d;
  *        transfers as the simulator sends them (formats.md 5.3): one per
@@ -246,6 +253,117 @@ static int64_t sent_bytes(const op_graph *g, const op_placement *pl, const windo
     return b;
 }
 
+/* The first window op of group grp (whose X columns stand for the group's
+ * device: the colocation rows make every member's equal), or -1. */
+static int group_head(const op_problem *p, const window *w, int grp)
+{
+    int head = -1;
+    for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
+        int a = w->loc[p->group_ops[t]];
+        if (a >= 0 && (head < 0 || a < head))
+            head = a;
+    }
+    return head;
+}
+
+/* Is op v outside the window but in a colocation group the window touches
+ * (it moves with the group)? */
+static int far_member(const op_problem *p, const window *w, int v)
+{
+    int grp = p->group_of[v];
+    return w->loc[v] < 0 && grp != OP_NONE && group_head(p, w, grp) >= 0;
+}
+
+/* The far members' work in a row about device d's time: - exec(f, d) x_gd
+ * for each far member f (all: in the load row; only those after the
+ * window on d: in the rows of d's later ops); returns the work of those of
+ * them on d now, which the caller takes off the row's constant: a far
+ * member on d now that moves away frees its time (approximately: the tail
+ * or release of d need not shrink by all of it), one moved onto d adds
+ * its time (a far member after the window moved onto d counts in the load
+ * row only). */
+static double far_terms(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
+                        const window *w, int d, int all)
+{
+    double gone = 0;
+    for (int a = 0; a < w->k; a++) {
+        int grp = p->group_of[w->ops[a]], col = w->X[a * p->nd + d];
+        if (grp == OP_NONE || group_head(p, w, grp) != a)
+            continue;
+        for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
+            int f = p->group_ops[t];
+            if (w->loc[f] >= 0 || (!all && (pl->device_of[f] != d || s->rank[f] < w->hi)))
+                continue;
+            double e = op_exec_us(p, f, d);
+            if (col >= 0)
+                lp_term(m, col, -e);
+            if (pl->device_of[f] == d)
+                gone += e;
+        }
+    }
+    return gone;
+}
+
+/* Members of a window's colocation groups outside the window (a forward op's
+ * backward op and optimizer update, far apart in time) move with their
+ * group: they have no start column, and the model says what moving them
+ * costs, approximately, from the incumbent's schedule (the simulator judges
+ * every candidate): their work moves between the load and tail rows of
+ * the devices (far_terms), and for such a member f (started at s_f, latest
+ * start L_f, length l_f) on the group's device t:
+ *   an input from a fixed u (device du, finish f_u):
+ *     Cmax >= f_u + sum_t (T(du, t) [t != du] + exec(f, t)) x_gt + (step - L_f - l_f);
+ *   an output to a fixed x (device dx, latest start L_x):
+ *     Cmax >= s_f + sum_t (exec(f, t) + T(t, dx) [t != dx]) x_gt + (step - L_x).
+ * Inputs and outputs from window ops or other moving members are left out.
+ * The incumbent meets every row (its starts respect its transfers and
+ * latest starts), so the MIP start stays feasible. */
+static void far_member_rows(lp_model *m, const op_problem *p, const op_placement *pl,
+                            const sched *s, const window *w)
+{
+    const op_graph *g = p->g;
+    int nd = p->nd;
+    for (int a = 0; a < w->k; a++) {
+        int grp = p->group_of[w->ops[a]];
+        if (grp == OP_NONE || group_head(p, w, grp) != a)
+            continue;
+        for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
+            int f = p->group_ops[t];
+            if (w->loc[f] >= 0)
+                continue;
+            double len = s->finish[f] - s->start[f];
+            for (int e = g->pred_off[f]; e < g->pred_off[f + 1]; e++) {
+                int u = g->pred[e];
+                if (w->loc[u] >= 0 || far_member(p, w, u))
+                    continue;
+                int du = pl->device_of[u];
+                int64_t bytes = g->edge_bytes[g->pred_edge[e]];
+                lp_term(m, w->cmax, 1);
+                for (int d = 0; d < nd; d++)
+                    if (w->X[a * nd + d] >= 0)
+                        lp_term(m, w->X[a * nd + d],
+                                -(op_exec_us(p, f, d) +
+                                  (d != du ? op_cluster_transfer_us(p->c, du, d, bytes) : 0)));
+                lp_row_end(m, s->finish[u] + s->step - s->latest[f] - len, LP_INF);
+            }
+            for (int e = g->succ_off[f]; e < g->succ_off[f + 1]; e++) {
+                int x = g->succ[e];
+                if (w->loc[x] >= 0 || far_member(p, w, x))
+                    continue;
+                int dx = pl->device_of[x];
+                int64_t bytes = g->edge_bytes[g->succ_edge[e]];
+                lp_term(m, w->cmax, 1);
+                for (int d = 0; d < nd; d++)
+                    if (w->X[a * nd + d] >= 0)
+                        lp_term(m, w->X[a * nd + d],
+                                -(op_exec_us(p, f, d) +
+                                  (d != dx ? op_cluster_transfer_us(p->c, d, dx, bytes) : 0)));
+                lp_row_end(m, s->start[f] + s->step - s->latest[x], LP_INF);
+            }
+        }
+    }
+}
+
 /* Build the window's model; returns 0 or -1 (out of memory). */
 static int build(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
                  window *w)
@@ -284,17 +402,19 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     w->cmax = lp_col(m, 0, H + s->step + maxexec, 1, 0);
     w->pinned = 0;
     for (int a = 0; a < k; a++) {
-        int v = w->ops[a], grp = p->group_of[v], fixed = -1;
+        int v = w->ops[a], grp = p->group_of[v], far = 0;
         if (grp != OP_NONE)
             for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++)
-                if (w->loc[p->group_ops[t]] < 0)
-                    fixed = pl->device_of[p->group_ops[t]];
+                far |= w->loc[p->group_ops[t]] < 0;
         w->S[a] = lp_col(m, t0, s->step, 0, 0);
         for (int d = 0; d < nd; d++) {
-            int ok = allowed(p, v, d) && free_dev(w, d) && (fixed < 0 || d == fixed);
+            /* a colocation group is closed over: its members outside the
+             * window move with it (far_member_rows), so the window may
+             * re-place it on any device every member may use */
+            int ok = allowed(p, v, d) && free_dev(w, d);
             w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
         }
-        w->pinned += fixed >= 0;
+        w->pinned += far;
         for (int d = 0; d < nd; d++)
             if (w->X[a * nd + d] >= 0)
                 lp_term(m, w->X[a * nd + d], 1);
@@ -317,7 +437,8 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 lp_term(m, w->cmax, 1);
                 completion(m, p, w, a, -1);
                 lp_term(m, w->X[a * nd + d], -M);
-                lp_row_end(m, tailq[d] - M, LP_INF);
+                double gone = far_terms(m, p, pl, s, w, d, 0);
+                lp_row_end(m, tailq[d] - M - gone, LP_INF);
             }
         for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
             int u = g->pred[e], edge = g->pred_edge[e], b = w->loc[u];
@@ -438,8 +559,10 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         for (int a = 0; a < k; a++)
             if (w->X[a * nd + d] >= 0)
                 lp_term(m, w->X[a * nd + d], -op_exec_us(p, w->ops[a], d));
-        lp_row_end(m, rel[d] + (tailq[d] > 0 ? tailq[d] : 0), LP_INF);
+        double gone = far_terms(m, p, pl, s, w, d, 1);
+        lp_row_end(m, rel[d] + (tailq[d] > 0 ? tailq[d] : 0) - gone, LP_INF);
     }
+    far_member_rows(m, p, pl, s, w);
     for (int grp = 0; grp < p->n_groups; grp++) { /* colocation inside the window */
         int first = -1;
         for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
@@ -662,6 +785,13 @@ static op_status candidate_from(const op_problem *p, const op_placement *inc, ln
         }
         cand->device_of[w->ops[a]] = best;
     }
+    for (int a = 0; a < w->k; a++) { /* far members follow their group */
+        int grp = p->group_of[w->ops[a]];
+        if (grp != OP_NONE)
+            for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++)
+                if (w->loc[p->group_ops[t]] < 0)
+                    cand->device_of[p->group_ops[t]] = cand->device_of[w->ops[a]];
+    }
     int n = 0;
     for (int r = 0; r < w->lo; r++)
         b->seq[n++] = b->s.by_start[r];
@@ -815,7 +945,7 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
     if (getenv("PESTO_LNS_DEBUG"))
-        fprintf(stderr, "window of %d ops (%d pinned by colocation): CBC status %d, objective "
+        fprintf(stderr, "window of %d ops (%d with colocated ops outside it, moved along): CBC status %d, objective "
                 "%.3f, %d columns\n", w->k, w->pinned, sol.status, sol.objective, m.ncol);
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
