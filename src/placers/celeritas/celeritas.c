@@ -409,7 +409,7 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * run past the boundary, beyond the estimate's "full", never won on the
  * real-model table and was dropped.)  Real graphs, mechanism alone (no borrowed
  * candidates): MobileNet-V2 tight 27.0 -> 19.5 ms, DenseNet-121 tight
- * 94.9 -> 84.5 ms (bench/notes/s7-celeritas2.md). */
+ * 94.9 -> 84.5 ms (bench/RESULTS.md). */
 #define CHEAP_CUT_WINDOW 2
 /* ... on graphs of at most this many ops.  On larger ones the pool of
  * placements that try_orders orders holds only a few (ORDER_OPS_BUDGET),
