@@ -208,14 +208,14 @@ Test(expert, never_slower_than_one_device_on_random_layered_graphs)
     }
 }
 
-/* Where no single device holds the parameters, expert splits the layers
- * (and fits) while single refuses. */
-Test(expert, splits_where_one_device_lacks_the_memory)
+/* A chain of n layers, one 50 us op each with 1000 bytes of parameters
+ * and 10-byte outputs. */
+static op_graph *heavy_chain(int n)
 {
     op_error err = {0};
-    op_graph_builder *b = op_graph_builder_new("big", &err);
+    op_graph_builder *b = op_graph_builder_new("heavy", &err);
     int prev = -1;
-    for (int l = 0; l < 4; l++) {
+    for (int l = 0; l < n; l++) {
         char name[96], scope[32];
         snprintf(scope, sizeof scope, "layer_%d", l);
         snprintf(name, sizeof name, "%s/op", scope);
@@ -225,8 +225,16 @@ Test(expert, splits_where_one_device_lacks_the_memory)
             tk_edge(b, prev, v, -1);
         prev = v;
     }
+    return tk_finish(b);
+}
+
+/* Where no single device holds the parameters, expert splits the layers
+ * (and fits) while single refuses. */
+Test(expert, splits_where_one_device_lacks_the_memory)
+{
+    op_error err = {0};
     tk_problem tp;
-    tk_bind(&tp, tk_finish(b), tk_cluster(4, 10, 1e-4, 1100));
+    tk_bind(&tp, heavy_chain(4), tk_cluster(4, 10, 1e-4, 1100));
     op_placement pl, one;
     cr_assert_eq(run_placer("single", &tp.p, &one, &err), OP_EINFEASIBLE);
     err = (op_error){0};
@@ -300,21 +308,9 @@ Test(expert, placement_bounds_never_exceed_the_simulator)
 Test(expert, skipping_by_bounds_keeps_the_fitting_split)
 {
     op_error err = {0};
-    op_graph_builder *b = op_graph_builder_new("heavy", &err);
-    int prev = -1;
-    for (int l = 0; l < 8; l++) {
-        char name[96], scope[32];
-        snprintf(scope, sizeof scope, "layer_%d", l);
-        snprintf(name, sizeof name, "%s/op", scope);
-        int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 50, .layer = scope,
-                                            .output_bytes = 10, .param_bytes = 1000});
-        if (prev >= 0)
-            tk_edge(b, prev, v, -1);
-        prev = v;
-    }
     tk_problem tp;
     /* two layers' params per device: only k = 4 holds the eight */
-    tk_bind(&tp, tk_finish(b), tk_cluster(4, 10, 1e-4, 2100));
+    tk_bind(&tp, heavy_chain(8), tk_cluster(4, 10, 1e-4, 2100));
     op_placement pl;
     for (int best_effort = 0; best_effort < 2; best_effort++) {
         const op_placer *ex = op_placer_find("expert");
