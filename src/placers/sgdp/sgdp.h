@@ -26,9 +26,6 @@
  *   sgdp_search.c    beyond the paper: the zero-shot policy-guided search, a
  *                    steepest descent over the single moves the policy
  *                    ranks highest, its incumbent fed back as the input
- *   sgdp_rank.c      beyond the paper: supervised move-ranking labels (each
- *                    single-unit move simulated) and a ranking loss that
- *                    trains the score the guided search ranks by
  *
  * HOW THE DEVICE COUNT ENTERS.  The output head always has max_devices
  * logits (8 by default).  A cluster with nd <= max_devices devices masks
@@ -52,7 +49,6 @@
  *   sgdp_train.c    PPO training on simulated step times
  *   sgdp_warm.c     reference placement and decision units (beyond the paper)
  *   sgdp_search.c   policy-guided zero-shot search (beyond the paper)
- *   sgdp_rank.c     supervised move ranking for that search (beyond the paper)
  * Shared learning pieces: src/learn/ (ppo.c, rollout_common.c).
  */
 #ifndef OPPLACE_SGDP_H
@@ -304,20 +300,6 @@ typedef struct sgdp_train_config {
                                sgdp_trainer_evaluate; <= 0: the policy mixed
                                with the exploration floor, as SGDP-one trains;
                                2 */
-    /* BEYOND THE PAPER (sgdp_rank.c): supervised move ranking after PPO.
-     * rank_steps > 0 (with heuristics): label every single-unit move off a
-     * few input placements of each training problem by simulation ("moving
-     * this unit alone improves the step") and fit the policy's log-odds of
-     * moving, the score the guided search ranks by, with a pairwise ranking
-     * loss, rank_steps Adam steps of rate rank_lr; rank_states input
-     * placements per problem (the reference, steepest-descent improvements
-     * of it, a perturbed copy).  0 in these defaults (the placer's
-     * fine-tuning does not rank); `opplace train sgdp` sets its own. */
-    int rank_steps;
-    int rank_states;
-    double rank_lr;
-    double rank_relabel; /* share of ranking steps that see the state with its
-                            devices relabelled (labels with it); 0 */
     int moving_baseline;  /* plain policy: advantages against the moving-average
                              baseline (ppo_baseline) instead of the batch mean; 0:
                              the batch mean (a lagging baseline made every sample
@@ -378,56 +360,6 @@ typedef struct sgdp_search_config {
 sgdp_search_config sgdp_search_defaults(void);
 op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *sc,
                               op_error *err);
-
-/* ------------------------------------- move-ranking labels (sgdp_rank.c)
- * BEYOND THE PAPER.  For an input placement given per row, every
- * decision row that can move is moved alone (its whole unit) to each other
- * device it may use and simulated; the label keeps the best other device.
- * improves[k] = the moved placement is better than the input (no OOM
- * first, then a shorter step). */
-typedef struct sgdp_move_labels {
-    int n;                  /* labelled decision rows */
-    int *row, *dev;         /* the row (topological position) and its best other device */
-    double *step;           /* simulated step time with that move (us) */
-    int *oom;
-    unsigned char *improves;
-    int improving;          /* how many improve */
-    double input_time;      /* the input's simulated step (us) */
-    int input_oom;
-} sgdp_move_labels;
-
-/* Labels of problem i's moves off row_dev (n rows), simulated in parallel
- * on the trainer's simulators; out is overwritten (free it with
- * sgdp_move_labels_free). */
-op_status sgdp_trainer_label_moves(sgdp_trainer *t, int i, const int *row_dev,
-                                   sgdp_move_labels *out, op_error *err);
-void sgdp_move_labels_free(sgdp_move_labels *l);
-
-/* The guided search's score of row r: log P(any device but input[r]) -
- * log P(input[r]) under logp; -INFINITY when nowhere else is allowed. */
-double sgdp_move_score(const sgdp_graph *sg, const nn_tensor *logp, const int *input, int r);
-
-/* The ranking loss of logp (the policy's log-probabilities with input as
- * its input) on labels l: the mean over (improving, non-improving) pairs
- * of softplus(score_j - score_i), plus the mean over improving rows of the
- * cross-entropy of the labelled device among the row's other devices (0
- * with two devices).  dlogp (may be NULL; same shape as logp) receives
- * d loss / d logp (overwritten).  *auc (may be NULL): the fraction of
- * pairs ranked right (ties count half); 0.5 when a class is empty. */
-double sgdp_rank_loss(const sgdp_graph *sg, const nn_tensor *logp, const int *input,
-                      const sgdp_move_labels *l, nn_tensor *dlogp, double *auc);
-
-/* A diagnostic of the policy's ranking at problem i's current input: its
- * moves labelled by simulation, then the AUC of the search's score for
- * "improves" and how many of the top_k rows by score improve. */
-typedef struct sgdp_rank_probe {
-    int units, improving, top_k, top_improving;
-    double auc;
-} sgdp_rank_probe;
-op_status sgdp_trainer_rank_probe(sgdp_trainer *t, int i, int top_k, sgdp_rank_probe *out,
-                                  op_error *err);
-
-#define SGDP_DEFAULT_RANK_STEPS 0 /* API only: the ranking stage did not help (bench/RESULTS.md) */
 
 typedef struct sgdp_best {
     const op_placement *placement; /* NULL before any rollout */

@@ -95,7 +95,7 @@ typedef struct sgdp_task {
     sgdp_reference_info ref;
     int *ref_row; /* n: the reference's device per row */
     int *heur_row; /* n: the heuristic reference itself (ref_row follows the
-                      best placement; the ranking stage labels this one) */
+                      best placement) */
     int cloned;   /* behaviour cloning reached its target */
     int follow_best; /* the reference features track the best placement seen */
     int input_oom;   /* the placement in ref_row: its simulated result */
@@ -142,18 +142,6 @@ int sgdp_tr_better(int oom_a, double time_a, int oom_b, double time_b);
 op_status sgdp_tr_keep_best(sgdp_task *tk, int oom, double step, const int *row_dev,
                             op_error *err);
 op_status sgdp_tr_refresh(sgdp_trainer *t, op_error *err);
-/* For sgdp_rank.c: simulate row_dev (per row) with a trace and put its
- * queueing delays into tk's features (sg->wait; effective at the next
- * sgdp_graph_set_reference); a varied copy of input (relabelled devices,
- * sometimes perturbed; 0 when the cluster has no interchangeable devices)
- * and the relabelling alone (perm[d] the new label of device d; 0 when
- * none); the ranking stage itself (after PPO, sgdp_trainer_run). */
-op_status sgdp_tr_timing(sgdp_task *tk, const int *row_dev, double *step, int *oom,
-                         op_error *err);
-void sgdp_tr_perturb(const sgdp_task *tk, nn_rng *rng, int *input);
-int sgdp_tr_relabelling(const sgdp_task *tk, nn_rng *rng, int *perm);
-op_status sgdp_rank_train(sgdp_trainer *t, op_error *err);
-
 op_status sgdp_tr_acting(sgdp_trainer *t, sgdp_task *tk, sgdp_slot *s, const nn_tensor *raw,
                          nn_tensor *eff, op_error *err);
 

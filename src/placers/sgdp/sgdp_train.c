@@ -60,9 +60,7 @@
  * decisions moved off the input per sample, the policy choosing which, as
  * zero-shot placement samples it; advantages net of the number of moves,
  * no entropy bonus.  The input's queueing delays (a simulation with a
- * trace, task_timing) are features of the policy (sgdp_warm.c).  With
- * rank_steps > 0, a supervised move-ranking stage follows PPO
- * (sgdp_rank.c; rank_steps alone, without iterations or budget, skips PPO).
+ * trace, task_timing) are features of the policy (sgdp_warm.c).
  *
  * Scaled from Table 4 for a 2-core machine: 32 rollouts per update (not
  * 800), one minibatch, 4 epochs (not 20), lr 3e-3 (Table 4 gives 0.5, which
@@ -98,9 +96,7 @@ sgdp_train_config sgdp_train_defaults(void)
                                .oom_penalty = 1.0, .progress = NULL, .heuristics = NULL,
                                .unit_target = 0, .warm_start = 0, .clone_steps = 150,
                                .clone_fraction = 0.3, .slots = 1, .input_variety = 0.5,
-                               .proposal_moves = SGDP_DEFAULT_MOVES, .rank_steps = 0,
-                               .rank_states = 4, .rank_lr = 3e-3,
-                               .rank_relabel = 0.0};
+                               .proposal_moves = SGDP_DEFAULT_MOVES};
 }
 
 static void task_destroy(task *tk)
@@ -1137,8 +1133,7 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
 
 op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
 {
-    int rank_only = t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0;
-    if (rank_only && t->cfg.rank_steps <= 0)
+    if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
         return op_fail(err, OP_EUSAGE, "sgdp: give an iteration count or a time budget");
     double t0 = rl_now_seconds(), base_seconds = t->stats.seconds;
     long start_iter = t->stats.iterations;
@@ -1156,7 +1151,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         st = warm_start(t, until, err);
     }
     double last = 0.0; /* the last iteration's duration */
-    while (!st && !rank_only) {
+    while (!st) {
         long done = t->stats.iterations - start_iter;
         /* the deadline as a budget from t0, less the next iteration and
          * what follows (rank 0's value is broadcast) */
@@ -1178,9 +1173,6 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     if (!st && t->stats.iterations > start_iter) {
         ppo_stats none = {0};
         report(t, &t->tasks[0], &none, t->stats.last_mean_reward, 1);
-    }
-    if (!st && t->cfg.rank_steps > 0 && !op_interrupted()) { /* sgdp_rank.c */
-        st = sgdp_rank_train(t, err); /* its time is not PPO's: reported by itself */
     }
     return st;
 }
@@ -1256,26 +1248,4 @@ op_status sgdp_tr_acting(sgdp_trainer *t, sgdp_task *tk, sgdp_slot *s, const nn_
                          nn_tensor *eff, op_error *err)
 {
     return acting_policy(t, tk, s, 0, 1, raw, eff, err);
-}
-
-op_status sgdp_tr_timing(sgdp_task *tk, const int *row_dev, double *step, int *oom,
-                         op_error *err)
-{
-    op_status st = timing_of(tk, row_dev, err);
-    if (!st) {
-        *step = tk->sim.res[0].step_time_us;
-        *oom = tk->sim.res[0].oom;
-    }
-    return st;
-}
-
-void sgdp_tr_perturb(const sgdp_task *tk, nn_rng *rng, int *input)
-{
-    perturb_input(&tk->sg, rng, input);
-    follow_leaders(&tk->sg, input);
-}
-
-int sgdp_tr_relabelling(const sgdp_task *tk, nn_rng *rng, int *perm)
-{
-    return tk->sg.nd <= 1024 && draw_relabelling(tk->p, rng, perm);
 }
