@@ -519,6 +519,20 @@ Test(sgdp, train_command_then_zero_shot_placer)
     cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
     cr_assert(strstr(out, "step_time_us"), "%s", out);
     free(out);
+    /* --iterations 0 with --weights START --save-weights OUT: START's policy
+     * written unchanged (the untrained control of transfer experiments) */
+    char w2[512];
+    snprintf(w2, sizeof w2, "%s/w2.bin", dir);
+    snprintf(cmd, sizeof cmd,
+             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
+             "--save-weights %s --iterations 0",
+             OPPLACE_BIN, g1, w, w2);
+    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
+    cr_assert(strstr(out, "0 iterations"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "cmp %s %s", w, w2);
+    cr_assert_eq(tk_run(cmd, &out), 0, "the weights changed: %s", out);
+    free(out);
     /* fine-tuning needs weights; a missing weights file is bad input */
     snprintf(cmd, sizeof cmd, "%s place %s --algo sgdp --finetune 2 --quiet", OPPLACE_BIN, g2);
     cr_assert_eq(tk_run(cmd, &out), 2, "%s", out);
@@ -1095,41 +1109,4 @@ Test(sgdp, paper_mode_is_one_shot_inference_and_refuses_additions)
     tk_unbind(&tp);
     sgdp_policy_free(fresh);
     sgdp_policy_free(loaded);
-}
-
-/* opplace train sgdp: --iterations N trains; --iterations 0 with
- * --weights START --save-weights OUT writes START's policy unchanged (the
- * untrained control of every transfer experiment). */
-Test(sgdp, cli_iterations_zero_writes_the_policy)
-{
-    const char *dir = tk_tmpdir();
-    char g1[512], g2[512], w[512], w2[512], cmd[4096];
-    snprintf(g1, sizeof g1, "%s/cli1.json", dir);
-    snprintf(g2, sizeof g2, "%s/cli2.json", dir);
-    snprintf(w, sizeof w, "%s/cli_w.bin", dir);
-    snprintf(w2, sizeof w2, "%s/cli_w2.bin", dir);
-    op_graph *a = tk_random_dag(18, 0.2, 8), *b = tk_random_dag(25, 0.1, 3);
-    cr_assert_eq(op_graph_write(a, g1, NULL), OP_OK);
-    cr_assert_eq(op_graph_write(b, g2, NULL), OP_OK);
-    op_graph_free(a);
-    op_graph_free(b);
-    char *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "%s train sgdp --graphs %s %s --preset v100-nvlink --gpus 2 --weights %s "
-             "--iterations 2 --samples 4 --hidden 16",
-             OPPLACE_BIN, g1, g2, w);
-    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-    cr_assert(strstr(out, "2 iterations"), "%s", out);
-    free(out);
-    /* --iterations 0 and nothing else: the policy as it came, written */
-    snprintf(cmd, sizeof cmd,
-             "%s train sgdp --graphs %s --preset v100-nvlink --gpus 2 --weights %s "
-             "--save-weights %s --iterations 0",
-             OPPLACE_BIN, g1, w, w2);
-    cr_assert_eq(tk_run(cmd, &out), 0, "%s", out);
-    cr_assert(strstr(out, "0 iterations"), "%s", out);
-    free(out);
-    snprintf(cmd, sizeof cmd, "cmp %s %s", w, w2);
-    cr_assert_eq(tk_run(cmd, &out), 0, "the weights changed: %s", out);
-    free(out);
 }
