@@ -699,9 +699,7 @@ static op_status try_borrowed(const op_place_ctx *ctx, fused_search *s, op_error
         char what[64];
         snprintf(what, sizeof what, "borrowed from %s", s->borrowed_name[k]);
         if ((st = op_placement_copy(&cand, &s->borrowed[k], err)))
-            break;
-        free(cand.algorithm); /* named at the end (name_borrowed) */
-        cand.algorithm = NULL;
+            break; /* its name is settled at the end (name_borrowed) */
         if (s->inc.pool.cap == 0) /* --order none: placements alone */
             op_placement_drop_order(&cand);
         st = offer(ctx, &s->inc, &cand, 1, what, err);
