@@ -24,7 +24,7 @@ EXPORTER=${EXPORTER:-/usr/bin/python3 -m opplace.torch export}
 GRAPHS=${GRAPHS:-bench/out/real}
 BUDGET=${BUDGET:-10}
 ALGOS=${ALGOS:-single round-robin expert metis m-topo m-etf m-sct heft celeritas order-place dfs-topo auto}
-MODELS=${MODELS:-resnet50 resnet152 densenet121 inception_v3 mobilenet_v2 vgg16 transformer gpt12 lstm}
+MODELS=${MODELS:-resnet50 resnet152 densenet121 inception_v3 mobilenet_v2 vgg16 transformer gpt12 lstm gnmt}
 HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$HERE/../python${PYTHONPATH:+:$PYTHONPATH}" # the opplace.torch package
 mkdir -p "$GRAPHS"
@@ -38,7 +38,7 @@ export_model() {
     *export_torch.py*)
         case $key in
         transformer) $EXPORTER transformer --batch 32 --estimate v100 -o "$out" ;;
-        gpt12 | lstm) return 1 ;; # the old exporter has no decoder/LSTM
+        gpt12 | lstm | gnmt) return 1 ;; # the old exporter has no decoder/LSTM
         *) $EXPORTER "$key" --batch 32 --estimate v100 -o "$out" ;;
         esac ;;
     *)
@@ -49,6 +49,8 @@ export_model() {
         gpt12) $EXPORTER opplace.torch.examples:gpt --kwargs '{"layers":12,"seq":512}' \
                    --input 8x512:int64 --loss cross_entropy "${t[@]}" -o "$out" ;;
         lstm) $EXPORTER opplace.torch.examples:seq2seq --kwargs '{"layers":4,"dim":1024}' \
+                  --input 64x32:int64 --input 64x32:int64 --loss cross_entropy "${t[@]}" -o "$out" ;;
+        gnmt) $EXPORTER opplace.torch.examples:gnmt --kwargs '{"layers":4,"dim":1024}' \
                   --input 64x32:int64 --input 64x32:int64 --loss cross_entropy "${t[@]}" -o "$out" ;;
         inception_v3) $EXPORTER torchvision.models:inception_v3 --input 32x3x299x299 \
                           --kwargs '{"aux_logits": false, "init_weights": false}' \

@@ -82,6 +82,53 @@ def seq2seq(vocab=8000, dim=512, layers=2):
     return Seq2Seq(vocab, dim, layers)
 
 
+class GNMT(nn.Module):
+    """GNMT-like seq2seq unrolled over time: one nn.LSTMCell per layer and
+    side, called once per token (fx unrolls the loop, so each call is an op
+    and a layer's calls share one colocation group), residual connections
+    from the third layer, each decoder layer starting from its encoder
+    layer's final state, dot-product attention over the encoder's top layer
+    after the decoder.  Unlike `seq2seq` (one nn.LSTM per side, one op and
+    one group), a placement can put layers on different devices and run
+    them as a wavefront: the parallelism model-parallel GNMT relies on."""
+
+    def __init__(self, vocab=8000, dim=512, layers=4, seq=32):
+        super().__init__()
+        self.seq = seq
+        self.src_embed = nn.Embedding(vocab, dim)
+        self.tgt_embed = nn.Embedding(vocab, dim)
+        self.enc = nn.ModuleList(nn.LSTMCell(dim, dim) for _ in range(layers))
+        self.dec = nn.ModuleList(nn.LSTMCell(dim, dim) for _ in range(layers))
+        self.combine = nn.Linear(2 * dim, dim)
+        self.out = nn.Linear(dim, vocab)
+
+    def _stack(self, cells, x, states):
+        final = []
+        for i, cell in enumerate(cells):
+            h, c = states[i] if states else (None, None)
+            ys = []
+            for t in range(self.seq):
+                h, c = cell(x[t], None if h is None else (h, c))
+                ys.append(h + x[t] if i >= 2 else h)
+            x = ys
+            final.append((h, c))
+        return x, final
+
+    def forward(self, src, tgt):
+        s, t = self.src_embed(src), self.tgt_embed(tgt)
+        enc, state = self._stack(self.enc, [s[:, k] for k in range(self.seq)], None)
+        dec, _ = self._stack(self.dec, [t[:, k] for k in range(self.seq)], state)
+        enc = torch.stack(enc, dim=1)
+        dec = torch.stack(dec, dim=1)
+        scores = torch.bmm(dec, enc.transpose(1, 2)).softmax(dim=-1)
+        context = torch.bmm(scores, enc)
+        return self.out(torch.tanh(self.combine(torch.cat([dec, context], dim=-1))))
+
+
+def gnmt(vocab=8000, dim=512, layers=4, seq=32):
+    return GNMT(vocab, dim, layers, seq)
+
+
 def transformer(d_model=512, nhead=8, layers=6):
     """torch.nn.Transformer (inputs: src, tgt as S x B x d_model)."""
     return nn.Transformer(d_model=d_model, nhead=nhead, num_encoder_layers=layers,

@@ -1,0 +1,74 @@
+"""The benchmark's recurrent examples: `gnmt` (one LSTMCell per layer,
+unrolled) exposes the layer parallelism that `seq2seq` (one nn.LSTM per
+side) cannot, and the exporter keeps each layer's calls in one group."""
+import json
+import os
+import unittest
+
+import torchtest as tt
+import torch
+
+import opplace.torch as ot
+from opplace.torch.examples import gnmt, seq2seq
+
+LAYERS, SEQ, DIM = 3, 6, 512
+
+
+def tokens():
+    return (torch.zeros(16, SEQ, dtype=torch.long), torch.zeros(16, SEQ, dtype=torch.long))
+
+
+class RecurrentExamplesTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tt.tmpdir()
+        cls.cluster = os.path.join(cls.dir, "c.json")
+        tt.opplace("cluster", "--preset", "v100-nvlink", "--gpus", LAYERS, "-o", cls.cluster)
+
+    def step(self, path, device_of):
+        pl = os.path.join(self.dir, "p.json")
+        with open(pl, "w") as f:
+            json.dump({"format": "opplace-placement", "version": 1,
+                       "device_of": device_of}, f)
+        out = tt.opplace("simulate", path, "--placement", pl, "--cluster", self.cluster,
+                         "--json").stdout
+        return json.loads(out)["step_time_us"]
+
+    def test_gnmt_layers_are_groups_and_run_as_a_wavefront(self):
+        path = os.path.join(self.dir, "gnmt.json")
+        ot.export(gnmt(vocab=100, dim=DIM, layers=LAYERS, seq=SEQ), tokens(), path,
+                  times="estimate:v100")
+        g = tt.load(path)
+        ops = {o["name"]: o for o in g["ops"]}
+        for side in ("enc", "dec"):
+            for i in range(LAYERS):
+                group = "param:%s.%d" % (side, i)
+                calls = [n for n, o in ops.items() if o.get("colocate") == group and
+                         o["type"] == "LSTMCell"]
+                self.assertEqual(len(calls), SEQ, group)  # one op per token, one group
+        # every layer i (both sides, with what is colocated with it) on
+        # device i, the rest on device 0: the wavefront beats one device
+        def layer_device(o):
+            c = o.get("colocate") or ""
+            for side in ("enc.", "dec."):
+                if c.startswith("param:" + side):
+                    return "gpu:%s" % c[len("param:" + side):]
+            return "gpu:0"
+        one = self.step(path, {n: "gpu:0" for n in ops})
+        layered = self.step(path, {n: layer_device(o) for n, o in ops.items()})
+        print("gnmt one device %.1f us, layer i on device i %.1f us" % (one, layered))
+        self.assertLess(layered, 0.85 * one, (layered, one))
+
+    def test_seq2seq_stack_is_one_op_and_one_group(self):
+        path = os.path.join(self.dir, "s2s.json")
+        ot.export(seq2seq(vocab=100, dim=64, layers=LAYERS), tokens(), path,
+                  times="estimate:v100")
+        ops = {o["name"]: o for o in tt.load(path)["ops"]}
+        self.assertEqual([n for n, o in ops.items() if o["type"] == "LSTM"],
+                         ["encoder", "decoder"])
+        self.assertEqual({o.get("colocate") for n, o in ops.items()
+                          if n.startswith("b/encoder/")}, {"param:encoder"})
+
+
+if __name__ == "__main__":
+    unittest.main()
