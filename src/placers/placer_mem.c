@@ -453,8 +453,15 @@ op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem
         int fits = 1;
         if (simulated)
             *simulated = 0;
-        if ((st = fn(ctx, arg, margin, out, &fits, err)) || !fits)
-            break; /* infeasible, or best effort beyond the estimate: nothing claimed */
+        if ((st = fn(ctx, arg, margin, out, &fits, err)))
+            break;
+        /* The estimate refused an op, which went to the roomiest device (err
+         * says which): the estimate is not a bound, the simulator decides. */
+        op_error refusal = {.code = OP_OK};
+        if (!fits && err) {
+            refusal = *err;
+            op_error_clear(err);
+        }
         if (!sim) {
             sim = op_sim_new(p, err);
             if (!sim || op_sim_result_init(&own, p, err)) {
@@ -473,6 +480,16 @@ op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem
             if ((double)r->peak_mem[d] / (double)c->dev[d].memory_bytes >
                 (double)r->peak_mem[worst] / (double)c->dev[worst].memory_bytes)
                 worst = d;
+        if (!fits) { /* margins cannot help what the estimate already refused */
+            if (!ctx->best_effort)
+                st = op_fail(err, OP_EINFEASIBLE,
+                             "%s; on the roomiest device the simulator measures a peak of "
+                             "%.2f GiB on %s (memory %.2f GiB) (use --best-effort to place "
+                             "anyway)", refusal.code ? refusal.msg : name,
+                             gib(r->peak_mem[worst]), c->dev[worst].name,
+                             gib(c->dev[worst].memory_bytes));
+            break;
+        }
         if (round + 1 == CHECK_ROUNDS) {
             if (ctx->best_effort)
                 break;

@@ -51,6 +51,12 @@
  * the measured overshoot and the placer runs again (a few rounds); if it
  * still runs out of memory, the placer reports OP_EINFEASIBLE (or, with
  * best_effort, returns the placement, which the simulator marks oom).
+ * Nor is a refusal final: when the estimate finds no device for an op, the
+ * placer puts it on the device with the most room, goes on, and the
+ * simulator decides; the placement is refused only if it overflows there
+ * too (a GNMT's layer groups, charged whole while most consumers are not
+ * placed yet, were refused by m-ETF, m-SCT and HEFT at 45 % of the
+ * one-device peak where m-TOPO's placement peaks at 69 %).
  */
 #ifndef OPPLACE_PLACER_MEM_H
 #define OPPLACE_PLACER_MEM_H
@@ -115,7 +121,8 @@ int pmem_roomiest(const pmem *m, int op, const unsigned char *allowed);
 int pmem_repair(pmem *m, int *device_of, int max_rounds, op_error *err);
 
 /* One placement attempt under per-device margins; sets *fits to 0 when it
- * had to place beyond the estimate (best effort). */
+ * had to place beyond the estimate (and may say why in err, returning
+ * OP_OK: the checked run below clears it if the simulator finds room). */
 typedef op_status (*pmem_place_fn)(const op_place_ctx *ctx, void *arg, const double *margin,
                                    op_placement *out, int *fits, op_error *err);
 

@@ -61,8 +61,9 @@
  * unplaceable; it then goes to the fitting device where it starts first.
  * Cost: O(n * nd * log n) plus the in-degree work of the memory checks.
  *
- * No op fits anywhere: OP_EINFEASIBLE, or with best_effort the op goes to
- * the device with the most free memory (Celeritas's best-effort rule).
+ * No op fits anywhere by the estimate: the op goes to the device with the
+ * most free memory (Celeritas's best-effort rule) and the simulator decides
+ * (pmem_place_checked: OP_EINFEASIBLE only if it overflows there too).
  * The simulator (one channel per ordered device pair, formats.md 5.4)
  * gives the reported time.
  */
@@ -79,7 +80,7 @@
 typedef struct etf_state {
     const op_problem *p;
     const etf_options *o;
-    int best_effort, fits;
+    int fits;
     int n, nd;
     int *device_of, *group_device, *preds_left, *alive, *seq, *last;
     int n_sched;
@@ -126,7 +127,6 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
     memset(s, 0, sizeof *s);
     s->p = p;
     s->o = o;
-    s->best_effort = ctx->best_effort;
     s->n = p->n;
     s->nd = p->nd;
     size_t n = (size_t)p->n, nd = (size_t)p->nd;
@@ -450,12 +450,10 @@ static op_status place_stuck(etf_state *s, op_error *err)
             if (placer_allowed(s->p, s->group_device, v, e) && still_fits(s, v, e) &&
                 (d < 0 || sched_time(s, v, e) < sched_time(s, v, d)))
                 d = e;
-        if (d < 0 && !s->best_effort)
-            return op_fail(err, OP_EINFEASIBLE,
-                           "%s: op '%s' fits in the memory of no device (liveness estimate, "
-                           "placer_mem.h; use --best-effort to place anyway)",
-                           s->o->name, s->p->g->op_name[v]);
         if (d < 0) {
+            if (s->fits) /* the first refusal, for the message if the simulator agrees */
+                op_fail(err, OP_EINFEASIBLE, "%s: op '%s' fits in the memory of no device by "
+                        "the liveness estimate (placer_mem.h)", s->o->name, s->p->g->op_name[v]);
             s->fits = 0;
             for (int e = 0; e < s->nd; e++) /* the group's device, if set, is the only one allowed */
                 if (placer_allowed(s->p, s->group_device, v, e) &&

@@ -14,8 +14,9 @@
  *    still have memory for it (placer_mem.h's liveness estimate, with the
  *    rank order as its timeline of slots).
  * 3. Colocation: a group goes where its first member goes; pins and kinds
- *    through op eligibility.  Nothing fits: OP_EINFEASIBLE, or with
- *    best_effort the device with the most free memory.
+ *    through op eligibility.  Nothing fits by the estimate: the device
+ *    with the most free memory, and the simulator decides
+ *    (pmem_place_checked: OP_EINFEASIBLE only if it overflows there too).
  *
  * Each device's idle gaps live in a treap keyed by gap start and augmented
  * with the longest gap of each subtree, so "first gap after the ready time
@@ -341,7 +342,7 @@ static void heft_destroy(heft_state *s)
 }
 
 /* Place one op: earliest finish over the devices with memory for it. */
-static op_status heft_place_op(heft_state *s, int v, int best_effort, op_error *err)
+static op_status heft_place_op(heft_state *s, int v, op_error *err)
 {
     int best = -1, best_gap = -1;
     double best_start = 0, best_finish = INFINITY;
@@ -360,11 +361,9 @@ static op_status heft_place_op(heft_state *s, int v, int best_effort, op_error *
         }
     }
     if (best < 0) {
-        if (!best_effort)
-            return op_fail(err, OP_EINFEASIBLE,
-                           "heft: op '%s' fits in the memory of no device (liveness estimate, "
-                           "placer_mem.h; use --best-effort to place anyway)",
-                           s->p->g->op_name[v]);
+        if (s->fits) /* the first refusal, for the message if the simulator agrees */
+            op_fail(err, OP_EINFEASIBLE, "heft: op '%s' fits in the memory of no device by the "
+                    "liveness estimate (placer_mem.h)", s->p->g->op_name[v]);
         s->fits = 0;
         for (int d = 0; d < s->nd; d++)
             if (placer_allowed(s->p, s->group_device, v, d) &&
@@ -402,7 +401,7 @@ static op_status heft_attempt(const op_place_ctx *ctx, void *arg, const double *
         if (pmem_init(&s.mem, ctx->p, s.order, margin, err))
             st = OP_ENOMEM;
         for (int i = 0; i < s.n && !st; i++)
-            st = heft_place_op(&s, s.order[i], ctx->best_effort, err);
+            st = heft_place_op(&s, s.order[i], err);
         *fits = s.fits;
     }
     if (!st) {

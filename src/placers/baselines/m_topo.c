@@ -22,8 +22,9 @@
  * colocated ops follow their group's first member, and the group's whole
  * footprint is charged when it is first placed (Baechi charged only the
  * first member, Celeritas 6.5.2).  When the last device is full, ops go to
- * any device that still has room; none: OP_EINFEASIBLE, or with
- * best_effort the device with the most free memory.  Placement only: the
+ * any device that still has room; none: the device with the most free
+ * memory, and the simulator decides (OP_EINFEASIBLE only if it overflows
+ * there too).  Placement only: the
  * simulator runs each device first-ready-first, and checks memory
  * (pmem_place_checked: when it runs out, m-TOPO fills again with a tighter
  * margin).
@@ -165,18 +166,16 @@ static int choose_device(topo_fill *f, int v)
     return -1;
 }
 
-static op_status fill_devices(topo_fill *f, const int *order, int best_effort, op_error *err)
+static op_status fill_devices(topo_fill *f, const int *order, op_error *err)
 {
     const op_problem *p = f->p;
     for (int t = 0; t < p->n; t++) {
         int v = order[t];
         int d = choose_device(f, v);
         if (d < 0) {
-            if (!best_effort)
-                return op_fail(err, OP_EINFEASIBLE,
-                               "m-topo: op '%s' fits in the memory of no device (liveness "
-                               "estimate, placer_mem.h; use --best-effort to place anyway)",
-                               p->g->op_name[v]);
+            if (f->fits) /* the first refusal, for the message if the simulator agrees */
+                op_fail(err, OP_EINFEASIBLE, "m-topo: op '%s' fits in the memory of no device "
+                        "by the liveness estimate (placer_mem.h)", p->g->op_name[v]);
             f->fits = 0;
             for (int e = 0; e < p->nd; e++)
                 if (placer_allowed(p, f->group_device, v, e) &&
@@ -214,7 +213,7 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
         for (int k = 0; k < p->n_groups; k++)
             f.group_device[k] = -1;
         set_limits(&f);
-        st = fill_devices(&f, order, ctx->best_effort, err);
+        st = fill_devices(&f, order, err);
         *fits = f.fits;
         pmem_destroy(&f.mem);
     }
