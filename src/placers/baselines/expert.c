@@ -557,11 +557,10 @@ static op_status expert_attempt(const op_place_ctx *ctx, void *arg, const double
             *fits = pmem_repair(&mem, out->device_of, 30, err);
             if (*fits < 0)
                 st = OP_ENOMEM;
-            else if (!*fits && !ctx->best_effort)
-                st = op_fail(err, OP_EINFEASIBLE,
-                             "expert: the layer-wise placement does not fit in device memory "
-                             "even after moving ops (liveness estimate, placer_mem.h; use "
-                             "--best-effort to place it anyway)");
+            else if (!*fits) /* the simulator decides (pmem_place_checked) */
+                op_fail(err, OP_EINFEASIBLE,
+                        "expert: the layer-wise placement does not fit in device memory even "
+                        "after moving ops (liveness estimate, placer_mem.h)");
             pmem_destroy(&mem);
         }
     }
@@ -756,7 +755,7 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
         goto done;
     double best_over = INFINITY, best_step = INFINITY;
     int best_k = 0;
-    op_error refusal = {0}; /* the last candidate's refusal */
+    op_error refusal = {0}; /* the first refusal: the candidate over the most devices */
     for (int k = n_split; k >= 1; k--) {
         double t0 = op_seconds_now();
         op_error e = {0};
@@ -777,7 +776,6 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
                 have_waist = 1;
             }
             if (lb_over > 0 && !ctx->best_effort) { /* its memory's lower bound overflows */
-                refusal = (op_error){0};
                 op_fail(&refusal, OP_EINFEASIBLE, "expert: the layer-wise placement over %d "
                         "devices does not fit (its weights and the activations it keeps "
                         "overflow a device)", k);
@@ -799,7 +797,7 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
             st = pmem_place_checked_sim(ctx, "expert", expert_attempt, &ex, &cand, sim, &r,
                                         &simulated, &e);
         if (st == OP_EINFEASIBLE) {
-            refusal = e;
+            op_fail(&refusal, e.code, "%s", e.msg);
             continue;
         }
         /* a candidate that cannot beat or tie a fitting incumbent stops early */
@@ -815,9 +813,9 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
             continue;
         double over = op_sim_overflow_bytes(p, &r);
         if (k < n_split && over > 0 && !ctx->best_effort) {
-            refusal = (op_error){0};
             op_fail(&refusal, OP_EINFEASIBLE, "expert: the layer-wise placement over %d "
-                    "devices overflows in simulation", k);
+                    "devices overflows in simulation (peak %.2f GiB over)", k,
+                    over / 1073741824.0);
             continue;
         }
         op_progress(ctx, "expert: layers over %d device%s: step %.1f us%s (%.2f s)", k,
@@ -831,7 +829,11 @@ static op_status place_expert(const op_place_ctx *ctx, op_placement *out, op_err
         }
     }
     if (best_k == 0) {
-        if (err)
+        if (n_split > 1)
+            op_fail(err, OP_EINFEASIBLE, "expert: no layer-wise placement over %d to 1 "
+                    "devices fits; over %d: %s", n_split, n_split,
+                    strncmp(refusal.msg, "expert: ", 8) ? refusal.msg : refusal.msg + 8);
+        else if (err)
             *err = refusal;
         st = OP_EINFEASIBLE;
     } else {
