@@ -13,8 +13,8 @@
  * and gives decision units, and its peaks are the tolerances unless
  * --max-comm / --max-mem are given; rollouts are judged by the list
  * schedule best for the reference (--order-search judged, the default with
- * a reference; off: first-ready-first); --paper trains exactly the paper's
- * way.  The
+ * a reference; off: first-ready-first); --paper trains the paper's way with
+ * the RL fixes (trinity_paper_settings).  The
  * options are read by trinity_options_read (src/placers/trinity/trinity_options.c),
  * shared with the placer.
  */

@@ -22,9 +22,11 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
 #define TRINITY_TRAIN_HELP                                                                        \
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
     "         communication and peak memory (papers/trinity.txt); options:\n"                     \
-    "         --paper (exactly the paper's method: none of the additions below)\n"              \
-    "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4) --entropy B\n"           \
-    "         (0.01) --groups G (64) --max-devices D (8) --hidden H (64)\n"                      \
+    "         --paper (the paper's method with the RL fixes - centred logits, the\n"             \
+    "         device-marginal partition ratio - and none of the additions below)\n"             \
+    "         --samples K (16) --threads T --lr X (3e-3; --paper 3e-2) --epochs E (4)\n"         \
+    "         --entropy B (0.01; --paper 0) --groups G (64) --max-devices D (8)\n"              \
+    "         --hidden H (64)\n"                                                                \
     "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \
     "         without one) --mdpe A,B,C (0.5,0.3,0.2); beyond the paper:\n"                      \
     "         --heuristics LIST (expert; 'none': no reference) reference\n"                      \

@@ -12,10 +12,12 @@
  *                                 --budget-seconds (default 60) or
  *                                 --iterations; the best placement seen wins
  *
- * --paper: exactly the paper's method (no reference, priors, uniformly
- * drawn decisions, list-schedule orders or boundary moves; the result is
- * the best PPO sample, first-ready-first); it refuses the options below
- * that tune an addition beyond the paper.
+ * --paper: the paper's method (no reference, priors, uniformly drawn
+ * decisions, list-schedule orders or boundary moves; the result is the best
+ * PPO sample, first-ready-first) with the RL fixes of trinity_paper_settings
+ * (centred logits, the device-marginal partition ratio, lr 3e-2, no entropy
+ * bonus); it refuses the options below that tune an addition beyond the
+ * paper.
  * Options (read by trinity_options_read, shared with `opplace train
  * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,
  * --groups G (64), --max-comm BYTES and --max-mem BYTES (the user's
@@ -263,7 +265,8 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
 
 /* What read_opts reads. */
 static const op_opt_decl TRINITY_OPTIONS[] = {
-    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL, "exactly the paper's method (none of the additions)"},
+    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL,
+     "the paper's method with the RL fixes (none of the additions)"},
     {"max-devices", OP_OPT_INT, 1, 1024, NULL, NULL, "devices the policy can address"},
     {"hidden", OP_OPT_INT, 1, 4096, NULL, NULL, "hidden width of the networks"},
     {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},

@@ -92,12 +92,13 @@ typedef struct trinity_config {
     double tanh_c;      /* C: 5 [5] */
     double prior;       /* 1 [none]: order prior of the partition logits, see below */
     double sched_prior; /* 2 [none]: block prior of the schedule logits, see below */
-    int centre;         /* 0 [none]: centred logits, see trinity_policy.c */
+    int centre;         /* 0 [none]: centred logits, see trinity_policy.c (--paper: 1) */
 } trinity_config;
 
-/* The centred policy's training constants (bench/RESULTS.md, "Learned placers"):
- * with centred logits Adam at 3e-3 and the 0.01 entropy bonus leave the
- * policy at the uniform saddle (GNMT-2 x 4: 301 ms after 90 s). */
+/* The centred policy's training constants (--paper; bench/RESULTS.md,
+ * "Learned placers"): with centred logits Adam at 3e-3 and the 0.01 entropy
+ * bonus leave the policy at the uniform saddle (GNMT-2 x 4: 301 ms after
+ * 90 s). */
 #define TRINITY_CENTRED_LR 3e-2
 #define TRINITY_CENTRED_ENTROPY 0.0
 
@@ -281,6 +282,8 @@ typedef struct trinity_train_config {
     int threads;           /* simulation threads; <= 0: online CPUs */
     uint64_t seed;
     int ema_period;        /* N of eq. 15 (9: decay 0.8) */
+    int marginal;          /* the partition's PPO ratio per op over the device its group was
+                              mapped to, its group marginalised (trinity_train.c; an RL fix) */
     int noise_steps;       /* iterations with logit noise (500) */
     double noise_max;      /* 0.1 */
     double explore;        /* beyond the paper: decisions per rollout of each network
@@ -359,6 +362,12 @@ typedef struct trinity_options {
     int schedule_orders;      /* placer: the final choice orders its candidates */
     int boundary_moves;       /* placer: chunks per layer scope; 0 = off */
 } trinity_options;
+/* --paper's settings: the paper's networks and PPO (no priors, no uniformly
+ * drawn decisions) with the RL fixes of issue 20 (bench/notes/s8-trinity.md):
+ * centred logits (trinity_config.centre), the device-marginal partition
+ * ratio (trinity_train_config.marginal), Adam at TRINITY_CENTRED_LR without
+ * an entropy bonus.  The learning test runs exactly these. */
+void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc);
 op_status trinity_options_read(struct op_options *o, int placer, trinity_options *out,
                                op_error *err);
 

@@ -83,4 +83,17 @@ typedef struct trinity_order_judge {
 op_status trinity_order_judge_visit(void *arg, op_priority k, double share, const int64_t *cap,
                                     int *stop, op_error *err);
 
+/* The partition's PPO loss with the device-marginal ratio (cfg.marginal,
+ * trinity_train.c): rollout r's op i is scored by q_i(d) = the sum of its
+ * group probabilities exp(lp[i][g]) over the groups g rollout r maps to d
+ * (b->device), at d = the device of its group.  trinity_marginal_old writes
+ * log q_i(d_i) of the sampling pass's lp into b->old_part; the loss adds
+ * dL/dlp into d_part (the same shape as lp, n x G) and fills *out (its
+ * loss and surrogate summed, the rest means over the rollouts). */
+void trinity_marginal_old(const trinity_graph *tg, trinity_batch *b, int k, const nn_tensor *lp);
+op_status trinity_marginal_loss(nn_arena *ar, const ppo_config *cfg, const trinity_graph *tg,
+                                const trinity_batch *b, const double *adv, int k,
+                                const nn_tensor *lp, nn_tensor *d_part, ppo_stats *out,
+                                op_error *err);
+
 #endif

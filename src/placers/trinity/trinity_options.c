@@ -7,11 +7,14 @@
  * no reference placement, no priors, no uniformly drawn decisions, rollouts
  * judged first-ready-first, no list-schedule orders and no boundary moves
  * in the final choice; tolerances 8 GiB (section 5).  The options that only
- * tune an addition beyond the paper are refused with it.  The centred
- * policy (trinity_config.centre, trinity_policy.c) is not switched on by
- * --paper: on GNMT-2 x 4 it gave 104.14 and 153.04 ms for two seeds where
- * the paper's settings collapse to one device, 107.8 ms
- * (bench/RESULTS.md, "Learned placers").
+ * tune an addition beyond the paper are refused with it.  --paper keeps
+ * the RL fixes of issue 20 (trinity_paper_settings): centred logits
+ * (trinity_config.centre, trinity_policy.c), the device-marginal partition
+ * ratio (trinity_train_config.marginal, trinity_train.c), Adam at 3e-2 and
+ * no entropy bonus.  They change how PPO estimates and follows the
+ * gradient, not what it optimises; measured in bench/notes/s8-trinity.md
+ * (GNMT-2 x 4, 300 s: 106.09 and 109.04 ms for seeds 1 and 2; the paper's
+ * settings freeze on one device, 107.8 ms; expert 70.38 ms: not reached).
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +57,18 @@ static op_status read_mdpe(op_options *o, trinity_reward_config *rc, op_error *e
 enum { ORDERS_OFF, ORDERS_FINAL, ORDERS_JUDGED, ORDERS_ALL };
 static const char *const ORDER_LEVELS[] = {"off", "final", "judged", "all"};
 
+void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc)
+{
+    pc->prior = 0.0; /* the paper's networks: no priors */
+    pc->sched_prior = 0.0;
+    tc->explore = 0.0;
+    /* the RL fixes (trinity.h) */
+    pc->centre = 1;
+    tc->marginal = 1;
+    tc->ppo.lr = TRINITY_CENTRED_LR;
+    tc->ppo.entropy_coef = TRINITY_CENTRED_ENTROPY;
+}
+
 op_status trinity_options_read(op_options *o, int placer, trinity_options *out, op_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -75,11 +90,9 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
     /* absent tolerances: the reference's peaks (trinity_warm.c) */
     tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
     tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
-    if (out->paper) {
-        pc->prior = 0.0;
-        pc->sched_prior = 0.0;
-        tc->explore = 0.0;
-    } else {
+    if (out->paper)
+        trinity_paper_settings(pc, tc);
+    else {
         pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
         pc->sched_prior = tc->heuristics ? TRINITY_REF_SCHED_PRIOR : pc->sched_prior;
         tc->explore = TRINITY_DEFAULT_EXPLORE;

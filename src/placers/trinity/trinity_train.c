@@ -78,6 +78,13 @@
  * not counted in old_logp.  With a reference (trinity_warm.c) each task
  * has its own reward configuration: the tolerances may be the reference's
  * peaks.
+ * RL fixes (--paper uses them, trinity_paper_settings; not the paper's):
+ * cfg.marginal scores each op's partition decision by the probability of
+ * the device its group was mapped to (trinity_marginal_loss), and the
+ * centred policy (trinity_policy.c) with lr 3e-2 and no entropy bonus.
+ * The logit noise of section 5.2 is the paper's (the first 500
+ * iterations, U(-0.1, 0.1)) and on in every --paper run of <= 500
+ * iterations.
  */
 #include <math.h>
 #include <stdio.h>
@@ -599,20 +606,116 @@ static op_status exchange_results(trinity_trainer *t, int k, op_error *err)
 
 /* ---------------------------------------------------------- PPO update */
 
-/* Partition loss over all rollouts, schedule loss per rollout (its rows of
- * logp_sched are its own), both means over decisions; adds into dlogp. */
-static void ppo_loss(const trinity_trainer *t, const task *tk, const trinity_batch *b,
-                     const double *adv, int k, const nn_tensor *lp_part,
-                     const nn_tensor *lp_sched, nn_tensor *d_part, nn_tensor *d_sched,
-                     ppo_stats *out, double ents[2])
+/* log sum_{g: dev[g] = d} exp(lp[g]) for every device d < D into lq (-INFINITY
+ * where no group maps to d): an op's device distribution given the rollout's
+ * group -> device map. */
+static void device_marginal(const double *lp, const int *dev, int G, int D, double *lq)
+{
+    for (int d = 0; d < D; d++)
+        lq[d] = -INFINITY;
+    for (int g = 0; g < G; g++)
+        if (lp[g] > lq[dev[g]])
+            lq[dev[g]] = lp[g];
+    double sum[1024] = {0}; /* D <= 1024 (trinity_config_check) */
+    for (int g = 0; g < G; g++)
+        if (isfinite(lp[g]))
+            sum[dev[g]] += exp(lp[g] - lq[dev[g]]);
+    for (int d = 0; d < D; d++)
+        if (isfinite(lq[d]))
+            lq[d] += log(sum[d]);
+}
+
+/* MARGINAL (cfg.marginal): the reward depends on each op's device, not on
+ * which of the groups mapped to that device it joined.  So the partition's
+ * decision for op i in rollout r is scored by q_i(d) = sum of p_i(g) over
+ * the groups g the rollout maps to d, at d = the device of its group: the
+ * conditional expectation of the per-group score given the rollout's
+ * devices (Rao-Blackwell; exact when the schedule does not read the
+ * partition, and one op moves the group features it reads by ~1/n).  The
+ * expected gradient is the same, without the noise of the choice among a
+ * device's ~G/nd groups.  old_part then holds log q_i(d_i) under the
+ * sampling policy (marginal_old). */
+void trinity_marginal_old(const trinity_graph *tg, trinity_batch *b, int k, const nn_tensor *lp)
+{
+    int n = tg->n, G = b->groups, D = b->max_devices;
+    double lq[1024];
+    for (int r = 0; r < k; r++) {
+        const int *dev = b->device + (size_t)r * G;
+        for (int i = 0; i < n; i++)
+            if (tg->decides[i]) {
+                device_marginal(&NN_AT(lp, i, 0), dev, G, D, lq);
+                b->old_part[(size_t)r * n + i] = lq[dev[b->group[(size_t)r * n + i]]];
+            }
+    }
+}
+
+/* Rollout by rollout: the surrogate over q (above), its gradient taken back
+ * to the group log-probabilities: dlp[g] += dlq[dev g] * p(g) / q(dev g). */
+op_status trinity_marginal_loss(nn_arena *ar, const ppo_config *cfg, const trinity_graph *tg,
+                                const trinity_batch *b, const double *adv, int k,
+                                const nn_tensor *lp, nn_tensor *d_part, ppo_stats *out,
+                                op_error *err)
+{
+    int n = tg->n, G = b->groups, D = b->max_devices;
+    ppo_config one = *cfg;
+    one.entropy_coef /= k;
+    *out = (ppo_stats){0};
+    nn_tensor lq, dlq;
+    int *act = nn_arena_alloc(ar, sizeof(int) * (size_t)n, err);
+    if (!act || nn_arena_tensor(ar, n, D, &lq, err) || nn_arena_tensor(ar, n, D, &dlq, err))
+        return OP_ENOMEM;
+    for (int r = 0; r < k; r++) {
+        const int *dev = b->device + (size_t)r * G, *grp = b->group + (size_t)r * n;
+        for (int i = 0; i < n; i++) {
+            act[i] = dev[grp[i]];
+            if (tg->decides[i])
+                device_marginal(&NN_AT(lp, i, 0), dev, G, D, &NN_AT(&lq, i, 0));
+        }
+        nn_tensor_fill(&dlq, 0.0);
+        double a = adv[r] / k;
+        ppo_stats s = {0};
+        ppo_factored_loss(&one, &lq, act, b->old_part + (size_t)r * n, &a, 1, tg->decides, &dlq,
+                          &s);
+        out->loss += s.loss;
+        out->surrogate += s.surrogate;
+        out->entropy += s.entropy / k;
+        out->clip_frac += s.clip_frac / k;
+        out->approx_kl += s.approx_kl / k;
+        for (int i = 0; i < n; i++)
+            if (tg->decides[i])
+                for (int g = 0; g < G; g++) {
+                    double dq = NN_AT(&dlq, i, dev[g]);
+                    if (dq != 0.0)
+                        NN_AT(d_part, i, g) += dq * exp(NN_AT(lp, i, g) - NN_AT(&lq, i, dev[g]));
+                }
+    }
+    return OP_OK;
+}
+
+/* Partition loss over all rollouts (cfg.marginal: per rollout, above),
+ * schedule loss per rollout (its rows of logp_sched are its own), both
+ * means over decisions; adds into dlogp. */
+static op_status ppo_loss(trinity_trainer *t, const task *tk, const trinity_batch *b,
+                          const double *adv, int k, const nn_tensor *lp_part,
+                          const nn_tensor *lp_sched, nn_tensor *d_part, nn_tensor *d_sched,
+                          ppo_stats *out, double ents[2], op_error *err)
 {
     int G = b->groups;
     ppo_stats sp = {0};
-    ppo_factored_loss(&t->cfg.ppo, lp_part, b->group, b->old_part, adv, k, tk->tg.decides,
-                      d_part, &sp);
-    double ent_part = sp.entropy;
     ppo_config one = t->cfg.ppo;
     one.entropy_coef /= k;
+    double ent_part;
+    if (t->cfg.marginal) {
+        op_status st = trinity_marginal_loss(&t->c.ar, &t->cfg.ppo, &tk->tg, b, adv, k, lp_part,
+                                             d_part, &sp, err);
+        if (st)
+            return st;
+        ent_part = sp.entropy;
+    } else {
+        ppo_factored_loss(&t->cfg.ppo, lp_part, b->group, b->old_part, adv, k, tk->tg.decides,
+                          d_part, &sp);
+        ent_part = sp.entropy;
+    }
     double ent = 0.0;
     for (int r = 0; r < k; r++) {
         nn_tensor lp = nn_tensor_rows(lp_sched, r * G, G), dl = nn_tensor_rows(d_sched, r * G, G);
@@ -626,6 +729,7 @@ static void ppo_loss(const trinity_trainer *t, const task *tk, const trinity_bat
     sp.entropy = 0.5 * (sp.entropy + ent);
     *out = sp;
     ents[0] = ent_part, ents[1] = ent;
+    return OP_OK;
 }
 
 /* Slot b's loss gradient into the parameters' grads (zeroed first). */
@@ -647,7 +751,9 @@ static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stat
         (st = nn_arena_tensor(&t->c.ar, lp_sched.rows, lp_sched.cols, &d_sched, err)))
         return st;
     nn_params_zero_grad(trinity_policy_params(t->pol));
-    ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats, t->ents);
+    if ((st = ppo_loss(t, tk, batch, s->adv, k, &lp_part, &lp_sched, &d_part, &d_sched, stats,
+                       t->ents, err)))
+        return st;
     return trinity_policy_backward(t->pol, &t->c.ar, &tk->tg, batch, pass, &d_part, &d_sched,
                                    err);
 }
@@ -707,9 +813,12 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
     trinity_batch *batch;
     nn_arena_reset(&t->c.ar);
     op_status st = task_batch(t, tk, b, &batch, err);
+    nn_tensor lp_part;
     if (!st)
-        st = trinity_policy_forward(t->pol, &t->c.ar, &tk->tg, batch, k, run, NULL, NULL, NULL,
-                                    err);
+        st = trinity_policy_forward(t->pol, &t->c.ar, &tk->tg, batch, k, run, &lp_part, NULL,
+                                    NULL, err);
+    if (!st && t->cfg.marginal)
+        trinity_marginal_old(&tk->tg, batch, k, &lp_part);
     if (!st)
         st = simulate(t, tk, batch, s->m, k, err);
     if (!st)
