@@ -23,12 +23,13 @@
  *      chain that can shrink are re-placed and re-ordered exactly by CBC,
  *      kept when the simulator agrees.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
- *      coarse ops (default 40) with the critical-path guard (slack
- *      PESTO_DEFAULT_CP_SLACK = 0.1), only merging ops the incumbent puts
- *      on one device (beyond the paper, whose coarsening is unaligned), so
- *      the coarse graph expresses the incumbent exactly; the
- *      incumbent projected onto it (with its simulated order) is CBC's MIP
- *      start; the ILP (pesto_ilp.c) runs until the deadline on the
+ *      coarse ops (default 40) keeping the critical path (slack
+ *      PESTO_DEFAULT_CP_SLACK = 0, grown only when the coarsening stalls),
+ *      only merging ops the incumbent puts on one device (beyond the
+ *      paper, whose coarsening is unaligned), so the coarse graph expresses
+ *      the incumbent exactly; the incumbent projected onto it, in its own
+ *      order (pesto_project_order) or first-ready, whichever the coarse
+ *      simulation ranks first, is CBC's MIP start; the ILP (pesto_ilp.c) runs until the deadline on the
  *      per-source communication model (one
  *      transfer per coarse source and destination device);
  *      its answer is expanded (with its order and first-ready) and judged

@@ -44,9 +44,12 @@
  *  - a pair is allowed only while L <= (1 + slack) * the original graph's
  *    compute critical path; slack starts at cp_slack (default 0: no merge
  *    may lengthen the critical path) and grows (0.02, then doubling) only
- *    when a round merges nothing (or too little to reach the target in a
- *    few dozen rounds); negative cp_slack turns the guard off (the paper's
- *    coarsening: edge batches by communication time, heaviest first);
+ *    when a round merges nothing (or less than 1/128 of what is left to
+ *    the target); past PESTO_CP_SLACK_OFF the bound is dropped and
+ *    pairs are still taken by least lengthening (labels can force that:
+ *    an incumbent whose devices alternate along the paths leaves few
+ *    pairs); negative cp_slack is the paper's coarsening (edge batches by
+ *    communication time, heaviest first, no bound);
  *  - pairs are taken by how much they lengthen the longest path through
  *    them (L minus the longer of the paths through a and through b): chain
  *    links (u's only successor is v and v's only predecessor is u) and
@@ -339,9 +342,11 @@ typedef struct round_view {
     const uint64_t *mask; /* devices each vertex may use */
     const double *work;   /* compute per vertex */
     const int *label;
-    const double *top, *bottom; /* compute levels (guard on) */
+    const double *top, *bottom; /* compute levels (priced) */
     double cap;                 /* most compute of a merged vertex or united group */
-    double bound;               /* most compute on a path through a merged vertex; < 0: off */
+    int priced;                 /* pairs priced by lengthening (0: the paper's priority) */
+    double bound;               /* most compute on a path through a merged vertex */
+    double eps;                 /* lengthening below this is none */
     double lat, upb;            /* the cluster's mean link */
 } round_view;
 
@@ -359,7 +364,7 @@ static double lengthening(const round_view *r, int a, int b, double through)
 {
     double pa = r->top[a] + r->bottom[a], pb = r->top[b] + r->bottom[b];
     double d = through - (pa > pb ? pa : pb);
-    return d <= 1e-9 * (1 + r->bound) ? 0 : d;
+    return d <= r->eps ? 0 : d;
 }
 
 /* The filters every pair passes: one label, a shared device, under the cap. */
@@ -370,8 +375,8 @@ static int may_pair(const round_view *r, int a, int b)
 }
 
 /* An edge batch: Theorem 3.5's matching, cheapest lengthening first (the
- * paper's heaviest communication first when the guard is off).  With the
- * guard on, while chain links (u's only successor is v, v's only
+ * paper's heaviest communication first when not priced).  Priced, while
+ * chain links (u's only successor is v, v's only
  * predecessor u) can merge, the batch takes only those (*chains = 1), so
  * chains contract before anything else.  Returns the pairs written to
  * mate[]. */
@@ -389,7 +394,7 @@ static int select_edges(const round_view *r, int target, int *height, int *mate,
             continue;
         double comm = r->lat + r->upb * (double)g->edge_bytes[e];
         pair_cand c = {u, v, -comm, e, 0};
-        if (r->bound >= 0) {
+        if (r->priced) {
             int link = out_degree(g, u) == 1 && in_degree(g, v) == 1;
             double through = merged_path(g, r->work, r->top, r->bottom, u, v);
             if (through > r->bound)
@@ -603,15 +608,17 @@ op_status pesto_coarsen_ex(const op_problem *p, int target, double cp_slack, con
     compute_levels(orig, p->work, top, bottom);
     for (int i = 0; i < n; i++)
         cp0 = bottom[i] > cp0 ? bottom[i] : cp0;
+    r.priced = cp_slack >= 0;
+    r.eps = 1e-9 * (1 + cp0);
     while (g->n_ops > target) {
-        int before = g->n_ops, guard = slack >= 0 && slack < PESTO_CP_SLACK_OFF, chains = 0;
-        r.bound = guard ? (1 + slack) * cp0 * (1 + 1e-12) : -1;
-        /* an edge batch, then (guard on) a sibling batch on its result:
-         * only free siblings when edges merged */
-        for (int kind = 0; kind < 1 + guard && g->n_ops > target; kind++) {
+        int before = g->n_ops, guard = r.priced && slack < PESTO_CP_SLACK_OFF, chains = 0;
+        r.bound = guard ? (1 + slack) * cp0 * (1 + 1e-12) : INFINITY;
+        /* an edge batch, then (priced) a sibling batch on its result: only
+         * free siblings when edges merged */
+        for (int kind = 0; kind < 1 + r.priced && g->n_ops > target; kind++) {
             r.g = g;
             vertex_arrays(p, omask, label, group_of, g->n_ops, mask, work, glabel);
-            if (guard)
+            if (r.priced)
                 compute_levels(g, work, top, bottom);
             int pairs = kind ? select_siblings(&r, target, g->n_ops < before, height, mate, cand,
                                                nb)
@@ -638,8 +645,8 @@ op_status pesto_coarsen_ex(const op_problem *p, int target, double cp_slack, con
             r.cap *= 2;
             if (guard)
                 slack = next_slack(slack);
-        } else if (guard && !chains && (double)merged * 32 < before - target) {
-            slack = next_slack(slack); /* too slow to reach the target in a few dozen rounds */
+        } else if (guard && !chains && (double)merged * 128 < before - target) {
+            slack = next_slack(slack); /* too slow: a round merged < 1/128 of what is left */
         }
     }
     {
