@@ -29,8 +29,8 @@
  *      paper, whose coarsening is unaligned), so the coarse graph expresses
  *      the incumbent exactly; the incumbent projected onto it, in its own
  *      order (pesto_project_order) or first-ready, whichever the coarse
- *      simulation ranks first, is CBC's MIP start; the ILP (pesto_ilp.c) runs until the deadline on the
- *      per-source communication model (one
+ *      simulation ranks first, is CBC's MIP start; the ILP (pesto_ilp.c)
+ *      runs until the deadline on the per-source communication model (one
  *      transfer per coarse source and destination device);
  *      its answer is expanded (with its order and first-ready) and judged
  *      by the simulator.  --stage both runs coarse on half of what is left,
