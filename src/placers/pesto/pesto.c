@@ -23,13 +23,14 @@
  *      chain that can shrink are re-placed and re-ordered exactly by CBC,
  *      kept when the simulator agrees.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
- *      coarse ops (default 40) with the critical-path guard (slack
- *      PESTO_DEFAULT_CP_SLACK = 0.1), only merging ops the incumbent puts
- *      on one device (beyond the paper, whose coarsening is unaligned), so
- *      the coarse graph expresses the incumbent exactly; the
- *      incumbent projected onto it (with its simulated order) is CBC's MIP
- *      start; the ILP (pesto_ilp.c) runs until the deadline on the
- *      per-source communication model (one
+ *      coarse ops (default 40) keeping the critical path (slack
+ *      PESTO_DEFAULT_CP_SLACK = 0, grown only when the coarsening stalls),
+ *      only merging ops the incumbent puts on one device (beyond the
+ *      paper, whose coarsening is unaligned), so the coarse graph expresses
+ *      the incumbent exactly; the incumbent projected onto it, in its own
+ *      order (pesto_project_order) or first-ready, whichever the coarse
+ *      simulation ranks first, is CBC's MIP start; the ILP (pesto_ilp.c)
+ *      runs until the deadline on the per-source communication model (one
  *      transfer per coarse source and destination device);
  *      its answer is expanded (with its order and first-ready) and judged
  *      by the simulator.  --stage both runs coarse on half of what is left,
@@ -238,35 +239,51 @@ static void run_destroy(pesto_run *r)
 }
 
 /* The reference placement projected onto the coarse graph (exact when the
- * coarsening was aligned with it), as a warm-start candidate. */
+ * coarsening was aligned with it), as a warm-start candidate: once in the
+ * reference's order (pesto_project_order of its simulated starts, when
+ * given) and once first-ready; the better one is kept. */
 static op_status project_reference(const op_place_ctx *ctx, pesto_run *r, const candidate *ref,
-                                   double *finish, op_error *err)
+                                   const double *ref_start, double *finish, op_error *err)
 {
-    candidate c = {0};
-    op_status st = op_placement_init(&c.pl, r->cp.n, r->cp.nd, err);
-    if (st)
-        return st;
-    for (int i = 0; i < ctx->p->n; i++)
-        c.pl.device_of[r->map.group_of[i]] = ref->pl.device_of[i];
-    snprintf(c.name, sizeof c.name, "%.50s (projected)", ref->name);
-    op_error local = {0};
-    if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
-        !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
-        op_progress(ctx, "pesto: %s on the coarse graph: %.1f us%s", c.name, c.step_us,
-                    c.oom ? " (OOM)" : "");
-        if (better(&c, &r->warm)) {
-            op_placement_destroy(&r->warm.pl);
-            r->warm = c;
-            memcpy(r->warm_finish, finish, (size_t)r->cp.n * sizeof *finish);
-            return OP_OK;
+    op_status st = OP_OK;
+    for (int ordered = ref_start ? 1 : 0; ordered >= 0 && !st; ordered--) {
+        candidate c = {0};
+        if ((st = op_placement_init(&c.pl, r->cp.n, r->cp.nd, err)))
+            return st;
+        for (int i = 0; i < ctx->p->n; i++)
+            c.pl.device_of[r->map.group_of[i]] = ref->pl.device_of[i];
+        if (ordered) {
+            int *seq = op_malloc((size_t)r->cp.n * sizeof *seq + 1, err);
+            if (!seq || (st = pesto_project_order(&r->map, ref_start, seq, err)) ||
+                (st = op_placement_set_order_from_sequence(&c.pl, seq, err))) {
+                free(seq);
+                op_placement_destroy(&c.pl);
+                return st ? st : OP_ENOMEM;
+            }
+            free(seq);
         }
+        snprintf(c.name, sizeof c.name, "%.30s (projected%s)", ref->name,
+                 ordered ? ", its order" : ", first-ready");
+        op_error local = {0};
+        if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
+            !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
+            op_progress(ctx, "pesto: %s on the coarse graph: %.1f us (%+.2f%% of the original "
+                        "%.1f us)%s", c.name, c.step_us, 100 * (c.step_us / ref->step_us - 1),
+                        ref->step_us, c.oom ? " (OOM)" : "");
+            if (better(&c, &r->warm)) {
+                op_placement_destroy(&r->warm.pl);
+                r->warm = c;
+                memcpy(r->warm_finish, finish, (size_t)r->cp.n * sizeof *finish);
+                continue;
+            }
+        }
+        op_placement_destroy(&c.pl);
     }
-    op_placement_destroy(&c.pl);
     return st;
 }
 
 static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pesto_run *r,
-                              const candidate *ref, op_error *err)
+                              const candidate *ref, const double *ref_start, op_error *err)
 {
     const op_problem *p = ctx->p;
     pesto_coarsen_stats cs;
@@ -295,6 +312,10 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
     if ((st = op_problem_init(&r->cp, r->map.coarse, p->c, err)))
         return st;
     r->cp_ok = 1;
+    op_progress(ctx, "pesto: compute critical path %.1f us of %.1f us work (parallelism %.2f); "
+                "the original's %.1f us (%.2f)", r->cp.critical_path_us, r->cp.total_work_us,
+                r->cp.total_work_us / r->cp.critical_path_us, p->critical_path_us,
+                p->total_work_us / p->critical_path_us);
     if (!(r->csim = op_sim_new(&r->cp, err)))
         return OP_ENOMEM;
     if (!(r->warm_finish = op_malloc((size_t)r->cp.n * sizeof *r->warm_finish + 1, err)))
@@ -303,7 +324,7 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
         double *finish = op_malloc((size_t)r->cp.n * sizeof *finish + 1, err);
         if (!finish)
             return OP_ENOMEM;
-        st = project_reference(ctx, r, ref, finish, err);
+        st = project_reference(ctx, r, ref, ref_start, finish, err);
         free(finish);
         if (st)
             return st;
@@ -365,8 +386,20 @@ static op_status coarse_stage(const pesto_cfg *cfg, const op_place_ctx *ctx, can
     if (st)
         return st;
     ref.valid = 1;
+    ref.step_us = best->step_us;
     snprintf(ref.name, sizeof ref.name, "%s", best->name);
-    if ((st = solve_coarse(cfg, ctx, &r, &ref, err)))
+    /* the reference's order, carried onto the coarse graph by its starts */
+    double *ref_start = op_malloc((size_t)ctx->p->n * sizeof *ref_start + 1, err);
+    if (!ref_start) {
+        st = OP_ENOMEM;
+        goto done;
+    }
+    double ref_step, ref_over;
+    st = pesto_simulate(ctx->p, fsim, &ref.pl, ref_start, NULL, &ref_step, &ref_over, NULL, err);
+    if (!st)
+        st = solve_coarse(cfg, ctx, &r, &ref, ref_start, err);
+    free(ref_start);
+    if (st)
         goto done;
     if (r.ilp.status == PESTO_OPTIMAL || r.ilp.status == PESTO_FEASIBLE) {
         op_placement ilp_pl;

@@ -1,69 +1,91 @@
 /*
- * pesto_coarsen.c - Pesto's cycle-free batch coarsening (Hafeez et al.,
- * Middleware '21, section 3.3: Definition 3.4, Corollary 3.3, Theorem 3.5).
+ * pesto_coarsen.c - Pesto's cycle-free coarsening (Hafeez et al.,
+ * Middleware '21, section 3.3: Definition 3.4, Corollary 3.3, Theorem 3.5),
+ * with a policy that keeps the graph's parallelism.
  *
- * Each iteration computes the height H(v) of every vertex (longest number of
- * vertices on a path from a root; roots have height 1), then walks the edges
- * in decreasing communication time (edge bytes on the cluster's mean link,
- * ties by edge id) and greedily builds a matching M of edges (u, v) that
- * satisfies Theorem 3.5:
- *   (i)   M is a matching (no vertex in two pairs);
- *   (ii)  |succ(u)| = 1, or |prec(v)| = 1 (Corollary 3.3), or
- *         H(v) = H(u) + 1, or H(w) > H(v) for every other successor w of u
- *         (the paper's H(w) > H(u) + d with d = H(v) - H(u));
- *   (iii) no two pairs i != j with (u_i, v_j) in E and H(u_i) = H(v_j) - d_j,
- *         i.e. H(u_i) = H(u_j).
- * The paper prints (iii) as "h(u_i) != h(v_j) + d_j", which never binds (an
- * edge u_i -> v_j forces H(v_j) > H(u_i)) and does not exclude its own
- * Figure 6; the sign must be a typo.  With "- d_j" the proof sketch goes
- * through: around a cycle of the merged graph every backward step v_j -> u_j
- * drops the height by d_j and the forward path that follows gains at least
- * as much, with equality only for a single edge u_j -> v_k with H(u_k) =
- * H(u_j), which (iii) forbids (pairs of the other kinds of (ii) give a
- * strictly positive gain or a shorter cycle).
- * All pairs of a batch are merged at once through op_coarse_build, which
- * rejects a cyclic result; if that ever happened (it would be a bug in the
- * argument above) the batch is halved and retried, and the fallback is
- * counted in pesto_coarsen_stats so the tests can assert it never occurs.
+ * The coarsening runs in rounds.  Each round merges a matching of vertex
+ * pairs of the current coarse graph in one batch that provably creates no
+ * cycle, then rebuilds the coarse graph from the original
+ * (op_coarse_build, which also rejects a cyclic grouping).  Two kinds of
+ * batch:
  *
- * Beyond the paper: to keep parallelism (the paper's "maintaining
- * parallelizability") a merge may not create a vertex with more compute
- * than a cap (twice the mean work per target vertex, doubled whenever no
- * edge qualifies, so the target is still reached).  Two vertices merge only
- * if they can share a device (their eligibility sets, which include
- * kind/device pins and colocation groups, intersect), so coarsening never
- * turns a feasible problem infeasible.  Vertices of two different
- * colocation groups may merge: op_coarse_build then unites the groups
- * (every member of both shares a device), so the same compute cap bounds
- * the united group's total compute.  (Never merging two groups would
- * stall on TF-style graphs where each variable is colocated
- * with its update op: Inception-V3 would stop at 579 vertices, one per
- * group member, far above any target the ILP can solve.)
- * Iteration stops at `target` vertices or when no edge is feasible.
+ *  - Edge batches (the paper's).  H(v) is the height of v (most vertices
+ *    on a path from a root; roots have height 1).  A matching M of edges
+ *    (u, v) is cycle-free when (Theorem 3.5):
+ *      (i)   M is a matching;
+ *      (ii)  |succ(u)| = 1, or |prec(v)| = 1 (Corollary 3.3), or
+ *            H(v) = H(u) + 1, or H(w) > H(v) for every other successor w of
+ *            u (the paper's H(w) > H(u) + d with d = H(v) - H(u));
+ *      (iii) no two pairs i != j with (u_i, v_j) in E and H(u_i) = H(u_j).
+ *    The paper prints (iii) as "h(u_i) != h(v_j) + d_j", which never binds
+ *    (an edge u_i -> v_j forces H(v_j) > H(u_i)) and does not exclude its
+ *    own Figure 6; the sign must be a typo.  With "- d_j" the proof sketch
+ *    goes through: around a cycle of the merged graph every backward step
+ *    v_j -> u_j drops the height by d_j and the forward path that follows
+ *    gains at least as much, with equality only for a single edge u_j ->
+ *    v_k with H(u_k) = H(u_j), which (iii) forbids.
+ *  - Sibling batches (beyond the paper): pairs of vertices of EQUAL height
+ *    that share a predecessor or a successor.  Every vertex of such a
+ *    batch's result has one height and every edge climbs in height, so
+ *    the result is acyclic (two vertices of one height have no path
+ *    between them).  Edge and sibling pairs never share a batch.
+ * If op_coarse_build ever found a cycle (a bug in the arguments above) the
+ * batch is halved and retried; pesto_coarsen_stats counts it so the tests
+ * can assert it never happens.
  *
- * Also beyond the paper: a critical-path guard.  Merging ops into one
- * vertex serialises them and makes every successor wait for the whole
- * group, so merging along heavy edges alone (the paper's priority) can turn
- * a wide graph into a chain (rnnlm on 2 GPUs: the 40-vertex coarse graph's
- * best schedule was 110 ms where the original runs in 85 ms).  An edge
- * (u, v) is feasible only if the longest compute path through the merged
- * vertex, max(top(u), top of v's other predecessors) + w(u) + w(v) +
- * max(bottom of u's other successors, bottom(v) - w(v)), stays within
- * (1 + slack) times the original graph's compute critical path; slack
- * (--cp-slack, default 0.1; negative: off, the paper's behaviour) doubles
- * together with the compute cap whenever no edge qualifies.
+ * The policy: merging vertices serialises them, and a coarse vertex starts
+ * when all of its inputs are ready and delivers its outputs when it ends,
+ * so merging along heavy edges alone (the paper's priority) turns a wide
+ * graph into a chain (GNMT, 4704 ops, to 40 vertices: a compute critical
+ * path of 107.2 ms in 108.6 ms of work).  Here every candidate pair is
+ * priced by the longest compute path through the vertex it makes,
+ * L = (latest finish of its other predecessors) + w(a) + w(b) + (longest
+ * tail of its other successors), and
+ *  - a pair is allowed only while L <= (1 + slack) * the original graph's
+ *    compute critical path; slack starts at cp_slack (default 0: no merge
+ *    may lengthen the critical path) and grows (0.02, then doubling) only
+ *    when a round merges nothing (or less than 1/128 of what is left to
+ *    the target); past PESTO_CP_SLACK_OFF the bound is dropped and
+ *    pairs are still taken by least lengthening (labels can force that:
+ *    an incumbent whose devices alternate along the paths leaves few
+ *    pairs); negative cp_slack is the paper's coarsening (edge batches by
+ *    communication time, heaviest first, no bound);
+ *  - pairs are taken by how much they lengthen the longest path through
+ *    them (L minus the longer of the paths through a and through b): chain
+ *    links (u's only successor is v and v's only predecessor is u) and
+ *    merges with slack cost nothing and go first, smaller pairs first (so
+ *    the vertices stay of similar size), then heavier communication;
+ *  - sibling batches run when an edge batch merged too little: they merge
+ *    parallel branches only when L stays within the bound, that is when
+ *    the branches have the slack to run one after the other.
+ * A merged vertex's compute may not exceed a cap (twice the mean work per
+ * target vertex, doubled whenever a round merges nothing), so the target
+ * is still reached (Corollary 3.6).
+ *
+ * Devices and colocation.  Two vertices merge only if they can share a
+ * device (eligibility, kind/device pins and colocation groups
+ * intersect), so coarsening never turns a feasible problem infeasible.
+ * Colocation is a placement rule, not an edge: a group's members stay
+ * separate coarse vertices that op_coarse_build marks colocated, so a
+ * group that spans the step (the PyTorch export colocates each forward op
+ * with its backward op and optimizer update) creates no cycle.  Merging
+ * vertices of two groups unites them (every member of both must then share
+ * a device), so the same cap bounds a united group's compute: groups stay
+ * small enough to be spread over the devices.  (Never merging two groups
+ * would stall: TF-style graphs colocate each variable with its update
+ * op, and Inception-V3 would stop at 579 vertices.)
  *
  * Optional labels (pesto_coarsen_ex): ops merge only with ops of the same
- * label.  The placer labels ops by their device in a reference placement
- * (its best fast heuristic), so the coarse graph can express that placement
- * exactly and the ILP searches around it instead of among groups that
- * every good placement would have to cut (beyond the paper).
+ * label.  The placer labels ops by their device in its incumbent, so the
+ * coarse graph can express that placement exactly (beyond the paper).
+ * pesto_project_order carries the incumbent's order onto the coarse graph.
  *
  * pesto_coarse_comm gives the ILP a faithful cost for each coarse edge U->V:
  * the simulator (formats.md 5 rule 3) sends one transfer per (source op,
  * destination device), so the edge costs, per distinct source op u in U
  * with consumers in V, one latency plus the largest bytes from u into V.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +93,7 @@
 
 #include "placers/pesto/pesto_coarsen.h"
 
-/* ---- heights and priorities ---------------------------------------------- */
+/* ---- heights ----------------------------------------------------------------- */
 
 static void compute_heights(const op_graph *g, int *height)
 {
@@ -82,16 +104,6 @@ static void compute_heights(const op_graph *g, int *height)
                 h = height[g->pred[j]] + 1;
         height[v] = h;
     }
-}
-
-static const double *sort_cost; /* qsort has no context argument */
-
-static int by_cost_desc(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    if (sort_cost[x] != sort_cost[y])
-        return sort_cost[x] > sort_cost[y] ? -1 : 1;
-    return (x > y) - (x < y);
 }
 
 /* ---- Theorem 3.5 ----------------------------------------------------------- */
@@ -225,47 +237,6 @@ static void colocation_merge(batch_groups_uf *uf, const double *work, int u, int
     uf->mask[ru >= 0 ? ru : rv] = both;
 }
 
-int pesto_select_batch(const op_graph *g, const double *edge_cost, const uint64_t *mask,
-                       const double *work, double group_cap, int target, int *height, int *mate,
-                       int *order)
-{
-    int n = g->n_ops, m = g->n_edges, pairs = 0;
-    compute_heights(g, height);
-    for (int v = 0; v < n; v++)
-        mate[v] = -1;
-    for (int e = 0; e < m; e++)
-        order[e] = e;
-    sort_cost = edge_cost;
-    qsort(order, (size_t)m, sizeof *order, by_cost_desc);
-    unsigned char *is_src = calloc((size_t)n + 1, 1);
-    batch_groups_uf uf = {0};
-    if (!is_src || !uf_init(&uf, g, mask, work)) {
-        free(is_src);
-        uf_destroy(&uf);
-        return 0;
-    }
-    for (int k = 0; k < m && n - pairs > target; k++) {
-        int e = order[k], u = g->edge_src[e], v = g->edge_dst[e], ru, rv;
-        if (edge_cost[e] < 0 || mate[u] >= 0 || mate[v] >= 0)
-            continue;
-        uint64_t both = colocation_devices(g, &uf, mask, work, group_cap, u, v, &ru, &rv);
-        if (!both)
-            continue;
-        if (!pair_condition(g, height, u, v) || !cross_condition(g, height, mate, is_src, u, v))
-            continue;
-        colocation_merge(&uf, work, u, v, ru, rv, both);
-        mate[u] = v;
-        mate[v] = u;
-        is_src[u] = 1;
-        pairs++;
-    }
-    free(is_src);
-    uf_destroy(&uf);
-    return pairs;
-}
-
-/* ---- driver ------------------------------------------------------------------ */
-
 /* Devices each original op may use: eligibility and its colocation group. */
 static uint64_t *original_masks(const op_problem *p, op_error *err)
 {
@@ -281,13 +252,6 @@ static uint64_t *original_masks(const op_problem *p, op_error *err)
                 mask[i] |= (uint64_t)1 << d;
         }
     return mask;
-}
-
-static double mean_link(const op_cluster *c, double *upb)
-{
-    op_link_model m = op_cluster_mean_link(c);
-    *upb = m.us_per_byte;
-    return m.latency_us;
 }
 
 /* Group ids for one batch: pairs share the id of their smaller vertex. */
@@ -351,56 +315,250 @@ static double merged_path(const op_graph *g, const double *w, const double *top,
     return start + w[u] + w[v] + tail;
 }
 
-static op_status one_batch(const op_graph *g, const uint64_t *mask, const double *cost,
-                           const double *work, double cap, int target, int *grp, int *ng_out,
-                           op_coarse_map *next, pesto_coarsen_stats *st, op_error *err)
+/* ---- candidate pairs ----------------------------------------------------------- */
+
+typedef struct pair_cand {
+    int a, b;          /* an edge a -> b, or two siblings */
+    double k1, k2, k3; /* sort keys, ascending */
+} pair_cand;
+
+static int by_keys(const void *x, const void *y)
 {
-    int n = g->n_ops;
-    int *height = op_malloc((size_t)n * sizeof *height + 1, err);
-    int *mate = op_malloc((size_t)n * sizeof *mate + 1, err);
-    int *order = op_malloc((size_t)g->n_edges * sizeof *order + 1, err);
-    op_status s = OP_OK;
-    *ng_out = n;
-    if (!height || !mate || !order) {
-        s = OP_ENOMEM;
-        goto done;
+    const pair_cand *p = x, *q = y;
+    if (p->k1 != q->k1)
+        return p->k1 < q->k1 ? -1 : 1;
+    if (p->k2 != q->k2)
+        return p->k2 < q->k2 ? -1 : 1;
+    if (p->k3 != q->k3)
+        return p->k3 < q->k3 ? -1 : 1;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    return (p->b > q->b) - (p->b < q->b);
+}
+
+/* One round's view of the current coarse graph. */
+typedef struct round_view {
+    const op_graph *g;
+    const uint64_t *mask; /* devices each vertex may use */
+    const double *work;   /* compute per vertex */
+    const int *label;
+    const double *top, *bottom; /* compute levels (priced) */
+    double cap;                 /* most compute of a merged vertex or united group */
+    int priced;                 /* pairs priced by lengthening (0: the paper's priority) */
+    double bound;               /* most compute on a path through a merged vertex */
+    double eps;                 /* lengthening below this is none */
+    double lat, upb;            /* the cluster's mean link */
+} round_view;
+
+/* Longest compute path through the vertex that merging siblings a, b makes. */
+static double sibling_path(const round_view *r, int a, int b)
+{
+    double ta = r->top[a], tb = r->top[b];
+    double ra = r->bottom[a] - r->work[a], rb = r->bottom[b] - r->work[b];
+    return (ta > tb ? ta : tb) + r->work[a] + r->work[b] + (ra > rb ? ra : rb);
+}
+
+/* How much merging a and b lengthens the longest path through them, 0 when
+ * they have the slack (chain links always have). */
+static double lengthening(const round_view *r, int a, int b, double through)
+{
+    double pa = r->top[a] + r->bottom[a], pb = r->top[b] + r->bottom[b];
+    double d = through - (pa > pb ? pa : pb);
+    return d <= r->eps ? 0 : d;
+}
+
+/* The filters every pair passes: one label, a shared device, under the cap. */
+static int may_pair(const round_view *r, int a, int b)
+{
+    return r->label[a] == r->label[b] && (r->mask[a] & r->mask[b]) &&
+           r->work[a] + r->work[b] <= r->cap;
+}
+
+/* An edge batch: Theorem 3.5's matching, cheapest lengthening first (the
+ * paper's heaviest communication first when not priced).  Priced, while
+ * chain links (u's only successor is v, v's only
+ * predecessor u) can merge, the batch takes only those (*chains = 1), so
+ * chains contract before anything else.  Returns the pairs written to
+ * mate[]. */
+static int select_edges(const round_view *r, int target, int *height, int *mate,
+                        pair_cand *cand, int *chains)
+{
+    const op_graph *g = r->g;
+    int n = g->n_ops, nc = 0, pairs = 0, links = 0;
+    compute_heights(g, height);
+    for (int v = 0; v < n; v++)
+        mate[v] = -1;
+    for (int e = 0; e < g->n_edges; e++) {
+        int u = g->edge_src[e], v = g->edge_dst[e];
+        if (!may_pair(r, u, v))
+            continue;
+        double comm = r->lat + r->upb * (double)g->edge_bytes[e];
+        pair_cand c = {u, v, -comm, e, 0};
+        if (r->priced) {
+            int link = out_degree(g, u) == 1 && in_degree(g, v) == 1;
+            double through = merged_path(g, r->work, r->top, r->bottom, u, v);
+            if (through > r->bound)
+                continue;
+            /* k1 < 0 marks a chain link (it lengthens nothing) */
+            c = (pair_cand){u, v, link ? -1 : lengthening(r, u, v, through),
+                            r->work[u] + r->work[v], -comm};
+            links += link;
+        }
+        cand[nc++] = c;
     }
-    int pairs = pesto_select_batch(g, cost, mask, work, cap, target, height, mate, order);
+    qsort(cand, (size_t)nc, sizeof *cand, by_keys);
+    *chains = links > 0;
+    if (links > 0)
+        nc = links; /* the chain links sort first */
+    unsigned char *is_src = calloc((size_t)n + 1, 1);
+    batch_groups_uf uf = {0};
+    if (!is_src || !uf_init(&uf, g, r->mask, r->work)) {
+        free(is_src);
+        uf_destroy(&uf);
+        return 0;
+    }
+    for (int k = 0; k < nc && n - pairs > target; k++) {
+        int u = cand[k].a, v = cand[k].b, ru, rv;
+        if (mate[u] >= 0 || mate[v] >= 0)
+            continue;
+        uint64_t both = colocation_devices(g, &uf, r->mask, r->work, r->cap, u, v, &ru, &rv);
+        if (!both)
+            continue;
+        if (!pair_condition(g, height, u, v) || !cross_condition(g, height, mate, is_src, u, v))
+            continue;
+        colocation_merge(&uf, r->work, u, v, ru, rv, both);
+        mate[u] = v;
+        mate[v] = u;
+        is_src[u] = 1;
+        pairs++;
+    }
+    free(is_src);
+    uf_destroy(&uf);
+    return pairs;
+}
+
+typedef struct nbr {
+    int h, id;
+    double w;
+} nbr;
+
+static int by_height_work(const void *x, const void *y)
+{
+    const nbr *p = x, *q = y;
+    if (p->h != q->h)
+        return p->h < q->h ? -1 : 1;
+    if (p->w != q->w)
+        return p->w < q->w ? -1 : 1;
+    return (p->id > q->id) - (p->id < q->id);
+}
+
+/* A sibling batch: pairs of equal height that share a predecessor or a
+ * successor (neighbours in that vertex's list sorted by height and work),
+ * within the guard's bound; with free_only, only pairs that lengthen no
+ * path through them. */
+static int select_siblings(const round_view *r, int target, int free_only, int *height,
+                           int *mate, pair_cand *cand, nbr *nb)
+{
+    const op_graph *g = r->g;
+    int n = g->n_ops, nc = 0, pairs = 0;
+    compute_heights(g, height);
+    for (int v = 0; v < n; v++)
+        mate[v] = -1;
+    for (int x = 0; x < n; x++)
+        for (int dir = 0; dir < 2; dir++) {
+            const int *lst = dir ? g->pred : g->succ;
+            int lo = dir ? g->pred_off[x] : g->succ_off[x];
+            int hi = dir ? g->pred_off[x + 1] : g->succ_off[x + 1], k = 0;
+            for (int j = lo; j < hi; j++)
+                nb[k++] = (nbr){height[lst[j]], lst[j], r->work[lst[j]]};
+            qsort(nb, (size_t)k, sizeof *nb, by_height_work);
+            for (int j = 0; j + 1 < k; j++) {
+                int a = nb[j].id, b = nb[j + 1].id;
+                if (nb[j].h != nb[j + 1].h || !may_pair(r, a, b))
+                    continue;
+                double through = sibling_path(r, a, b), d = lengthening(r, a, b, through);
+                if (through > r->bound || (free_only && d > 0))
+                    continue;
+                cand[nc++] = (pair_cand){a, b, d, r->work[a] + r->work[b], 0};
+            }
+        }
+    qsort(cand, (size_t)nc, sizeof *cand, by_keys);
+    batch_groups_uf uf = {0};
+    if (!uf_init(&uf, g, r->mask, r->work)) {
+        uf_destroy(&uf);
+        return 0;
+    }
+    for (int k = 0; k < nc && n - pairs > target; k++) {
+        int a = cand[k].a, b = cand[k].b, ra, rb;
+        if (mate[a] >= 0 || mate[b] >= 0)
+            continue;
+        uint64_t both = colocation_devices(g, &uf, r->mask, r->work, r->cap, a, b, &ra, &rb);
+        if (!both)
+            continue;
+        colocation_merge(&uf, r->work, a, b, ra, rb, both);
+        mate[a] = b;
+        mate[b] = a;
+        pairs++;
+    }
+    uf_destroy(&uf);
+    return pairs;
+}
+
+/* Merge the batch's pairs: op_coarse_build into *next, *ng_out coarse
+ * vertices (g->n_ops when nothing merged).  A cycle halves the batch. */
+static op_status apply_batch(const op_graph *g, const int *mate, int pairs, int *grp, int *ng_out,
+                             op_coarse_map *next, pesto_coarsen_stats *st, op_error *err)
+{
+    op_status s = OP_OK;
+    *ng_out = g->n_ops;
     while (pairs > 0) {
-        int ng = batch_groups(n, mate, pairs, grp);
+        int ng = batch_groups(g->n_ops, mate, pairs, grp);
         op_error local = {0};
         s = op_coarse_build(g, grp, ng, next, &local);
         if (s == OP_OK) {
             *ng_out = ng;
-            break;
+            st->merged += pairs;
+            return OP_OK;
         }
-        if (s == OP_ENOMEM || s == OP_EINTERNAL) {
-            op_fail(err, s, "%s", local.msg);
-            break;
-        }
-        /* a cycle: Theorem 3.5 violated; merge fewer pairs (in the order
-         * batch_groups takes them) */
+        if (s == OP_ENOMEM || s == OP_EINTERNAL)
+            return op_fail(err, s, "%s", local.msg);
+        /* a cycle: the batch's argument failed; merge fewer pairs (in the
+         * order batch_groups takes them) */
         st->cycle_fallbacks++;
         if (getenv("PESTO_DEBUG"))
             fprintf(stderr, "pesto_coarsen: batch of %d pairs rejected: %s\n", pairs, local.msg);
         pairs /= 2;
-        s = OP_OK;
     }
-    if (pairs == 0)
-        *ng_out = n;
-    else if (!s)
-        st->merged += pairs;
-done:
-    free(height);
-    free(mate);
-    free(order);
-    return s;
+    return OP_OK;
 }
+
+/* ---- driver ------------------------------------------------------------------ */
 
 op_status pesto_coarsen(const op_problem *p, int target, op_coarse_map *out,
                         pesto_coarsen_stats *stats, op_error *err)
 {
     return pesto_coarsen_ex(p, target, PESTO_DEFAULT_CP_SLACK, NULL, out, stats, err);
+}
+
+/* Per coarse vertex: devices (every member's), compute, label. */
+static void vertex_arrays(const op_problem *p, const uint64_t *omask, const int *label,
+                          const int *group_of, int nc, uint64_t *mask, double *work, int *glabel)
+{
+    for (int v = 0; v < nc; v++) {
+        mask[v] = ~(uint64_t)0;
+        work[v] = 0;
+        glabel[v] = 0;
+    }
+    for (int i = 0; i < p->n; i++) {
+        mask[group_of[i]] &= omask[i];
+        work[group_of[i]] += p->work[i];
+        glabel[group_of[i]] = label ? label[i] : 0;
+    }
+}
+
+static double next_slack(double slack)
+{
+    return slack > 0 ? 2 * slack : 0.02;
 }
 
 op_status pesto_coarsen_ex(const op_problem *p, int target, double cp_slack, const int *label,
@@ -414,82 +572,84 @@ op_status pesto_coarsen_ex(const op_problem *p, int target, double cp_slack, con
     if (target < 1)
         target = 1;
     int n = orig->n_ops;
+    size_t nn = (size_t)n + 1, ncand = 2 * (size_t)orig->n_edges + 1;
     uint64_t *omask = original_masks(p, err);
-    int *group_of = op_malloc((size_t)n * sizeof *group_of + 1, err);
-    int *grp = op_malloc((size_t)n * sizeof *grp + 1, err);
-    uint64_t *mask = op_malloc((size_t)n * sizeof *mask + 1, err);
-    double *cost = op_malloc((size_t)orig->n_edges * sizeof *cost + 1, err);
-    double *work = op_malloc((size_t)n * sizeof *work + 1, err);
-    double *top = op_malloc((size_t)n * sizeof *top + 1, err);
-    double *bottom = op_malloc((size_t)n * sizeof *bottom + 1, err);
-    int *glabel = op_malloc((size_t)n * sizeof *glabel + 1, err);
+    int *group_of = op_malloc(nn * sizeof *group_of, err);
+    int *grp = op_malloc(nn * sizeof *grp, err);
+    int *height = op_malloc(nn * sizeof *height, err);
+    int *mate = op_malloc(nn * sizeof *mate, err);
+    int *glabel = op_malloc(nn * sizeof *glabel, err);
+    uint64_t *mask = op_malloc(nn * sizeof *mask, err);
+    double *work = op_malloc(nn * sizeof *work, err);
+    double *top = op_malloc(nn * sizeof *top, err);
+    double *bottom = op_malloc(nn * sizeof *bottom, err);
+    pair_cand *cand = op_malloc(ncand * sizeof *cand, err);
+    nbr *nb = op_malloc(nn * sizeof *nb, err);
     op_coarse_map cur = {0};
     op_status s = OP_OK;
-    if (!omask || !group_of || !grp || !mask || !cost || !work || !top || !bottom || !glabel) {
+    if (!omask || !group_of || !grp || !height || !mate || !glabel || !mask || !work || !top ||
+        !bottom || !cand || !nb) {
         s = OP_ENOMEM;
         goto done;
     }
     for (int i = 0; i < n; i++)
         group_of[i] = i;
-    double upb, lat = mean_link(p->c, &upb);
+    round_view r = {.mask = mask, .work = work, .label = glabel, .top = top, .bottom = bottom};
+    r.lat = op_cluster_mean_link(p->c).latency_us;
+    r.upb = op_cluster_mean_link(p->c).us_per_byte;
     const op_graph *g = orig;
-    /* parallelism guard: a merged vertex's work may not exceed cap, which
-     * starts at twice the mean work per target vertex and doubles whenever
-     * no edge is feasible, so the target is still reached (Corollary 3.6) */
-    double biggest = 0, cap;
+    double biggest = 0, cp0 = 0;
     for (int i = 0; i < n; i++)
         biggest = p->work[i] > biggest ? p->work[i] : biggest;
-    cap = 2 * p->total_work_us / target;
-    if (cap < biggest)
-        cap = biggest;
-    double slack = cp_slack, cp0 = 0;
+    r.cap = 2 * p->total_work_us / target;
+    if (r.cap < biggest)
+        r.cap = biggest;
+    double slack = cp_slack;
     compute_levels(orig, p->work, top, bottom);
     for (int i = 0; i < n; i++)
         cp0 = bottom[i] > cp0 ? bottom[i] : cp0;
-    for (;;) {
-        if (g->n_ops <= target)
-            break;
-        for (int v = 0; v < g->n_ops; v++) {
-            mask[v] = ~(uint64_t)0;
-            work[v] = 0;
+    r.priced = cp_slack >= 0;
+    r.eps = 1e-9 * (1 + cp0);
+    while (g->n_ops > target) {
+        int before = g->n_ops, guard = r.priced && slack < PESTO_CP_SLACK_OFF, chains = 0;
+        r.bound = guard ? (1 + slack) * cp0 * (1 + 1e-12) : INFINITY;
+        /* an edge batch, then (priced) a sibling batch on its result: only
+         * free siblings when edges merged */
+        for (int kind = 0; kind < 1 + r.priced && g->n_ops > target; kind++) {
+            r.g = g;
+            vertex_arrays(p, omask, label, group_of, g->n_ops, mask, work, glabel);
+            if (r.priced)
+                compute_levels(g, work, top, bottom);
+            int pairs = kind ? select_siblings(&r, target, g->n_ops < before, height, mate, cand,
+                                               nb)
+                             : select_edges(&r, target, height, mate, cand, &chains);
+            op_coarse_map next = {0};
+            int ng;
+            if (pairs == 0)
+                continue;
+            if ((s = apply_batch(g, mate, pairs, grp, &ng, &next, st, err)))
+                goto done;
+            if (ng == g->n_ops)
+                continue;
+            for (int i = 0; i < n; i++)
+                group_of[i] = grp[group_of[i]];
+            op_coarse_map_destroy(&cur);
+            cur = next;
+            g = cur.coarse;
+            st->iterations++;
         }
-        for (int i = 0; i < n; i++) {
-            mask[group_of[i]] &= omask[i];
-            work[group_of[i]] += p->work[i];
-            glabel[group_of[i]] = label ? label[i] : 0;
+        int merged = before - g->n_ops;
+        if (merged == 0) {
+            if (!guard && (r.cap >= p->total_work_us || p->total_work_us <= 0))
+                break; /* no feasible pair left */
+            r.cap *= 2;
+            if (guard)
+                slack = next_slack(slack);
+        } else if (guard && !chains && (double)merged * 128 < before - target) {
+            slack = next_slack(slack); /* too slow: a round merged < 1/128 of what is left */
         }
-        if (slack >= 0)
-            compute_levels(g, work, top, bottom);
-        for (int e = 0; e < g->n_edges; e++) {
-            int u = g->edge_src[e], v = g->edge_dst[e];
-            cost[e] = lat + upb * (double)g->edge_bytes[e];
-            if (work[u] + work[v] > cap || glabel[u] != glabel[v])
-                cost[e] = -1;
-            else if (slack >= 0 && slack < PESTO_CP_SLACK_OFF &&
-                     merged_path(g, work, top, bottom, u, v) > (1 + slack) * cp0 * (1 + 1e-12))
-                cost[e] = -1;
-        }
-        op_coarse_map next = {0};
-        int ng;
-        if ((s = one_batch(g, mask, cost, work, cap, target, grp, &ng, &next, st, err)))
-            break;
-        if (ng == g->n_ops) {
-            int guard_on = slack >= 0 && slack < PESTO_CP_SLACK_OFF;
-            if ((cap >= p->total_work_us || p->total_work_us <= 0) && !guard_on)
-                break; /* no feasible edge */
-            cap *= 2;
-            if (guard_on)
-                slack = slack > 0 ? 2 * slack : 0.05;
-            continue;
-        }
-        for (int i = 0; i < n; i++)
-            group_of[i] = grp[group_of[i]];
-        op_coarse_map_destroy(&cur);
-        cur = next;
-        g = cur.coarse;
-        st->iterations++;
     }
-    if (!s) {
+    {
         int ng = g->n_ops;
         op_coarse_map_destroy(&cur);
         s = op_coarse_build(orig, group_of, ng, out, err); /* the final graph, from the original */
@@ -499,15 +659,94 @@ done:
     free(omask);
     free(group_of);
     free(grp);
+    free(height);
+    free(mate);
+    free(glabel);
     free(mask);
-    free(cost);
     free(work);
     free(top);
     free(bottom);
-    free(glabel);
+    free(cand);
+    free(nb);
     if (!s)
         st->cp_slack = slack;
     return s;
+}
+
+/* ---- the incumbent's order on the coarse graph --------------------------------- */
+
+/* Binary min-heap of coarse vertices keyed by key[] (ties by id). */
+static int heap_less(const double *key, int a, int b)
+{
+    return key[a] != key[b] ? key[a] < key[b] : a < b;
+}
+
+static void heap_push(int *h, int *len, const double *key, int v)
+{
+    int i = (*len)++;
+    h[i] = v;
+    while (i > 0 && heap_less(key, h[i], h[(i - 1) / 2])) {
+        int t = h[i];
+        h[i] = h[(i - 1) / 2];
+        h[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static int heap_pop(int *h, int *len, const double *key)
+{
+    int top = h[0], i = 0;
+    h[0] = h[--(*len)];
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l < *len && heap_less(key, h[l], h[m]))
+            m = l;
+        if (l + 1 < *len && heap_less(key, h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return top;
+        int t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+op_status pesto_project_order(const op_coarse_map *m, const double *when, int *seq, op_error *err)
+{
+    const op_graph *cg = m->coarse;
+    int nc = cg->n_ops, len = 0, done = 0;
+    double *key = op_malloc((size_t)nc * sizeof *key + 1, err);
+    int *indeg = op_malloc((size_t)nc * sizeof *indeg + 1, err);
+    int *heap = op_malloc((size_t)nc * sizeof *heap + 1, err);
+    if (!key || !indeg || !heap) {
+        free(key);
+        free(indeg);
+        free(heap);
+        return OP_ENOMEM;
+    }
+    for (int k = 0; k < nc; k++) {
+        key[k] = INFINITY;
+        indeg[k] = cg->pred_off[k + 1] - cg->pred_off[k];
+    }
+    for (int i = 0; i < m->n_orig; i++)
+        if (when[i] < key[m->group_of[i]])
+            key[m->group_of[i]] = when[i];
+    for (int k = 0; k < nc; k++)
+        if (indeg[k] == 0)
+            heap_push(heap, &len, key, k);
+    while (len > 0) {
+        int v = heap_pop(heap, &len, key);
+        seq[done++] = v;
+        for (int j = cg->succ_off[v]; j < cg->succ_off[v + 1]; j++)
+            if (--indeg[cg->succ[j]] == 0)
+                heap_push(heap, &len, key, cg->succ[j]);
+    }
+    free(key);
+    free(indeg);
+    free(heap);
+    return done == nc ? OP_OK
+                      : op_fail(err, OP_EINTERNAL, "pesto: the coarse graph has a cycle");
 }
 
 op_status pesto_coarse_comm(const op_graph *orig, const op_coarse_map *m, int *xfer_count,
