@@ -721,68 +721,102 @@ static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double
     return sum;
 }
 
+/* A random DAG of n ops (as tk_random_dag); with groups > 0, op i joins
+ * colocation group i % groups for every i % 3 == 0, so a third of the ops
+ * are in groups whose first member decides and the others copy it. */
+static op_graph *random_dag_grouped(int n, double p, uint64_t seed, int groups)
+{
+    op_graph_builder *b = op_graph_builder_new("random", NULL);
+    char name[32], grp[16];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "v%d", i);
+        snprintf(grp, sizeof grp, "g%d", groups > 0 ? i % groups : 0);
+        op_op_spec s = {.name = name, .time_us = 1 + (double)(tk_rand(&seed) % 100),
+                        .output_bytes = (int64_t)(tk_rand(&seed) % 100000),
+                        .colocate = groups > 0 && i % 3 == 0 ? grp : NULL};
+        tk_op_full(b, &s);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
+                tk_edge(b, i, j, -1);
+    return tk_finish(b);
+}
+
 /* Without a reference (the plain policy, opplace/sgdp.h): the gradient
- * through the head's standardisation over the ops and the logit centring
- * matches finite differences on every parameter tensor's first entries,
- * and no device is preferred on average (every column of logp has the
- * same mean over the rows up to the softmax's normaliser). */
+ * through the head's standardisation over the deciding ops and the logit
+ * centring matches finite differences on every parameter tensor's first
+ * entries (the loss weighs every row, deciding or not), and no device is
+ * preferred on average over the decisions (every column of logp has the
+ * same mean over the deciding rows up to the softmax's normaliser), with
+ * and without colocation groups. */
 Test(sgdp, plain_policy_gradient_matches_finite_differences)
 {
-    tk_problem tp;
-    tk_bind(&tp, tk_random_dag(40, 0.1, 5), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
-    op_error err = {0};
-    sgdp_config cfg = tiny_config();
-    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
-    cfg.segment = 64; /* one segment: no memory, whose gradient is cut by design */
-    sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
-    cr_assert_not_null(pol, "%s", err.msg);
-    sgdp_graph sg;
-    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
-    size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
-    double *c = malloc(sz * sizeof *c);
-    nn_rng rng;
-    nn_rng_seed(&rng, 11);
-    for (size_t k = 0; k < sz; k++)
-        c[k] = nn_rng_uniform(&rng) - 0.5;
-    weighted_logp(pol, &sg, c, 1);
-    nn_params *ps = sgdp_policy_params(pol);
-    int checked = 0;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_param *q = ps->items[i];
-        if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
-            continue;
-        for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
-            double *w = &q->value.data[e], keep = *w, h = 1e-6;
-            double analytic = q->grad.data[e];
-            *w = keep + h;
-            double up = weighted_logp(pol, &sg, c, 0);
-            *w = keep - h;
-            double down = weighted_logp(pol, &sg, c, 0);
-            *w = keep;
-            double numeric = (up - down) / (2 * h);
-            cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
-                      "%s[%d]: analytic %.8g, numeric %.8g", q->name, e, analytic, numeric);
-            checked++;
-        }
-    }
-    cr_assert_gt(checked, 20);
-    /* logits centred: the mean over rows of logp[., d] - logp[., 0] is 0 on
-     * the cluster's 3 devices (no mask beyond them in this graph) */
-    nn_arena ar;
-    nn_arena_init(&ar, 1 << 16, &err);
-    nn_tensor logp;
-    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
-    for (int d = 1; d < 3; d++) {
-        double m = 0.0;
+    for (int groups = 0; groups <= 4; groups += 4) {
+        tk_problem tp;
+        tk_bind(&tp, random_dag_grouped(40, 0.1, 5, groups),
+                tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
+        op_error err = {0};
+        sgdp_config cfg = tiny_config();
+        cfg.head_init = SGDP_PLAIN_HEAD_INIT;
+        cfg.segment = 64; /* one segment: no memory, whose gradient is cut by design */
+        sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
+        cr_assert_not_null(pol, "%s", err.msg);
+        sgdp_graph sg;
+        cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
+        int deciding = 0;
         for (int t = 0; t < sg.n; t++)
-            m += NN_AT(&logp, t, d) - NN_AT(&logp, t, 0);
-        cr_assert_lt(fabs(m / sg.n), 1e-9, "device %d preferred by %.3g on average", d, m / sg.n);
+            deciding += sg.decides[t];
+        cr_assert_eq(deciding, groups ? 40 - 14 + 4 : 40); /* 14 grouped ops in 4 groups */
+        size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
+        double *c = malloc(sz * sizeof *c);
+        nn_rng rng;
+        nn_rng_seed(&rng, 11);
+        for (size_t k = 0; k < sz; k++)
+            c[k] = nn_rng_uniform(&rng) - 0.5;
+        weighted_logp(pol, &sg, c, 1);
+        nn_params *ps = sgdp_policy_params(pol);
+        int checked = 0;
+        for (size_t i = 0; i < ps->count; i++) {
+            nn_param *q = ps->items[i];
+            if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
+                continue;
+            for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
+                double *w = &q->value.data[e], keep = *w, h = 1e-6;
+                double analytic = q->grad.data[e];
+                *w = keep + h;
+                double up = weighted_logp(pol, &sg, c, 0);
+                *w = keep - h;
+                double down = weighted_logp(pol, &sg, c, 0);
+                *w = keep;
+                double numeric = (up - down) / (2 * h);
+                cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
+                          "groups %d, %s[%d]: analytic %.8g, numeric %.8g", groups, q->name, e,
+                          analytic, numeric);
+                checked++;
+            }
+        }
+        cr_assert_gt(checked, 20);
+        /* logits centred over the decisions: the mean over deciding rows of
+         * logp[., d] - logp[., 0] is 0 on the cluster's 3 devices */
+        nn_arena ar;
+        nn_arena_init(&ar, 1 << 16, &err);
+        nn_tensor logp;
+        cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
+        for (int d = 1; d < 3; d++) {
+            double m = 0.0;
+            for (int t = 0; t < sg.n; t++)
+                if (sg.decides[t])
+                    m += NN_AT(&logp, t, d) - NN_AT(&logp, t, 0);
+            cr_assert_lt(fabs(m / deciding), 1e-9, "device %d preferred by %.3g on average", d,
+                         m / deciding);
+        }
+        nn_arena_destroy(&ar);
+        free(c);
+        sgdp_graph_destroy(&sg);
+        sgdp_policy_free(pol);
+        tk_unbind(&tp);
     }
-    nn_arena_destroy(&ar);
-    free(c);
-    sgdp_graph_destroy(&sg);
-    sgdp_policy_free(pol);
-    tk_unbind(&tp);
 }
 
 /* A fresh policy copies whatever reference it is given (any labelling),

@@ -310,12 +310,15 @@ void nn_layernorm_backward(const nn_layernorm *ln, const nn_layernorm_cache *cac
 
 /* ---------------------------------------------------------- standardize */
 
-/* y = each column of x standardised over the rows: (x - mean) / sd (sd
- * floored at 1e-5), inv_sd[j] = 1 / sd_j (x->cols entries).  y may be x. */
-void nn_standardize_columns(const nn_tensor *x, nn_tensor *y, double *inv_sd);
-/* dx from dy through nn_standardize_columns (y its output). */
-void nn_standardize_columns_backward(const nn_tensor *y, const double *inv_sd,
-                                     const nn_tensor *dy, nn_tensor *dx);
+/* y = each column of x standardised with the mean and sd of the rows t
+ * with rows[t] != 0 (every row when rows is NULL; sd floored at 1e-5), and
+ * applied to every row; inv_sd[j] = 1 / sd_j (x->cols entries).  y may be
+ * x. */
+void nn_standardize_columns(const nn_tensor *x, const unsigned char *rows, nn_tensor *y,
+                            double *inv_sd);
+/* dx from dy through nn_standardize_columns (y its output, the same rows). */
+void nn_standardize_columns_backward(const nn_tensor *y, const unsigned char *rows,
+                                     const double *inv_sd, const nn_tensor *dy, nn_tensor *dx);
 
 /* -------------------------------------------------------------- softmax */
 

@@ -184,16 +184,21 @@ sgdp_config sgdp_config_default(void);
  * direction every op shares, a global preference for one device (fewer
  * cut edges fastest): plain PPO converges to one device (measured: SGDP
  * and Trinity).  So without a reference (sgdp_policy_forward):
- *   - each device's logits are centred over the graph's ops (the mean over
- *     rows subtracted, before the mask), which removes exactly that global
- *     preference: the policy can only prefer a device for some ops over
- *     others, i.e. split the graph;
- *   - the head's input is standardised over the ops (each hidden column to
- *     mean 0 and deviation 1 over the graph, a normalisation over the
+ *   - each device's logits are centred over the graph's deciding ops (the
+ *     mean over the rows that decide subtracted from every row, before the
+ *     mask; a colocation group's followers copy its first member), which
+ *     removes exactly that global preference: the policy can only prefer a
+ *     device for some decisions over others, i.e. split the graph;
+ *   - the head's input is standardised over the deciding ops (each hidden
+ *     column to mean 0 and deviation 1 over them, a normalisation over the
  *     graph as GraphNorm): the network's last layer varies little between
  *     ops, so centred logits were ~0 and the policy stayed at ln D (GNMT-4
  *     x 4: 150 s at entropy ln 4 at any rate); standardised, the untrained
- *     policy already prefers different devices for different ops;
+ *     policy already prefers different devices for different ops.  Over
+ *     every op instead of the deciding ones, an export's few group leaders
+ *     (forward ops among thousands of backward ops) were outliers with
+ *     sharp untrained logits (exported GNMT: entropy 0.28 at the start, a
+ *     first update that moved the KL by 5);
  *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
  *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR;
  *   - advantages are taken against the batch's mean reward, not a moving

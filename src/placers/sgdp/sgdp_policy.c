@@ -60,8 +60,8 @@ struct sgdp_policy {
 
 struct sgdp_pass {
     nn_tensor x, h0, o, logits, logp;
-    int plain;      /* no reference: o standardised over the ops, logits centred */
-    nn_tensor on;   /* plain: o with each column standardised over the rows */
+    int plain;      /* no reference: o standardised over the deciding ops, logits centred */
+    nn_tensor on;   /* plain: o with each column standardised over the deciding rows */
     double *inv_sd; /* plain: per column, 1 / its standard deviation over the rows */
     sgdp_sage_pass sage;
     sgdp_xl_pass xl;
@@ -297,17 +297,40 @@ static int has_reference(const sgdp_graph *sg)
     return 0;
 }
 
-/* Subtract each column's mean over the rows (opplace/sgdp.h, "why the
- * plain policy needs two changes"). */
-static void center_columns(nn_tensor *x)
+/* Subtract from every row each column's mean over the rows that decide
+ * (opplace/sgdp.h, "why the plain policy needs two changes"): no device is
+ * preferred on average over the decisions, the only rows whose logits are
+ * sampled (a colocation group's followers copy its leader). */
+static void center_columns(nn_tensor *x, const unsigned char *decides)
 {
+    int k = 0;
+    for (int t = 0; t < x->rows; t++)
+        k += decides[t] != 0;
     for (int d = 0; d < x->cols; d++) {
         double m = 0.0;
         for (int t = 0; t < x->rows; t++)
-            m += NN_AT(x, t, d);
-        m /= x->rows > 0 ? x->rows : 1;
+            if (decides[t])
+                m += NN_AT(x, t, d);
+        m /= k > 0 ? k : 1;
         for (int t = 0; t < x->rows; t++)
             NN_AT(x, t, d) -= m;
+    }
+}
+
+/* The adjoint of center_columns: dx_u = dy_u - [u decides] sum_t dy_t / k. */
+static void center_columns_backward(nn_tensor *dx, const unsigned char *decides)
+{
+    int k = 0;
+    for (int t = 0; t < dx->rows; t++)
+        k += decides[t] != 0;
+    for (int d = 0; d < dx->cols; d++) {
+        double m = 0.0;
+        for (int t = 0; t < dx->rows; t++)
+            m += NN_AT(dx, t, d);
+        m /= k > 0 ? k : 1;
+        for (int t = 0; t < dx->rows; t++)
+            if (decides[t])
+                NN_AT(dx, t, d) -= m;
     }
 }
 
@@ -341,9 +364,9 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
             return st;
         if (!(pass->inv_sd = nn_arena_alloc(ar, (size_t)c->hidden * sizeof(double), err)))
             return OP_ENOMEM;
-        nn_standardize_columns(&pass->o, &pass->on, pass->inv_sd);
+        nn_standardize_columns(&pass->o, sg->decides, &pass->on, pass->inv_sd);
         nn_linear_forward(&pol->head, &pass->on, &pass->logits);
-        center_columns(&pass->logits);
+        center_columns(&pass->logits, sg->decides);
     } else {
         nn_linear_forward(&pol->head, &pass->o, &pass->logits);
     }
@@ -375,7 +398,7 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
     if (pass->plain)
-        center_columns(&dlogits); /* centring is linear and self-adjoint */
+        center_columns_backward(&dlogits, sg->decides);
     double dgain = 0.0;
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)
@@ -386,7 +409,7 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         if ((st = nn_arena_tensor(ar, n, c->hidden, &d_on, err)))
             return st;
         nn_linear_backward(&pol->head, &pass->on, &dlogits, &d_on);
-        nn_standardize_columns_backward(&pass->on, pass->inv_sd, &d_on, &d_o);
+        nn_standardize_columns_backward(&pass->on, sg->decides, pass->inv_sd, &d_on, &d_o);
     } else {
         nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
     }

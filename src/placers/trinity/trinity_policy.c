@@ -451,7 +451,7 @@ static op_status partition_forward(trinity_policy *pol, nn_arena *ar, const trin
         ps->inv_sd = nn_arena_alloc(ar, sizeof(double) * (size_t)c->part_h2, err);
         if (!ps->inv_sd)
             return OP_ENOMEM;
-        nn_standardize_columns(&ps->a2, &ps->a2n, ps->inv_sd);
+        nn_standardize_columns(&ps->a2, NULL, &ps->a2n, ps->inv_sd);
     }
     nn_linear_forward(&pol->p3, c->centre ? &ps->a2n : &ps->a2, &ps->upart);
     if (c->centre)
@@ -479,7 +479,7 @@ static void partition_backward(trinity_policy *pol, nn_arena *ar, const trinity_
             return;
         centre_partition(tg, &du);
         nn_linear_backward(&pol->p3, &ps->a2n, &du, &da2n);
-        nn_standardize_columns_backward(&ps->a2n, ps->inv_sd, &da2n, &da2);
+        nn_standardize_columns_backward(&ps->a2n, NULL, ps->inv_sd, &da2n, &da2);
     } else
         nn_linear_backward(&pol->p3, &ps->a2, &du, &da2);
     nn_tensor dh2; /* ReLU ran in place: its backward reads the output a2 */
