@@ -9,12 +9,15 @@
  *      device-predecessor that finished latest.  Anchors: the chain's links
  *      that can shrink (not a DAG edge run back to back: a wait for the
  *      device, a transfer or idling) and ops not at their fastest speed,
- *      the longest waits first, then the links without a wait spread
- *      over the chain (a golden-ratio sequence of their positions); a
- *      window that does not help moves on to the next anchor.  Before
- *      s8-lns they were visited from the chain's end: on inception_v3
- *      every window of a 25 s search sat in the last 1.2 ms of a 91.8 ms
- *      step, far from its four real waits.
+ *      the longest waits first, then the links without a wait
+ *      alternately from the chain's end and spread over it (a golden-ratio
+ *      sequence of their positions); a window that does not help moves on
+ *      to the next anchor.  Before s8-lns they were visited from the
+ *      chain's end: on inception_v3 every window of a 25 s search sat in
+ *      the last 1.2 ms of a 91.8 ms step, far from its four real waits;
+ *      from auto's 45 s answers, transformer's one kept window needs the
+ *      spread order and incv3's two the end-first one
+ *      (bench/notes/s8-lns.md).
  *      None: the chain is a DAG path at full speed from 0, the incumbent is
  *      optimal and the search stops (improvable_anchors).
  *   2. Window: a slice of the start-time order around an anchor, widened
@@ -842,7 +845,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->w.pair_delta = malloc(pairs * sizeof(int));
     b->w.reach = malloc(k * k);
     b->chain = malloc(n * sizeof(int));
-    b->anchors = malloc(2 * n * sizeof *b->anchors);
+    b->anchors = malloc(6 * n * sizeof *b->anchors); /* 2n, and scratch */
     b->slice_pos = malloc(n * sizeof(int));
     b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
     b->seq = malloc(n * sizeof(int));
@@ -979,9 +982,20 @@ static int by_wait(const void *x, const void *y)
     const anchor *a = x, *b = y;
     if (a->wait != b->wait)
         return a->wait > b->wait ? -1 : 1;
-    /* equal waits (most are links without one): spread over the chain, a
-     * golden-ratio sequence of positions rather than from the chain's end */
-    double ka = fmod(a->pos * 0.6180339887498949, 1), kb = fmod(b->pos * 0.6180339887498949, 1);
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* Golden-ratio key of position pos in [0, 1): consecutive positions far
+ * apart. */
+static double spread_key(int pos)
+{
+    return fmod(pos * 0.6180339887498949, 1);
+}
+
+static int by_spread(const void *x, const void *y)
+{
+    const anchor *a = x, *b = y;
+    double ka = spread_key(a->pos), kb = spread_key(b->pos);
     if (ka != kb)
         return ka < kb ? -1 : 1;
     return (a->pos > b->pos) - (a->pos < b->pos);
@@ -1006,15 +1020,38 @@ static int improvable_anchors(const op_problem *p, const op_placement *inc, cons
             wait = s->start[v] - s->finish[u];
             link = !edge || wait > 1e-6;
             if (link)
-                anchors[n++] = (anchor){u, n, wait};
+                anchors[n] = (anchor){u, n, wait}, n++;
         } else {
             wait = s->start[v];
             link = wait > 1e-6;
         }
         if (link || slow)
-            anchors[n++] = (anchor){v, n, wait};
+            anchors[n] = (anchor){v, n, wait}, n++;
     }
     qsort(anchors, (size_t)n, sizeof *anchors, by_wait);
+    /* the anchors without a wait: alternately from the chain's end and
+     * spread over it (scratch: the second half of anchors[]) */
+    int z = 0;
+    while (z < n && anchors[z].wait > 1e-6)
+        z++;
+    int nz = n - z;
+    anchor *spread = anchors + n;
+    memcpy(spread, anchors + z, (size_t)nz * sizeof *spread);
+    qsort(spread, (size_t)nz, sizeof *spread, by_spread);
+    anchor *end_first = spread + nz;
+    memcpy(end_first, anchors + z, (size_t)nz * sizeof *end_first);
+    unsigned char *used = calloc((size_t)n + 1, 1);
+    if (!used) /* keep the end-first order */
+        return n;
+    for (int i = 0, e = 0, g = 0; i < nz; i++) {
+        const anchor *from = i % 2 == 0 ? end_first : spread;
+        int *at = i % 2 == 0 ? &e : &g;
+        while (used[from[*at].pos]) /* nz unused remain, so both lists hold one */
+            (*at)++;
+        used[from[*at].pos] = 1;
+        anchors[z + i] = from[(*at)++];
+    }
+    free(used);
     return n;
 }
 
