@@ -80,7 +80,10 @@
  *      one cut by the time limit shrinks by a fifth (within min..max); CBC
  *      gets an eighth of the time left per window (0.5..4 s).
  * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
- * (busy time, waits after a cross-device predecessor, waits on a device).
+ * (busy time, waits after a cross-device predecessor, waits on a device,
+ * and each wait over 20 us with its two ops: a wait behind a device
+ * predecessor that had finished earlier is a transfer queued on a
+ * channel, which the window model does not see).
  */
 #include "placers/pesto/pesto_lns.h"
 
@@ -1191,7 +1194,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
             for (int c = 0; c + 1 < nchain; c++) {
                 int v = b.chain[c], u = b.chain[c + 1];
                 double gap = b.s.start[v] - b.s.finish[u];
-                if (gap > 20)
+                if (gap > 20) /* the waits that matter, by name */
                     fprintf(stderr, "  gap %.1f at %.1f (%s -> %s, dev %d -> %d, %s)\n", gap, b.s.start[v],
                             p->g->op_name[u], p->g->op_name[v], inc->device_of[u], inc->device_of[v],
                             b.s.prev_dev[v] == u ? "device pred" : "dag pred");
