@@ -863,3 +863,52 @@ Test(pesto, lns_moves_colocation_groups_spanning_the_step, .timeout = 120)
     op_placement_destroy(&pl);
     tk_unbind(&tp);
 }
+
+/* What kept windows from moving anything on real exports (bench/notes/
+ * s8-lns.md): x and f1 (50 us each) share d0 and j joins them; b1,
+ * colocated with f1 (a forward op and its backward op), runs after j at
+ * the end of the step.  All on d0: 115 us; x or f1's group on d1: about
+ * 70 us.  Windows of two ops around the device wait hold x and f1 and
+ * leave b1 outside (after the window, with its input j).  The window ILP
+ * used to price b1 from its incumbent times (Cmax >= f_j + exec(b1) +
+ * (step - L_b1 - l_b1) = 115 us whatever the window did, though j and b1
+ * move earlier with everything after the window), so CBC proved every
+ * window optimal at the incumbent's step; now an edge between b1 and an
+ * op on the same side of the window prices only the delay it adds, and
+ * the LNS reaches the exhaustive optimum. */
+Test(pesto, lns_far_member_after_the_window_moves_with_the_tail, .timeout = 120)
+{
+    op_graph_builder *b = op_graph_builder_new("tail", NULL);
+    int x = tk_op_full(b, &(op_op_spec){.name = "x", .time_us = 50, .output_bytes = 100});
+    int f1 = tk_op_full(b, &(op_op_spec){.name = "f1", .time_us = 50, .output_bytes = 100,
+                                         .colocate = "L1"});
+    int j = tk_op_full(b, &(op_op_spec){.name = "j", .time_us = 5, .output_bytes = 100});
+    int b1 = tk_op_full(b, &(op_op_spec){.name = "b1", .time_us = 10, .output_bytes = 100,
+                                         .colocate = "L1"});
+    tk_edge(b, x, j, 100);
+    tk_edge(b, f1, j, 100);
+    tk_edge(b, j, b1, 100);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1L << 40));
+    double opt = brute_force(&tp.p);
+    op_error err = {0};
+    op_placement pl;
+    cr_assert_eq(op_placement_init(&pl, tp.p.n, 2, &err), OP_OK);
+    double before = simulate_placement(&tp.p, &pl);
+    cr_assert_float_eq(before, 115, 1e-9);
+    cr_assert_lt(opt, 80, "brute force %.3f", opt);
+    op_sim *sim = op_sim_new(&tp.p, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    pesto_lns_opts o = {.min_window = 2, .max_window = 2, .window_seconds = 20,
+                        .deadline = op_seconds_now() + 60, .max_windows = 4};
+    pesto_lns_stats s;
+    double step = before, over = 0;
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    cr_assert_geq(s.improved, 1);
+    cr_assert_float_eq(step, opt, 1e-6, "LNS %.3f, brute force %.3f", step, opt);
+    cr_assert_float_eq(step, simulate_placement(&tp.p, &pl), 1e-9);
+    cr_assert_eq(op_problem_check_placement(&tp.p, &pl, &err), OP_OK, "%s", err.msg);
+    op_sim_free(sim);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}

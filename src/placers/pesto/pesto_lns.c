@@ -8,7 +8,16 @@
  *      the op that finishes last, each time to the predecessor or the
  *      device-predecessor that finished latest.  Anchors: the chain's links
  *      that can shrink (not a DAG edge run back to back: a wait for the
- *      device, a transfer or idling) and ops not at their fastest speed.
+ *      device, a transfer or idling) and ops not at their fastest speed,
+ *      the longest waits first, then the links without a wait
+ *      alternately from the chain's end and spread over it (a golden-ratio
+ *      sequence of their positions); a window that does not help moves on
+ *      to the next anchor.  Before s8-lns they were visited from the
+ *      chain's end: on inception_v3 every window of a 25 s search sat in
+ *      the last 1.2 ms of a 91.8 ms step, far from its four real waits;
+ *      from auto's 45 s answers, transformer's one kept window needs the
+ *      spread order and incv3's two the end-first one
+ *      (bench/notes/s8-lns.md).
  *      None: the chain is a DAG path at full speed from 0, the incumbent is
  *      optimal and the search stops (improvable_anchors).
  *   2. Window: a slice of the start-time order around an anchor, widened
@@ -30,8 +39,13 @@
  *        update, far apart in time) follow the group's device, with no
  *        start column of their own; their work moves between the devices'
  *        load and tail rows and their fixed inputs and outputs get rows
- *        from the incumbent's schedule (far_terms, far_member_rows: an
- *        approximation, the simulator judges);
+ *        or penalties from the incumbent's schedule in the frame below
+ *        (far_terms, far_member_rows: an approximation, the simulator
+ *        judges); an edge between a window op and a far member pays a
+ *        transfer only when their groups end up apart (dev_owner);
+ *        the frame: ops before the slice keep their times, ops after it
+ *        all move earlier by what the window gains (step - Cmax), which
+ *        is what the rows to the tail below say;
  *        device release: S_v >= r_d x_vd, r_d the finish of the last op
  *        before the window on d;
  *        transfers as the simulator sends them (formats.md 5.3): one per
@@ -66,7 +80,10 @@
  *      one cut by the time limit shrinks by a fifth (within min..max); CBC
  *      gets an eighth of the time left per window (0.5..4 s).
  * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
- * (busy time, waits after a cross-device predecessor, waits on a device).
+ * (busy time, waits after a cross-device predecessor, waits on a device,
+ * and each wait over 20 us with its two ops: a wait behind a device
+ * predecessor that had finished earlier is a transfer queued on a
+ * channel, which the window model does not see).
  */
 #include "placers/pesto/pesto_lns.h"
 
@@ -304,22 +321,74 @@ static double far_terms(lp_model *m, const op_problem *p, const op_placement *pl
     return gone;
 }
 
+/* The window op whose X columns say where v runs: v itself, the head of
+ * its colocation group for a far member (it moves with the group), or -1
+ * for a fixed op (it stays on pl->device_of[v]). */
+static int dev_owner(const op_problem *p, const window *w, int v)
+{
+    if (w->loc[v] >= 0)
+        return w->loc[v];
+    int grp = p->group_of[v];
+    return grp == OP_NONE ? -1 : group_head(p, w, grp);
+}
+
+/* y[s*nd+t] >= x_as + x_bt - 1 for s != t (a on s, b on t): columns for a
+ * transfer between two ops whose devices are both decided by the window
+ * (ycol[] -1 where a or b cannot be on s or t).  Built before the row that
+ * uses them: a row's terms cannot interleave with others.  Returns 0 or
+ * -1 (out of memory). */
+static int pair_cols(lp_model *m, const window *w, int nd, int a, int b, int *ycol)
+{
+    for (int s1 = 0; s1 < nd; s1++)
+        for (int t = 0; t < nd; t++) {
+            ycol[s1 * nd + t] = -1;
+            if (s1 == t || w->X[a * nd + s1] < 0 || w->X[b * nd + t] < 0)
+                continue;
+            int y = lp_col(m, 0, 1, 0, 0);
+            lp_term(m, y, 1);
+            lp_term(m, w->X[a * nd + s1], -1);
+            lp_term(m, w->X[b * nd + t], -1);
+            lp_row_end(m, -1, LP_INF);
+            ycol[s1 * nd + t] = y;
+        }
+    return m->oom ? -1 : 0;
+}
+
 /* Members of a window's colocation groups outside the window (a forward op's
  * backward op and optimizer update, far apart in time) move with their
  * group: they have no start column, and the model says what moving them
  * costs, approximately, from the incumbent's schedule (the simulator judges
  * every candidate): their work moves between the load and tail rows of
  * the devices (far_terms), and for such a member f (started at s_f, latest
- * start L_f, length l_f) on the group's device t:
+ * start L_f, length l_f) on the group's device t, each edge to or from a
+ * fixed op delays f or its consumer by
  *   an input from a fixed u (device du, finish f_u):
- *     Cmax >= f_u + sum_t (T(du, t) [t != du] + exec(f, t)) x_gt + (step - L_f - l_f);
+ *     D = f_u + T(du, t) [t != du] + exec(f, t) - (L_f + l_f);
  *   an output to a fixed x (device dx, latest start L_x):
- *     Cmax >= s_f + sum_t (exec(f, t) + T(t, dx) [t != dx]) x_gt + (step - L_x).
- * Inputs and outputs from window ops or other moving members are left out.
- * The incumbent meets every row (its starts respect its transfers and
- * latest starts), so the MIP start stays feasible. */
-static void far_member_rows(lp_model *m, const op_problem *p, const op_placement *pl,
-                            const sched *s, const window *w)
+ *     D = s_f + exec(f, t) + T(t, dx) [t != dx] - L_x.
+ * The incumbent's D is at most 0 (its starts respect its transfers and
+ * latest starts).  How D enters the model depends on which side of the
+ * window f and its neighbour lie.  The model's frame: ops before the
+ * window keep their times, ops after it (the tail) all move earlier by
+ * what the window gains (step - Cmax; the window's rows to the tail say
+ * Cmax >= C_v + T + (step - L_x)).
+ *   - f and its neighbour on the same side (both before or both after the
+ *     window): the neighbour moves with f, the window's gain cancels out of
+ *     D, and a positive D is a delay of its own: a penalty column
+ *     P_f >= D (P_f >= 0) in the objective, min Cmax + sum_f P_f.
+ *   - f after the window, its input u before it or fixed in the slice: u
+ *     keeps its time and f moves with the tail:
+ *     Cmax >= f_u + T + exec(f, t) + (step - L_f - l_f).
+ *   - f before the window, its consumer x after it:
+ *     Cmax >= s_f + exec(f, t) + T + (step - L_x).
+ * (Before s8-lns every edge got the absolute row: a far member on the
+ * critical chain, in place, then gives Cmax >= step exactly, whatever the
+ * window does, and CBC proved every window "optimal" at the incumbent's
+ * step: bench/notes/s8-lns.md.)  Inputs and outputs from window ops or
+ * other moving members are rows of the window ops (dev_owner).  Returns 0
+ * or -1 (out of memory). */
+static int far_member_rows(lp_model *m, const op_problem *p, const op_placement *pl,
+                           const sched *s, const window *w)
 {
     const op_graph *g = p->g;
     int nd = p->nd;
@@ -331,37 +400,42 @@ static void far_member_rows(lp_model *m, const op_problem *p, const op_placement
             int f = p->group_ops[t];
             if (w->loc[f] >= 0)
                 continue;
+            int tail_f = s->rank[f] >= w->hi, pen = -1;
             double len = s->finish[f] - s->start[f];
-            for (int e = g->pred_off[f]; e < g->pred_off[f + 1]; e++) {
-                int u = g->pred[e];
-                if (w->loc[u] >= 0 || far_member(p, w, u))
-                    continue;
-                int du = pl->device_of[u];
-                int64_t bytes = g->edge_bytes[g->pred_edge[e]];
-                lp_term(m, w->cmax, 1);
-                for (int d = 0; d < nd; d++)
-                    if (w->X[a * nd + d] >= 0)
-                        lp_term(m, w->X[a * nd + d],
-                                -(op_exec_us(p, f, d) +
-                                  (d != du ? op_cluster_transfer_us(p->c, du, d, bytes) : 0)));
-                lp_row_end(m, s->finish[u] + s->step - s->latest[f] - len, LP_INF);
-            }
-            for (int e = g->succ_off[f]; e < g->succ_off[f + 1]; e++) {
-                int x = g->succ[e];
-                if (w->loc[x] >= 0 || far_member(p, w, x))
-                    continue;
-                int dx = pl->device_of[x];
-                int64_t bytes = g->edge_bytes[g->succ_edge[e]];
-                lp_term(m, w->cmax, 1);
-                for (int d = 0; d < nd; d++)
-                    if (w->X[a * nd + d] >= 0)
-                        lp_term(m, w->X[a * nd + d],
-                                -(op_exec_us(p, f, d) +
-                                  (d != dx ? op_cluster_transfer_us(p->c, d, dx, bytes) : 0)));
-                lp_row_end(m, s->start[f] + s->step - s->latest[x], LP_INF);
+            for (int dir = 0; dir < 2; dir++) {
+                int lo = dir ? g->succ_off[f] : g->pred_off[f];
+                int hi = dir ? g->succ_off[f + 1] : g->pred_off[f + 1];
+                for (int e = lo; e < hi; e++) {
+                    int y = dir ? g->succ[e] : g->pred[e];
+                    if (w->loc[y] >= 0 || far_member(p, w, y))
+                        continue;
+                    int dy = pl->device_of[y];
+                    int64_t bytes = g->edge_bytes[dir ? g->succ_edge[e] : g->pred_edge[e]];
+                    int tail_y = s->rank[y] >= w->hi, before_y = s->rank[y] < w->lo;
+                    int same = tail_f ? tail_y : before_y;
+                    /* D = base + sum_t coef(t) x_gt */
+                    double base = dir ? s->start[f] - s->latest[y]
+                                      : s->finish[y] - s->latest[f] - len;
+                    if (same) {
+                        if (pen < 0)
+                            pen = lp_col(m, 0, LP_INF, 1, 0);
+                        lp_term(m, pen, 1);
+                    } else {
+                        lp_term(m, w->cmax, 1);
+                    }
+                    for (int d = 0; d < nd; d++)
+                        if (w->X[a * nd + d] >= 0) {
+                            double T = d == dy ? 0
+                                     : dir ? op_cluster_transfer_us(p->c, d, dy, bytes)
+                                           : op_cluster_transfer_us(p->c, dy, d, bytes);
+                            lp_term(m, w->X[a * nd + d], -(op_exec_us(p, f, d) + T));
+                        }
+                    lp_row_end(m, same ? base : base + s->step, LP_INF);
+                }
             }
         }
     }
+    return m->oom ? -1 : 0;
 }
 
 /* Build the window's model; returns 0 or -1 (out of memory). */
@@ -382,9 +456,11 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 maxexec = op_exec_us(p, w->ops[a], d);
     double H = s->step - t0 + maxexec + 1;
     double *rel = calloc((size_t)nd, sizeof *rel), *tailq = calloc((size_t)nd, sizeof *tailq);
-    if (!rel || !tailq) {
+    int *ycol = malloc((size_t)nd * nd * sizeof *ycol + 1);
+    if (!rel || !tailq || !ycol) {
         free(rel);
         free(tailq);
+        free(ycol);
         return -1;
     }
     for (int r = 0; r < w->lo; r++) {
@@ -443,6 +519,21 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
             int u = g->pred[e], edge = g->pred_edge[e], b = w->loc[u];
             int64_t bytes = g->edge_bytes[edge];
+            if (b < 0 && far_member(p, w, u)) {
+                /* u moves with its group (it ran before the slice): S_v >= f_u, plus the
+                 * transfer when the two groups end up apart */
+                int h = dev_owner(p, w, u), same = p->group_of[u] == p->group_of[v];
+                if (!same && pair_cols(m, w, nd, h, a, ycol))
+                    break;
+                lp_term(m, w->S[a], 1);
+                for (int s1 = 0; !same && s1 < nd; s1++)
+                    for (int t = 0; t < nd; t++)
+                        if (ycol[s1 * nd + t] >= 0)
+                            lp_term(m, ycol[s1 * nd + t],
+                                    -op_cluster_transfer_us(p->c, s1, t, bytes));
+                lp_row_end(m, s->finish[u], LP_INF);
+                continue;
+            }
             if (b < 0) {
                 int du = pl->device_of[u];
                 lp_term(m, w->S[a], 1);
@@ -471,23 +562,8 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 continue;
             }
             /* S_v >= C_u + transfer; y columns for the device pairs */
-            int *ycol = malloc((size_t)nd * nd * sizeof *ycol + 1);
-            if (!ycol) {
-                m->oom = 1;
+            if (pair_cols(m, w, nd, b, a, ycol))
                 break;
-            }
-            for (int s1 = 0; s1 < nd; s1++)
-                for (int t = 0; t < nd; t++) {
-                    ycol[s1 * nd + t] = -1;
-                    if (s1 == t || w->X[b * nd + s1] < 0 || w->X[a * nd + t] < 0)
-                        continue;
-                    int y = lp_col(m, 0, 1, 0, 0);
-                    lp_term(m, y, 1);
-                    lp_term(m, w->X[b * nd + s1], -1);
-                    lp_term(m, w->X[a * nd + t], -1);
-                    lp_row_end(m, -1, LP_INF);
-                    ycol[s1 * nd + t] = y;
-                }
             lp_term(m, w->S[a], 1);
             completion(m, p, w, b, -1);
             for (int s1 = 0; s1 < nd; s1++)
@@ -497,7 +573,6 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                                 -op_cluster_transfer_us(p->c, s1, t,
                                                        sent_bytes(g, pl, w, u, t, bytes)));
             lp_row_end(m, 0, LP_INF);
-            free(ycol);
             /* S_v >= C_u + T(s, t, b_x) - M (3 - x_us - x_vt - x_xt) for a larger edge u -> x */
             for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
                 int c = w->loc[g->succ[f]];
@@ -523,6 +598,23 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             int x = g->succ[e];
             if (w->loc[x] >= 0)
                 continue;
+            if (far_member(p, w, x)) {
+                /* x moves with its group (after the slice, in the tail):
+                 * Cmax >= C_v + transfer + (step - L_x) */
+                int h = dev_owner(p, w, x), same = p->group_of[x] == p->group_of[v];
+                int64_t bytes = g->edge_bytes[g->succ_edge[e]];
+                if (!same && pair_cols(m, w, nd, a, h, ycol))
+                    break;
+                lp_term(m, w->cmax, 1);
+                completion(m, p, w, a, -1);
+                for (int s1 = 0; !same && s1 < nd; s1++)
+                    for (int t = 0; t < nd; t++)
+                        if (ycol[s1 * nd + t] >= 0)
+                            lp_term(m, ycol[s1 * nd + t],
+                                    -op_cluster_transfer_us(p->c, s1, t, bytes));
+                lp_row_end(m, s->step - s->latest[x], LP_INF);
+                continue;
+            }
             int dx = pl->device_of[x];
             int64_t bytes = sent_bytes(g, pl, w, v, dx, g->edge_bytes[g->succ_edge[e]]);
             lp_term(m, w->cmax, 1);
@@ -562,7 +654,8 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         double gone = far_terms(m, p, pl, s, w, d, 1);
         lp_row_end(m, rel[d] + (tailq[d] > 0 ? tailq[d] : 0) - gone, LP_INF);
     }
-    far_member_rows(m, p, pl, s, w);
+    if (!m->oom)
+        far_member_rows(m, p, pl, s, w);
     for (int grp = 0; grp < p->n_groups; grp++) { /* colocation inside the window */
         int first = -1;
         for (int t = p->group_off[grp]; t < p->group_off[grp + 1]; t++) {
@@ -628,6 +721,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         }
     free(rel);
     free(tailq);
+    free(ycol);
     return m->oom ? -1 : 0;
 }
 
@@ -690,13 +784,20 @@ static void window_reach(const op_problem *p, const op_placement *pl, const sche
         slice_pos[s->by_start[r]] = -1;
 }
 
+/* An anchor of a window: a chain op and the wait at its link. */
+typedef struct anchor {
+    int op, pos;
+    double wait;
+} anchor;
+
 typedef struct lns_buf {
     sched s;
     window w;
     int *slice_pos;
     unsigned char *bits;
     size_t bits_cap;
-    int *chain, *anchors, *last, *seq;
+    int *chain, *last, *seq;
+    anchor *anchors;
     double *key;
     int *cols;
     double *vals;
@@ -747,7 +848,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->w.pair_delta = malloc(pairs * sizeof(int));
     b->w.reach = malloc(k * k);
     b->chain = malloc(n * sizeof(int));
-    b->anchors = malloc(2 * n * sizeof(int));
+    b->anchors = malloc(6 * n * sizeof *b->anchors); /* 2n, and scratch */
     b->slice_pos = malloc(n * sizeof(int));
     b->last = malloc(((size_t)p->nd + 1) * sizeof(int));
     b->seq = malloc(n * sizeof(int));
@@ -873,17 +974,44 @@ static int idlest_other(const op_problem *p, const op_placement *inc, const lns_
  * links that are not a DAG edge without wait (chain[c] waited for its
  * device-predecessor, for a transfer, or idled), and ops that do not run
  * at their fastest eligible speed.  anchors[] gets the ops on both sides of
- * such links; returns their count.  With none, the chain is a DAG path run
+ * such links, the longest waits first (the chain's order, from its end,
+ * among equal waits: a link without wait, a device-predecessor that
+ * finished just as the op's input arrived, can only shrink by moving
+ * work); returns their count.  With none, the chain is a DAG path run
  * back to back from time 0 at the fastest speeds: no placement and order
  * can finish before it, the incumbent is optimal. */
+static int by_wait(const void *x, const void *y)
+{
+    const anchor *a = x, *b = y;
+    if (a->wait != b->wait)
+        return a->wait > b->wait ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+/* Golden-ratio key of position pos in [0, 1): consecutive positions far
+ * apart. */
+static double spread_key(int pos)
+{
+    return fmod(pos * 0.6180339887498949, 1);
+}
+
+static int by_spread(const void *x, const void *y)
+{
+    const anchor *a = x, *b = y;
+    double ka = spread_key(a->pos), kb = spread_key(b->pos);
+    if (ka != kb)
+        return ka < kb ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
 static int improvable_anchors(const op_problem *p, const op_placement *inc, const sched *s,
-                              const int *chain, int nchain, int *anchors)
+                              const int *chain, int nchain, anchor *anchors)
 {
     const op_graph *g = p->g;
     int n = 0;
     for (int c = 0; c < nchain; c++) {
         int v = chain[c], dv = inc->device_of[v];
-        double fastest = -1;
+        double fastest = -1, wait = 0;
         for (int d = 0; d < p->nd; d++)
             if (op_eligible(p, v, d) && (fastest < 0 || op_exec_us(p, v, d) < fastest))
                 fastest = op_exec_us(p, v, d);
@@ -892,15 +1020,41 @@ static int improvable_anchors(const op_problem *p, const op_placement *inc, cons
             int u = chain[c + 1], edge = 0;
             for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++)
                 edge |= g->pred[e] == u;
-            link = !edge || s->start[v] > s->finish[u] + 1e-6;
+            wait = s->start[v] - s->finish[u];
+            link = !edge || wait > 1e-6;
             if (link)
-                anchors[n++] = u;
+                anchors[n] = (anchor){u, n, wait}, n++;
         } else {
-            link = s->start[v] > 1e-6;
+            wait = s->start[v];
+            link = wait > 1e-6;
         }
         if (link || slow)
-            anchors[n++] = v;
+            anchors[n] = (anchor){v, n, wait}, n++;
     }
+    qsort(anchors, (size_t)n, sizeof *anchors, by_wait);
+    /* the anchors without a wait: alternately from the chain's end and
+     * spread over it (scratch: the second half of anchors[]) */
+    int z = 0;
+    while (z < n && anchors[z].wait > 1e-6)
+        z++;
+    int nz = n - z;
+    anchor *spread = anchors + n;
+    memcpy(spread, anchors + z, (size_t)nz * sizeof *spread);
+    qsort(spread, (size_t)nz, sizeof *spread, by_spread);
+    anchor *end_first = spread + nz;
+    memcpy(end_first, anchors + z, (size_t)nz * sizeof *end_first);
+    unsigned char *used = calloc((size_t)n + 1, 1);
+    if (!used) /* keep the end-first order */
+        return n;
+    for (int i = 0, e = 0, g = 0; i < nz; i++) {
+        const anchor *from = i % 2 == 0 ? end_first : spread;
+        int *at = i % 2 == 0 ? &e : &g;
+        while (used[from[*at].pos]) /* nz unused remain, so both lists hold one */
+            (*at)++;
+        used[from[*at].pos] = 1;
+        anchors[z + i] = from[(*at)++];
+    }
+    free(used);
     return n;
 }
 
@@ -1014,7 +1168,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
             goto done;
     }
     stats->first_step_us = b.s.step;
-    int k = mink + (maxk - mink) / 4, anchor = 0, fails_here = 0, round = 0;
+    int k = mink + (maxk - mink) / 4, next_anchor = 0, fails_here = 0, round = 0;
     uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     while (!op_interrupted() && (o->deadline <= 0 || op_seconds_now() < o->deadline) &&
            (o->max_windows <= 0 || stats->windows < o->max_windows)) {
@@ -1037,12 +1191,21 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
                         gap_d += gap;
                 }
             }
+            for (int c = 0; c + 1 < nchain; c++) {
+                int v = b.chain[c], u = b.chain[c + 1];
+                double gap = b.s.start[v] - b.s.finish[u];
+                if (gap > 20) /* the waits that matter, by name */
+                    fprintf(stderr, "  gap %.1f at %.1f (%s -> %s, dev %d -> %d, %s)\n", gap, b.s.start[v],
+                            p->g->op_name[u], p->g->op_name[v], inc->device_of[u], inc->device_of[v],
+                            b.s.prev_dev[v] == u ? "device pred" : "dag pred");
+            }
             fprintf(stderr, "chain %d ops: busy %.1f, gaps after a cross-device pred %.1f, "
                     "same device %.1f, first start %.1f, %d improvable anchors\n", nchain, busy,
                     gap_x, gap_d, b.s.start[b.chain[nchain - 1]], nanch);
         }
         if (nanch == 0 && b.s.over > 0) { /* fastest, but out of memory: any chain op */
-            memcpy(b.anchors, b.chain, (size_t)nchain * sizeof *b.anchors);
+            for (int c = 0; c < nchain; c++)
+                b.anchors[c] = (anchor){b.chain[c], c, 0};
             nanch = nchain;
         }
         if (nanch == 0) { /* the incumbent is optimal (improvable_anchors) */
@@ -1053,8 +1216,8 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         }
         rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
         if (fails_here > 0) /* the next improvable link after a window that did not help */
-            anchor += 1 + (int)((rng >> 33) % (uint64_t)(nanch > 16 ? nanch / 16 : 1));
-        int centre_op = b.anchors[anchor % nanch];
+            next_anchor++;
+        int centre_op = b.anchors[next_anchor % nanch].op;
         /* every third window frees all devices; the others two: the anchor's
          * and the one least busy around it */
         int all = p->nd > 2 && round % 3 == 2;
