@@ -12,12 +12,12 @@
  *      the longest waits first, then the links without a wait
  *      alternately from the chain's end and spread over it (a golden-ratio
  *      sequence of their positions); a window that does not help moves on
- *      to the next anchor.  Before s8-lns they were visited from the
+ *      to the next anchor.  Before they were visited from the
  *      chain's end: on inception_v3 every window of a 25 s search sat in
  *      the last 1.2 ms of a 91.8 ms step, far from its four real waits;
  *      from auto's 45 s answers, transformer's one kept window needs the
  *      spread order and incv3's two the end-first one
- *      (bench/notes/s8-lns.md).
+ *      (bench/RESULTS.md, Pesto).
  *      None: the chain is a DAG path at full speed from 0, the incumbent is
  *      optimal and the search stops (improvable_anchors).
  *   2. Window: a slice of the start-time order around an anchor, widened
@@ -381,10 +381,10 @@ static int pair_cols(lp_model *m, const window *w, int nd, int a, int b, int *yc
  *     Cmax >= f_u + T + exec(f, t) + (step - L_f - l_f).
  *   - f before the window, its consumer x after it:
  *     Cmax >= s_f + exec(f, t) + T + (step - L_x).
- * (Before s8-lns every edge got the absolute row: a far member on the
+ * (Before, every edge got the absolute row: a far member on the
  * critical chain, in place, then gives Cmax >= step exactly, whatever the
  * window does, and CBC proved every window "optimal" at the incumbent's
- * step: bench/notes/s8-lns.md.)  Inputs and outputs from window ops or
+ * step: bench/RESULTS.md, Pesto.)  Inputs and outputs from window ops or
  * other moving members are rows of the window ops (dev_owner).  Returns 0
  * or -1 (out of memory). */
 static int far_member_rows(lp_model *m, const op_problem *p, const op_placement *pl,

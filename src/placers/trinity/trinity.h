@@ -363,7 +363,7 @@ typedef struct trinity_options {
     int boundary_moves;       /* placer: chunks per layer scope; 0 = off */
 } trinity_options;
 /* --paper's settings: the paper's networks and PPO (no priors, no uniformly
- * drawn decisions) with the RL fixes of issue 20 (bench/notes/s8-trinity.md):
+ * drawn decisions) with the RL fixes of issue 20 (bench/RESULTS.md, "Trinity: the RL fixes"):
  * centred logits (trinity_config.centre), the device-marginal partition
  * ratio (trinity_train_config.marginal), Adam at TRINITY_CENTRED_LR without
  * an entropy bonus.  The learning test runs exactly these. */

@@ -12,7 +12,7 @@
  * (trinity_config.centre, trinity_policy.c), the device-marginal partition
  * ratio (trinity_train_config.marginal, trinity_train.c), Adam at 3e-2 and
  * no entropy bonus.  They change how PPO estimates and follows the
- * gradient, not what it optimises; measured in bench/notes/s8-trinity.md
+ * gradient, not what it optimises; measured in bench/RESULTS.md, "Trinity: the RL fixes"
  * (GNMT-2 x 4, 300 s: 106.09 and 109.04 ms for seeds 1 and 2; the paper's
  * settings freeze on one device, 107.8 ms; expert 70.38 ms: not reached).
  */
