@@ -721,26 +721,37 @@ static double weighted_logp(sgdp_policy *pol, const sgdp_graph *sg, const double
     return sum;
 }
 
-/* A random DAG of n ops (as tk_random_dag); with groups > 0, op i joins
- * colocation group i % groups for every i % 3 == 0, so a third of the ops
- * are in groups whose first member decides and the others copy it. */
-static op_graph *random_dag_grouped(int n, double p, uint64_t seed, int groups)
+/* Loss weights in [-0.5, 0.5) for every (row, device) of sg, then one
+ * forward and backward pass of weighted_logp so every parameter's grad
+ * holds d loss / d parameter.  The caller frees the weights. */
+static double *weights_and_gradient(sgdp_policy *pol, const sgdp_graph *sg, int max_devices,
+                                    uint64_t seed)
 {
-    op_graph_builder *b = op_graph_builder_new("random", NULL);
-    char name[32], grp[16];
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "v%d", i);
-        snprintf(grp, sizeof grp, "g%d", groups > 0 ? i % groups : 0);
-        op_op_spec s = {.name = name, .time_us = 1 + (double)(tk_rand(&seed) % 100),
-                        .output_bytes = (int64_t)(tk_rand(&seed) % 100000),
-                        .colocate = groups > 0 && i % 3 == 0 ? grp : NULL};
-        tk_op_full(b, &s);
-    }
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++)
-            if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
-                tk_edge(b, i, j, -1);
-    return tk_finish(b);
+    size_t sz = (size_t)sg->n * (size_t)max_devices;
+    double *c = malloc(sz * sizeof *c);
+    nn_rng rng;
+    nn_rng_seed(&rng, seed);
+    for (size_t k = 0; k < sz; k++)
+        c[k] = nn_rng_uniform(&rng) - 0.5;
+    weighted_logp(pol, sg, c, 1);
+    return c;
+}
+
+/* Entry e of q: the analytic gradient (left by weights_and_gradient)
+ * against central finite differences of weighted_logp. */
+static void check_entry(sgdp_policy *pol, const sgdp_graph *sg, const double *c, nn_param *q,
+                        int e)
+{
+    double *w = &q->value.data[e], keep = *w, h = 1e-6;
+    double analytic = q->grad.data[e];
+    *w = keep + h;
+    double up = weighted_logp(pol, sg, c, 0);
+    *w = keep - h;
+    double down = weighted_logp(pol, sg, c, 0);
+    *w = keep;
+    double numeric = (up - down) / (2 * h);
+    cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
+              "%s[%d]: analytic %.8g, numeric %.8g", q->name, e, analytic, numeric);
 }
 
 /* Without a reference (the plain policy, opplace/sgdp.h): the gradient
@@ -754,7 +765,7 @@ Test(sgdp, plain_policy_gradient_matches_finite_differences)
 {
     for (int groups = 0; groups <= 4; groups += 4) {
         tk_problem tp;
-        tk_bind(&tp, random_dag_grouped(40, 0.1, 5, groups),
+        tk_bind(&tp, tk_random_dag_grouped(40, 0.1, 5, groups),
                 tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
         op_error err = {0};
         sgdp_config cfg = tiny_config();
@@ -768,13 +779,7 @@ Test(sgdp, plain_policy_gradient_matches_finite_differences)
         for (int t = 0; t < sg.n; t++)
             deciding += sg.decides[t];
         cr_assert_eq(deciding, groups ? 40 - 14 + 4 : 40); /* 14 grouped ops in 4 groups */
-        size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
-        double *c = malloc(sz * sizeof *c);
-        nn_rng rng;
-        nn_rng_seed(&rng, 11);
-        for (size_t k = 0; k < sz; k++)
-            c[k] = nn_rng_uniform(&rng) - 0.5;
-        weighted_logp(pol, &sg, c, 1);
+        double *c = weights_and_gradient(pol, &sg, cfg.max_devices, 11);
         nn_params *ps = sgdp_policy_params(pol);
         int checked = 0;
         for (size_t i = 0; i < ps->count; i++) {
@@ -782,17 +787,7 @@ Test(sgdp, plain_policy_gradient_matches_finite_differences)
             if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
                 continue;
             for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
-                double *w = &q->value.data[e], keep = *w, h = 1e-6;
-                double analytic = q->grad.data[e];
-                *w = keep + h;
-                double up = weighted_logp(pol, &sg, c, 0);
-                *w = keep - h;
-                double down = weighted_logp(pol, &sg, c, 0);
-                *w = keep;
-                double numeric = (up - down) / (2 * h);
-                cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
-                          "groups %d, %s[%d]: analytic %.8g, numeric %.8g", groups, q->name, e,
-                          analytic, numeric);
+                check_entry(pol, &sg, c, q, e);
                 checked++;
             }
         }
@@ -848,29 +843,13 @@ Test(sgdp, reference_skip_copies_any_input_and_has_the_right_gradient)
         nn_arena_destroy(&ar);
     }
     /* finite differences: the skip's gain and a few other weights */
-    size_t sz = (size_t)sg.n * (size_t)cfg.max_devices;
-    double *c = malloc(sz * sizeof *c);
-    nn_rng rng;
-    nn_rng_seed(&rng, 9);
-    for (size_t k = 0; k < sz; k++)
-        c[k] = nn_rng_uniform(&rng) - 0.5;
-    weighted_logp(pol, &sg, c, 1);
+    double *c = weights_and_gradient(pol, &sg, cfg.max_devices, 9);
     nn_params *ps = sgdp_policy_params(pol);
     nn_param *probe[3] = {nn_params_find(ps, "sgdp.ref_gain"), ps->items[1],
                           ps->items[ps->count - 2]};
     cr_assert_not_null(probe[0]);
-    for (int i = 0; i < 3; i++) {
-        double *w = &probe[i]->value.data[0], keep = *w, h = 1e-6;
-        double analytic = probe[i]->grad.data[0];
-        *w = keep + h;
-        double up = weighted_logp(pol, &sg, c, 0);
-        *w = keep - h;
-        double down = weighted_logp(pol, &sg, c, 0);
-        *w = keep;
-        double numeric = (up - down) / (2 * h);
-        cr_assert(fabs(numeric - analytic) <= 1e-5 * fmax(1.0, fabs(numeric)),
-                  "%s: numeric %.9g analytic %.9g", probe[i]->name, numeric, analytic);
-    }
+    for (int i = 0; i < 3; i++)
+        check_entry(pol, &sg, c, probe[i], 0);
     free(c);
     sgdp_graph_destroy(&sg);
     sgdp_policy_free(pol);

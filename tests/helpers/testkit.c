@@ -70,20 +70,32 @@ uint64_t tk_rand(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-op_graph *tk_random_dag(int n, double p, uint64_t seed)
+op_graph *tk_random_dag_grouped(int n, double p, uint64_t seed, int groups)
 {
     op_error err = {0};
     op_graph_builder *b = op_graph_builder_new("random", &err);
-    char name[32];
+    char name[32], grp[16];
     for (int i = 0; i < n; i++) {
         snprintf(name, sizeof name, "v%d", i);
-        tk_op(b, name, 1 + (double)(tk_rand(&seed) % 100), (int64_t)(tk_rand(&seed) % 100000));
+        snprintf(grp, sizeof grp, "g%d", groups > 0 ? i % groups : 0);
+        /* output first: the order gcc evaluated the old tk_op(...) call's
+         * arguments in, so the graphs of every seed stay the same */
+        int64_t out = (int64_t)(tk_rand(&seed) % 100000);
+        double t = 1 + (double)(tk_rand(&seed) % 100);
+        op_op_spec s = {.name = name, .time_us = t, .output_bytes = out,
+                        .colocate = groups > 0 && i % 3 == 0 ? grp : NULL};
+        tk_op_full(b, &s);
     }
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
             if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
                 tk_edge(b, i, j, -1);
     return tk_finish(b);
+}
+
+op_graph *tk_random_dag(int n, double p, uint64_t seed)
+{
+    return tk_random_dag_grouped(n, p, seed, 0);
 }
 
 void tk_bind(tk_problem *tp, op_graph *g, op_cluster *c)

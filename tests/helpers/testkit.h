@@ -25,6 +25,9 @@ op_cluster *tk_cluster(int nd, double lat, double upb, int64_t mem);
 
 /* Random DAG: n ops, each edge i->j (i<j) with probability p; seeded. */
 op_graph *tk_random_dag(int n, double p, uint64_t seed);
+/* The same graph with, when groups > 0, op i in colocation group
+ * "g<i % groups>" for every i % 3 == 0. */
+op_graph *tk_random_dag_grouped(int n, double p, uint64_t seed, int groups);
 
 /* A bound problem plus its parts, freed together. */
 typedef struct tk_problem {
