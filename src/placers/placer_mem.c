@@ -484,9 +484,9 @@ op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem
             if (!ctx->best_effort)
                 st = op_fail(err, OP_EINFEASIBLE,
                              "%s; the simulator measures a peak of %.2f GiB on %s (memory "
-                             "%.2f GiB) (use --best-effort to place anyway)", refusal.code ? refusal.msg : name,
-                             gib(r->peak_mem[worst]), c->dev[worst].name,
-                             gib(c->dev[worst].memory_bytes));
+                             "%.2f GiB) (use --best-effort to place anyway)",
+                             refusal.code ? refusal.msg : name, gib(r->peak_mem[worst]),
+                             c->dev[worst].name, gib(c->dev[worst].memory_bytes));
             break;
         }
         if (round + 1 == CHECK_ROUNDS) {
