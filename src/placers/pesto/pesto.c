@@ -268,7 +268,8 @@ static op_status project_reference(const op_place_ctx *ctx, pesto_run *r, const 
         if (op_problem_check_placement(&r->cp, &c.pl, &local) == OP_OK &&
             !(st = judge(&r->cp, r->csim, &c, finish, 1, err))) {
             op_progress(ctx, "pesto: %s on the coarse graph: %.1f us (%+.2f%% of the original "
-                        "%.1f us)%s", c.name, c.step_us, 100 * (c.step_us / ref->step_us - 1),
+                        "%.1f us)%s", c.name, c.step_us,
+                        ref->step_us > 0 ? 100 * (c.step_us / ref->step_us - 1) : 0.0,
                         ref->step_us, c.oom ? " (OOM)" : "");
             if (better(&c, &r->warm)) {
                 op_placement_destroy(&r->warm.pl);
@@ -312,10 +313,11 @@ static op_status solve_coarse(const pesto_cfg *cfg, const op_place_ctx *ctx, pes
     if ((st = op_problem_init(&r->cp, r->map.coarse, p->c, err)))
         return st;
     r->cp_ok = 1;
-    op_progress(ctx, "pesto: compute critical path %.1f us of %.1f us work (parallelism %.2f); "
-                "the original's %.1f us (%.2f)", r->cp.critical_path_us, r->cp.total_work_us,
-                r->cp.total_work_us / r->cp.critical_path_us, p->critical_path_us,
-                p->total_work_us / p->critical_path_us);
+    if (p->critical_path_us > 0 && r->cp.critical_path_us > 0) /* zero-time graphs: no ratio */
+        op_progress(ctx, "pesto: compute critical path %.1f us of %.1f us work (parallelism "
+                    "%.2f); the original's %.1f us (%.2f)", r->cp.critical_path_us,
+                    r->cp.total_work_us, r->cp.total_work_us / r->cp.critical_path_us,
+                    p->critical_path_us, p->total_work_us / p->critical_path_us);
     if (!(r->csim = op_sim_new(&r->cp, err)))
         return OP_ENOMEM;
     if (!(r->warm_finish = op_malloc((size_t)r->cp.n * sizeof *r->warm_finish + 1, err)))
