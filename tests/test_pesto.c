@@ -904,3 +904,56 @@ Test(pesto, lns_far_member_after_the_window_moves_with_the_tail, .timeout = 120)
     cr_assert_lt(opt, 80, "brute force %.3f", opt);
     lns_reaches_the_optimum(&tp, 115, opt, 2, 2, 4);
 }
+
+/* A new transfer holds its channel from its source's finish (formats.md
+ * 5.4, first come first served by issue time).  P (1 us, d0) sends 100 KB
+ * (105 us) to V; A (d0) sends 100 B to B (d1), B -> Z (100 us) on d1; X
+ * (150 us) on d0.  Incumbent: V on d0 after X, 191 us.  A window of {X, B,
+ * Z, V} (P and A before it, fixed) that moves V to d1 reads, without the
+ * channel's queue, V's input at 106 us and B's at 16.1 us: 161 us.  The
+ * simulator sends P's 100 KB first and B's input waits behind it: about
+ * 221 us.  The window model must not promise a step the simulator misses
+ * (it did: bench/notes/s9-lns.md, zoo GNMT's 131 MB parameter transfer);
+ * windows of four ops visit the anchors in turn, one of them that window. */
+Test(pesto, lns_window_sees_the_channel_queue_of_a_new_transfer, .timeout = 120)
+{
+    op_graph_builder *b = op_graph_builder_new("queue", NULL);
+    int P = tk_op_full(b, &(op_op_spec){.name = "P", .time_us = 1, .output_bytes = 100000,
+                                        .device = "d0"});
+    int A = tk_op_full(b, &(op_op_spec){.name = "A", .time_us = 10, .output_bytes = 100,
+                                        .device = "d0"});
+    int B = tk_op_full(b, &(op_op_spec){.name = "B", .time_us = 10, .output_bytes = 100,
+                                        .device = "d1"});
+    int Z = tk_op_full(b, &(op_op_spec){.name = "Z", .time_us = 100, .output_bytes = 100,
+                                        .device = "d1"});
+    int X = tk_op_full(b, &(op_op_spec){.name = "X", .time_us = 150, .output_bytes = 100,
+                                        .device = "d0"});
+    int V = tk_op_full(b, &(op_op_spec){.name = "V", .time_us = 30, .output_bytes = 100});
+    tk_edge(b, P, V, 100000);
+    tk_edge(b, A, B, 100);
+    tk_edge(b, B, Z, 100);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 5, 1e-3, 1L << 40));
+    op_error err = {0};
+    op_placement pl;
+    cr_assert_eq(op_placement_init(&pl, tp.p.n, 2, &err), OP_OK);
+    pl.device_of[B] = pl.device_of[Z] = 1;
+    double before = simulate_placement(&tp.p, &pl);
+    cr_assert_float_eq(before, 191, 1e-6, "incumbent %.3f", before);
+    (void)X;
+    op_sim *sim = op_sim_new(&tp.p, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    pesto_lns_opts o = {.min_window = 4, .max_window = 4, .window_seconds = 20,
+                        .deadline = op_seconds_now() + 60, .max_windows = 6};
+    pesto_lns_stats s;
+    double step = before, over = 0;
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    cr_assert_geq(s.windows, 4);
+    cr_assert_eq(s.rejected, 0, "%d of %d windows promised a step the simulator missed",
+                 s.rejected, s.windows);
+    cr_assert_leq(step, before + 1e-9);
+    cr_assert_float_eq(step, simulate_placement(&tp.p, &pl), 1e-9);
+    op_sim_free(sim);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}

@@ -53,8 +53,12 @@
  *        there.  sent_bytes() takes the consumers outside the window into
  *        the size; a window consumer with a larger edge from the same
  *        source adds a big-M row that holds when both are on t:
- *        an input from u outside (device du, finish f_u):
- *          S_v >= f_u + sum_{t != du} T(du, t, bytes) x_vt;
+ *        the inputs from ops outside (fixed_arrival): S_v >= sum_t A_vt x_vt,
+ *          A_vt the last arrival on t: a transfer the incumbent sends
+ *          already arrives when it did; a new one is queued first come
+ *          first served behind the channel's traffic (formats.md 5.4),
+ *          and a device whose new transfers would delay the incumbent's
+ *          traffic past what its consumers allow is closed (x_vt = 0);
  *        an input from u inside: S_v >= C_u + sum_{s != t} T(s, t) y_ust,
  *          y_ust >= x_us + x_vt - 1;
  *        an output to w outside (device dw, latest start L_w):
@@ -62,16 +66,28 @@
  *          where L_w is how late w could start, the rest as scheduled,
  *          without lengthening the step (slack(); with s_w instead, every
  *          successor would count as critical and no window could move an
- *          op whose consumers have slack);
+ *          op whose consumers have slack; a transfer's delay there is the
+ *          incumbent's, its queueing included);
+ *        a window op's transfer is issued at C >= t0 and queues behind
+ *          the channel's traffic issued before t0 (free_c, its last end):
+ *          S_v >= sum y_ust (free_c(s,t) + T) for an input from a window
+ *          op, Cmax >= sum_s x_vs (free_c(s,dw) + T) + (step - L_w) for an
+ *          output to a fixed op;
  *        the ops after the window on device d (first latest start a_d):
  *          Cmax >= C_v + (step - a_d) - M (1 - x_vd), and the load row
  *          Cmax >= r_d + sum_v exec(v,d) x_vd + (step - a_d);
  *        one op at a time per device: the disjunction of pesto_ilp.c for
  *          every pair of the window not ordered by the DAG;
  *        objective: min Cmax.
- *      Channels are not modelled (no congestion rows) and memory is not
- *      either: the simulator judges every candidate, and one that runs out
- *      of memory ranks after one that fits (op_sim_ranks_before).
+ *      Channels enter only through the incumbent's queues above: the
+ *      window's own transfers do not queue behind each other in the model
+ *      (no congestion rows), and memory is not modelled: the simulator
+ *      judges every candidate, and one that runs out of memory ranks after
+ *      one that fits (op_sim_ranks_before).  Before the queues (all
+ *      measured in bench/notes/s9-lns.md) the model's value of the
+ *      incumbent itself was up to 2.1 ms below its simulated step (zoo
+ *      Inception: transfers queued behind 9-27 MB tensors), so CBC chased
+ *      gains the simulator then rejected.
  *   4. MIP start: the incumbent's devices and order.  The solution's devices
  *      and start order (ops before the window, the window by S, ops after)
  *      make the candidate; it replaces the incumbent when the simulator
@@ -83,7 +99,11 @@
  * (busy time, waits after a cross-device predecessor, waits on a device,
  * and each wait over 20 us with its two ops: a wait behind a device
  * predecessor that had finished earlier is a transfer queued on a
- * channel, which the window model does not see).
+ * channel), CBC's log, and per window CBC's status and objective next to
+ * the model's value of the incumbent itself (its devices and order fixed:
+ * an LP); =2 also explains a candidate the simulator ranks worse than the
+ * model said (the first op that starts later than the model promised, and
+ * the transfers it waited behind); =3 lists each window's ops.
  */
 #include "placers/pesto/pesto_lns.h"
 
@@ -98,6 +118,12 @@ typedef struct sched {
     double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */
     int *by_start, *rank, *prev_dev;
     double step, over;
+    /* the incumbent's transfers (NULL for a candidate's schedule): by
+     * source op (src_off[u]..src_off[u+1] in src_ix) and by channel in
+     * issue order (chan_off/chan_ix; a channel is first come first served,
+     * so its start order is its issue order) */
+    const op_sim_transfer *tr;
+    int ntr, *src_off, *src_ix, *chan_off, *chan_ix;
 } sched;
 
 static const double *sort_start;
@@ -153,6 +179,56 @@ static op_status simulate(const op_problem *p, op_sim *sim, const op_placement *
 }
 
 static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev);
+/* Simulate the incumbent with its transfers (into *tr, kept in s until
+ * the next call) and index them. */
+static op_status simulate_traced(const op_problem *p, op_sim *sim, const op_placement *pl,
+                                 sched *s, op_sim_trace *tr, op_error *err)
+{
+    op_sim_result r;
+    op_status st = op_sim_result_init(&r, p, err);
+    if (st)
+        return st;
+    if (!(st = op_sim_run(sim, pl, &r, tr, err))) {
+        memcpy(s->start, tr->start_us, (size_t)p->n * sizeof *s->start);
+        memcpy(s->finish, tr->finish_us, (size_t)p->n * sizeof *s->finish);
+        s->step = r.step_time_us;
+        s->over = op_sim_overflow_bytes(p, &r);
+    }
+    op_sim_result_destroy(&r);
+    if (st)
+        return st;
+    int nt = tr->n_transfers, nc = p->c->n_chan;
+    free(s->src_ix);
+    free(s->chan_ix);
+    s->src_ix = malloc(((size_t)nt + 1) * sizeof *s->src_ix);
+    s->chan_ix = malloc(((size_t)nt + 1) * sizeof *s->chan_ix);
+    if (!s->src_ix || !s->chan_ix)
+        return op_fail(err, OP_ENOMEM, "pesto: out of memory indexing transfers");
+    memset(s->src_off, 0, ((size_t)p->n + 2) * sizeof *s->src_off);
+    memset(s->chan_off, 0, ((size_t)nc + 2) * sizeof *s->chan_off);
+    for (int i = 0; i < nt; i++) {
+        s->src_off[tr->transfers[i].src_op + 1]++;
+        s->chan_off[tr->transfers[i].chan + 1]++;
+    }
+    for (int i = 0; i < p->n; i++)
+        s->src_off[i + 1] += s->src_off[i];
+    for (int i = 0; i < nc; i++)
+        s->chan_off[i + 1] += s->chan_off[i];
+    for (int i = 0; i < nt; i++) { /* stable: trace order kept */
+        s->src_ix[s->src_off[tr->transfers[i].src_op]++] = i;
+        s->chan_ix[s->chan_off[tr->transfers[i].chan]++] = i;
+    }
+    for (int i = p->n; i > 0; i--)
+        s->src_off[i] = s->src_off[i - 1];
+    s->src_off[0] = 0;
+    for (int i = nc; i > 0; i--)
+        s->chan_off[i] = s->chan_off[i - 1];
+    s->chan_off[0] = 0;
+    s->tr = tr->transfers;
+    s->ntr = nt;
+    return OP_OK;
+}
+
 
 /* Ranks, device-predecessors and latest starts of a simulated schedule. */
 static void index_schedule(const op_problem *p, const op_placement *pl, sched *s, int *last)
@@ -187,6 +263,13 @@ static void slack(const op_problem *p, const op_placement *pl, sched *s, int *ne
             int w = g->succ[e], dw = pl->device_of[w];
             double x = dw == dv ? 0
                                 : op_cluster_transfer_us(p->c, dv, dw, g->edge_bytes[g->succ_edge[e]]);
+            /* the transfer as the incumbent ran it: its wait in the channel's queue
+             * counts as part of the delay (otherwise a tail op behind a queued
+             * transfer reads a latest start the step does not allow, and the
+             * window model promises what the simulator cannot give) */
+            for (int i = s->tr && dw != dv ? s->src_off[v] : 0; s->tr && dw != dv && i < s->src_off[v + 1]; i++)
+                if (s->tr[s->src_ix[i]].dst_dev == dw && s->tr[s->src_ix[i]].end_us - s->finish[v] > x)
+                    x = s->tr[s->src_ix[i]].end_us - s->finish[v];
             if (s->latest[w] - x < lf)
                 lf = s->latest[w] - x;
         }
@@ -332,6 +415,90 @@ static int dev_owner(const op_problem *p, const window *w, int v)
     return grp == OP_NONE ? -1 : group_head(p, w, grp);
 }
 
+/* When window op v runs on device t: the time its last input from a fixed
+ * op (outside the window, not moving with a group) arrives there, with the
+ * channels' queues (formats.md 5.4) of the incumbent's traffic; *harm set
+ * when the transfers this needs that the incumbent does not send would
+ * delay one of the incumbent's transfers from a fixed op past the time its
+ * consumer on that device may start (its start if it runs before the
+ * window ends, its latest start after; at all, for a window op, whose row
+ * takes the incumbent's arrival).  Without the queues the model
+ * read new transfers as free channels: a moved consumer of a 131 MB
+ * parameter issued at 5 us held a channel for 13 ms, and the candidate
+ * simulated 3-10 ms slower than the model said (zoo GNMT, bench/notes/
+ * s9-lns.md).  Approximate: the window's own transfers move, and the
+ * queue is the incumbent's. */
+static double fixed_arrival(const op_problem *p, const op_placement *pl, const sched *s,
+                            const window *w, int v, int t, int *harm)
+{
+    const op_graph *g = p->g;
+    double arr = 0;
+    *harm = 0;
+    for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+        int u = g->pred[e], du = pl->device_of[u];
+        if (w->loc[u] >= 0 || far_member(p, w, u))
+            continue;
+        if (du == t) {
+            arr = s->finish[u] > arr ? s->finish[u] : arr;
+            continue;
+        }
+        int64_t bytes = sent_bytes(g, pl, w, u, t, g->edge_bytes[g->pred_edge[e]]);
+        double dur = op_cluster_transfer_us(p->c, du, t, bytes), cur = 0;
+        if (s->tr) { /* the incumbent sends it already: its arrival */
+            int found = 0;
+            for (int i = s->src_off[u]; i < s->src_off[u + 1] && !found; i++) {
+                const op_sim_transfer *x = &s->tr[s->src_ix[i]];
+                if (x->dst_dev == t && x->bytes >= bytes) {
+                    arr = x->end_us > arr ? x->end_us : arr;
+                    found = 1;
+                }
+            }
+            if (found)
+                continue;
+        }
+        if (!s->tr) {
+            cur = s->finish[u] + dur;
+            arr = cur > arr ? cur : arr;
+            continue;
+        }
+        /* a new transfer, issued at u's finish, queued first come first
+         * served among the channel's transfers; the ones issued after it
+         * move back by what it takes */
+        int c = op_cluster_chan(p->c, du, t), mine = 0;
+        double issue = s->finish[u];
+        for (int i = s->chan_off[c]; i <= s->chan_off[c + 1]; i++) {
+            const op_sim_transfer *x = i < s->chan_off[c + 1] ? &s->tr[s->chan_ix[i]] : NULL;
+            if (!mine && (!x || x->issue_us > issue)) {
+                cur = (cur > issue ? cur : issue) + dur;
+                arr = cur > arr ? cur : arr;
+                mine = 1;
+            }
+            if (!x)
+                break;
+            double st = cur > x->issue_us ? cur : x->issue_us, end = st + (x->end_us - x->start_us);
+            cur = end;
+            if (!mine || end <= x->end_us + 1e-6)
+                continue;
+            int src = x->src_op;
+            if (w->loc[src] >= 0 || far_member(p, w, src))
+                continue; /* moves with the window */
+            for (int f = g->succ_off[src]; f < g->succ_off[src + 1]; f++) {
+                int y = g->succ[f];
+                if (pl->device_of[y] != x->dst_dev || far_member(p, w, y))
+                    continue;
+                /* a window consumer's row takes the incumbent's arrival */
+                double lim = w->loc[y] >= 0 ? x->end_us
+                           : s->rank[y] < w->hi ? s->start[y] : s->latest[y];
+                if (end > lim + 1e-6)
+                    *harm = 1;
+            }
+            if (cur <= x->end_us + 1e-6) /* the queue has caught up */
+                break;
+        }
+    }
+    return arr;
+}
+
 /* y[s*nd+t] >= x_as + x_bt - 1 for s != t (a on s, b on t): columns for a
  * transfer between two ops whose devices are both decided by the window
  * (ycol[] -1 where a or b cannot be on s or t).  Built before the row that
@@ -468,6 +635,22 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         if (free_dev(w, pl->device_of[v]) && s->finish[v] > rel[pl->device_of[v]])
             rel[pl->device_of[v]] = s->finish[v];
     }
+    /* each channel's queue from before the window: the last end of a
+     * transfer issued before t0 by an op that stays (a window op's
+     * transfer, issued at C >= t0, waits for it: formats.md 5.4) */
+    double *chanfree = calloc((size_t)p->c->n_chan + 1, sizeof *chanfree);
+    if (!chanfree) {
+        free(rel);
+        free(tailq);
+        free(ycol);
+        return -1;
+    }
+    for (int i = 0; s->tr && i < s->ntr; i++) {
+        const op_sim_transfer *x = &s->tr[i];
+        if (x->issue_us < t0 && x->end_us > chanfree[x->chan] && w->loc[x->src_op] < 0 &&
+            !far_member(p, w, x->src_op))
+            chanfree[x->chan] = x->end_us;
+    }
     for (int d = 0; d < nd; d++)
         tailq[d] = -1;
     for (int r = w->hi; r < p->n; r++) {
@@ -516,6 +699,30 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 double gone = far_terms(m, p, pl, s, w, d, 0);
                 lp_row_end(m, tailq[d] - M - gone, LP_INF);
             }
+        /* inputs from fixed ops: S_v >= sum_t A_vt x_vt, A_vt their last
+         * arrival on t with the channels' queues; a device whose new
+         * transfers would delay the incumbent's traffic is closed */
+        int any = 0;
+        for (int t = 0; t < nd; t++) {
+            int col = w->X[a * nd + t], harm = 0;
+            if (col < 0)
+                continue;
+            double A = fixed_arrival(p, pl, s, w, v, t, &harm);
+            if (t == pl->device_of[v]) { /* the incumbent meets its own row */
+                A = A < s->start[v] ? A : s->start[v];
+                harm = 0;
+            }
+            if (harm)
+                m->ub[col] = 0;
+            if (A > 0) {
+                if (!any)
+                    lp_term(m, w->S[a], 1);
+                any = 1;
+                lp_term(m, col, -A);
+            }
+        }
+        if (any)
+            lp_row_end(m, 0, LP_INF);
         for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
             int u = g->pred[e], edge = g->pred_edge[e], b = w->loc[u];
             int64_t bytes = g->edge_bytes[edge];
@@ -536,12 +743,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             }
             if (b < 0) {
                 int du = pl->device_of[u];
-                lp_term(m, w->S[a], 1);
-                for (int t = 0; t < nd; t++)
-                    if (t != du && w->X[a * nd + t] >= 0)
-                        lp_term(m, w->X[a * nd + t],
-                                -op_cluster_transfer_us(p->c, du, t, sent_bytes(g, pl, w, u, t, bytes)));
-                lp_row_end(m, s->finish[u], LP_INF);
+                /* (the input's own arrival: the row of fixed_arrival above) */
                 /* a larger tensor of u to another window op on t is the transfer v waits for:
                  * S_v >= f_u + T(du, t, b_x) - M (2 - x_vt - x_xt) */
                 for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
@@ -573,6 +775,23 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                                 -op_cluster_transfer_us(p->c, s1, t,
                                                        sent_bytes(g, pl, w, u, t, bytes)));
             lp_row_end(m, 0, LP_INF);
+            /* the transfer queues behind the channel's traffic from before the window:
+             * S_v >= sum y_ust (free_c(s,t) + T(s, t)) */
+            {
+                int q = 0;
+                for (int s1 = 0; s1 < nd; s1++)
+                    for (int t = 0; t < nd; t++)
+                        if (ycol[s1 * nd + t] >= 0 && chanfree[op_cluster_chan(p->c, s1, t)] > t0) {
+                            if (!q)
+                                lp_term(m, w->S[a], 1);
+                            q = 1;
+                            lp_term(m, ycol[s1 * nd + t],
+                                    -(chanfree[op_cluster_chan(p->c, s1, t)] +
+                                      op_cluster_transfer_us(p->c, s1, t, sent_bytes(g, pl, w, u, t, bytes))));
+                        }
+                if (q)
+                    lp_row_end(m, 0, LP_INF);
+            }
             /* S_v >= C_u + T(s, t, b_x) - M (3 - x_us - x_vt - x_xt) for a larger edge u -> x */
             for (int f = g->succ_off[u]; f < g->succ_off[u + 1]; f++) {
                 int c = w->loc[g->succ[f]];
@@ -623,6 +842,22 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 if (d != dx && w->X[a * nd + d] >= 0)
                     lp_term(m, w->X[a * nd + d], -op_cluster_transfer_us(p->c, d, dx, bytes));
             lp_row_end(m, s->step - s->latest[x], LP_INF);
+            /* behind the channel's traffic from before the window:
+             * Cmax >= sum_d x_vd (free_c(d,dx) + T(d, dx)) + (step - L_x) */
+            {
+                int q = 0;
+                for (int d = 0; d < nd; d++)
+                    if (d != dx && w->X[a * nd + d] >= 0 && chanfree[op_cluster_chan(p->c, d, dx)] > t0) {
+                        if (!q)
+                            lp_term(m, w->cmax, 1);
+                        q = 1;
+                        lp_term(m, w->X[a * nd + d],
+                                -(chanfree[op_cluster_chan(p->c, d, dx)] +
+                                  op_cluster_transfer_us(p->c, d, dx, bytes)));
+                    }
+                if (q)
+                    lp_row_end(m, s->step - s->latest[x], LP_INF);
+            }
             /* a larger tensor of v to a window op on dx: Cmax >= C_v + T(s, dx, b_c) + tail
              * - M (1 - x_c,dx) */
             for (int f = g->succ_off[v]; f < g->succ_off[v + 1]; f++) {
@@ -722,6 +957,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     free(rel);
     free(tailq);
     free(ycol);
+    free(chanfree);
     return m->oom ? -1 : 0;
 }
 
@@ -792,6 +1028,8 @@ typedef struct anchor {
 
 typedef struct lns_buf {
     sched s;
+    op_sim_trace tr; /* the incumbent's (s.tr points into it) */
+    int tr_ok;
     window w;
     int *slice_pos;
     unsigned char *bits;
@@ -811,6 +1049,12 @@ static void buf_free(lns_buf *b)
     free(b->s.by_start);
     free(b->s.rank);
     free(b->s.prev_dev);
+    free(b->s.src_off);
+    free(b->s.src_ix);
+    free(b->s.chan_off);
+    free(b->s.chan_ix);
+    if (b->tr_ok)
+        op_sim_trace_destroy(&b->tr);
     free(b->w.ops);
     free(b->w.loc);
     free(b->w.S);
@@ -839,6 +1083,8 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->s.by_start = malloc(n * sizeof(int));
     b->s.rank = malloc(n * sizeof(int));
     b->s.prev_dev = malloc(n * sizeof(int));
+    b->s.src_off = malloc((n + 1) * sizeof(int));
+    b->s.chan_off = malloc(((size_t)p->c->n_chan + 2) * sizeof(int));
     b->w.ops = malloc(k * sizeof(int));
     b->w.loc = malloc(n * sizeof(int));
     b->w.S = malloc(k * sizeof(int));
@@ -855,6 +1101,12 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->key = malloc(n * sizeof(double));
     b->cols = malloc((k * (size_t)p->nd + pairs) * sizeof(int));
     b->vals = malloc((k * (size_t)p->nd + pairs) * sizeof(double));
+    if (!b->s.src_off || !b->s.chan_off)
+        return -1;
+    op_error e = {0};
+    if (op_sim_trace_init(&b->tr, p, &e))
+        return -1;
+    b->tr_ok = 1;
     if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
         !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
         !b->w.pair_delta || !b->w.reach || !b->chain || !b->anchors || !b->slice_pos || !b->last || !b->seq || !b->key ||
@@ -1058,6 +1310,80 @@ static int improvable_anchors(const op_problem *p, const op_placement *inc, cons
     return n;
 }
 
+/* PESTO_LNS_DEBUG=2: where a candidate's simulated schedule first breaks
+ * the model's promise (ops before the slice and its fixed ops at their
+ * incumbent start, window ops at S, ops after at latest - gain), and why:
+ * the op's latest input arrival, its device predecessor's finish, or
+ * neither (a transfer queued on a channel). */
+static void explain_mismatch(const op_problem *p, op_sim *sim, const op_placement *cand, const window *w,
+                             const sched *inc_s, const double *cstart, const double *cfinish,
+                             const double *x)
+{
+    const op_graph *g = p->g;
+    double gain = inc_s->step - x[w->cmax];
+    int worst = -1;
+    double worst_t = 1e300;
+    for (int v = 0; v < p->n; v++) {
+        int r = inc_s->rank[v];
+        double promise = w->loc[v] >= 0 ? x[w->S[w->loc[v]]]
+                       : r >= w->hi     ? inc_s->latest[v] - gain
+                                        : inc_s->start[v];
+        if (cstart[v] > promise + 1 && cstart[v] < worst_t) {
+            worst_t = cstart[v];
+            worst = v;
+        }
+    }
+    if (worst < 0) {
+        fprintf(stderr, "  mismatch: every op keeps its promise\n");
+        return;
+    }
+    int v = worst, r = inc_s->rank[v], dv = cand->device_of[v];
+    double promise = w->loc[v] >= 0 ? x[w->S[w->loc[v]]]
+                   : r >= w->hi     ? inc_s->latest[v] - gain
+                                    : inc_s->start[v];
+    double arr = 0, devf = 0;
+    int au = -1;
+    for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
+        int u = g->pred[e], du = cand->device_of[u];
+        double t = cfinish[u] + (du == dv ? 0
+                   : op_cluster_transfer_us(p->c, du, dv, g->edge_bytes[g->pred_edge[e]]));
+        if (t > arr) {
+            arr = t;
+            au = u;
+        }
+    }
+    for (int u = 0; u < p->n; u++) /* device predecessor in the candidate */
+        if (u != v && cand->device_of[u] == dv && cstart[u] < cstart[v] && cfinish[u] > devf)
+            devf = cfinish[u];
+    fprintf(stderr, "  mismatch: first broken promise %s (%s, dev %d): promised %.1f, simulated %.1f; "
+            "input ready %.1f (from %s), device free %.1f%s\n", g->op_name[v],
+            w->loc[v] >= 0 ? "window" : r >= w->hi ? "tail" : r < w->lo ? "before" : "slice",
+            dv, promise, cstart[v], arr, au >= 0 ? g->op_name[au] : "-", devf,
+            cstart[v] > arr + 1e-6 && cstart[v] > devf + 1e-6 ? " -> channel queue" : "");
+    /* the transfers into dv that ran while v waited for its inputs */
+    op_sim_result res;
+    op_sim_trace tr;
+    op_error e2 = {0};
+    if (op_sim_result_init(&res, p, &e2))
+        return;
+    if (!op_sim_trace_init(&tr, p, &e2)) {
+        if (!op_sim_run(sim, cand, &res, &tr, &e2))
+            for (int i = 0, shown = 0; i < tr.n_transfers && shown < 6; i++) {
+                const op_sim_transfer *t = &tr.transfers[i];
+                if (t->dst_dev != dv || t->end_us <= arr - 1 || t->start_us >= cstart[v])
+                    continue;
+                int u = t->src_op, ru = inc_s->rank[u];
+                fprintf(stderr, "    transfer %s (%s, dev %d -> %d, %.0f KB) issued %.1f ran %.1f-%.1f\n",
+                        g->op_name[u],
+                        w->loc[u] >= 0 ? "window" : ru >= w->hi ? "tail" : ru < w->lo ? "before" : "slice",
+                        cand->device_of[u], t->dst_dev, t->bytes / 1e3, t->issue_us, t->start_us, t->end_us);
+                shown++;
+            }
+        op_sim_trace_destroy(&tr);
+    }
+    op_sim_result_destroy(&res);
+}
+
 /* Solve one window; *improved when the candidate replaced *inc. */
 static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
                             op_placement *inc, lns_buf *b, int *improved, int *optimal,
@@ -1098,9 +1424,36 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     lp_solution sol;
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
-    if (getenv("PESTO_LNS_DEBUG"))
+    if (getenv("PESTO_LNS_DEBUG")) {
+        /* the model's value of the incumbent itself: its devices and order
+         * fixed, the rest an LP */
+        double m0 = -1;
+        double *lb = malloc((size_t)m.ncol * sizeof *lb), *ub = malloc((size_t)m.ncol * sizeof *ub);
+        if (lb && ub) {
+            memcpy(lb, m.lb, (size_t)m.ncol * sizeof *lb);
+            memcpy(ub, m.ub, (size_t)m.ncol * sizeof *ub);
+            for (int t = 0; t < ns; t++)
+                m.lb[b->cols[t]] = m.ub[b->cols[t]] = b->vals[t];
+            lp_solve_opts o0 = {.seconds = 5, .deadline = 0, .relax = 1};
+            lp_solution s0;
+            op_error e0 = {0};
+            if (!lp_solve(&m, &o0, &s0, &e0)) {
+                m0 = s0.status == LP_OPTIMAL ? s0.objective : -2;
+                free(s0.x);
+            }
+            memcpy(m.lb, lb, (size_t)m.ncol * sizeof *lb);
+            memcpy(m.ub, ub, (size_t)m.ncol * sizeof *ub);
+        }
+        free(lb);
+        free(ub);
+        if (atoi(getenv("PESTO_LNS_DEBUG")) >= 3)
+            for (int a = 0; a < w->k; a++)
+                fprintf(stderr, "  window op %s on %d at %.1f\n", p->g->op_name[w->ops[a]],
+                        inc->device_of[w->ops[a]], b->s.start[w->ops[a]]);
         fprintf(stderr, "window of %d ops (%d with colocated ops outside it, moved along): CBC status %d, objective "
-                "%.3f, %d columns\n", w->k, w->pinned, sol.status, sol.objective, m.ncol);
+                "%.3f, incumbent's model value %.3f, step %.3f, %d columns\n", w->k, w->pinned, sol.status,
+                sol.objective, m0, b->s.step, m.ncol);
+    }
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
     if (sol.x) {
@@ -1108,7 +1461,20 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
         if (!(st = candidate_from(p, inc, b, sol.x, &cand, err))) {
             sched cs = b->s; /* reuses the arrays: the loop re-simulates the incumbent */
             double old_step = b->s.step, old_over = b->s.over;
+            const char *dbg = getenv("PESTO_LNS_DEBUG");
+            sched keep = b->s;
+            double *cst = NULL, *cfi = NULL;
+            if (dbg && atoi(dbg) >= 2 && (cst = malloc((size_t)p->n * sizeof *cst)) &&
+                (cfi = malloc((size_t)p->n * sizeof *cfi))) {
+                /* keep the incumbent's times; simulate the candidate into cst/cfi */
+                cs.start = cst;
+                cs.finish = cfi;
+            }
             st = simulate(p, sim, &cand, &cs, err);
+            if (!st && cfi && cs.step > sol.objective + 1)
+                explain_mismatch(p, sim, &cand, w, &keep, cst, cfi, sol.x);
+            free(cst);
+            free(cfi);
             stats->model_us = sol.objective;
             stats->sim_us = cs.step;
             if (!st && op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
@@ -1118,6 +1484,8 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                 b->s.step = cs.step;
                 b->s.over = cs.over;
                 *improved = 1;
+            } else if (!st && sol.objective < old_step - 1e-6 * old_step) {
+                stats->rejected++; /* the model said better, the simulator did not */
             }
             op_progress(ctx, "pesto: LNS window of %d ops (devices %d,%d) at %.1f us: ILP %s "
                         "%.1f us, simulated %.1f us%s", w->k, w->dev_a, w->dev_b,
@@ -1172,7 +1540,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
     uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     while (!op_interrupted() && (o->deadline <= 0 || op_seconds_now() < o->deadline) &&
            (o->max_windows <= 0 || stats->windows < o->max_windows)) {
-        if (stats->windows > 0 && (st = simulate(p, sim, inc, &b.s, err)))
+        if ((st = simulate_traced(p, sim, inc, &b.s, &b.tr, err)))
             goto done;
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
