@@ -118,7 +118,7 @@ typedef struct sched {
     double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */
     int *by_start, *rank, *prev_dev;
     double step, over;
-    /* the incumbent's transfers (NULL for a candidate's schedule): by
+    /* the incumbent's transfers (NULL before its first traced run): by
      * source op (src_off[u]..src_off[u+1] in src_ix) and by channel in
      * issue order (chan_off/chan_ix; a channel is first come first served,
      * so its start order is its issue order) */
