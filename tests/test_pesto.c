@@ -913,7 +913,7 @@ Test(pesto, lns_far_member_after_the_window_moves_with_the_tail, .timeout = 120)
  * channel's queue, V's input at 106 us and B's at 16.1 us: 161 us.  The
  * simulator sends P's 100 KB first and B's input waits behind it: about
  * 221 us.  The window model must not promise a step the simulator misses
- * (it did: bench/notes/s9-lns.md, zoo GNMT's 131 MB parameter transfer);
+ * (it did: bench/RESULTS.md, Pesto, zoo GNMT's 131 MB parameter transfer);
  * windows of four ops visit the anchors in turn, one of them that window. */
 Test(pesto, lns_window_sees_the_channel_queue_of_a_new_transfer, .timeout = 120)
 {

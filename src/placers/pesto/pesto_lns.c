@@ -84,7 +84,7 @@
  *      (no congestion rows), and memory is not modelled: the simulator
  *      judges every candidate, and one that runs out of memory ranks after
  *      one that fits (op_sim_ranks_before).  Before the queues (all
- *      measured in bench/notes/s9-lns.md) the model's value of the
+ *      measured: git show eace5fb:bench/notes/s9-lns.md) the model's value of the
  *      incumbent itself was up to 2.1 ms below its simulated step (zoo
  *      Inception: transfers queued behind 9-27 MB tensors), so CBC chased
  *      gains the simulator then rejected.
@@ -425,8 +425,8 @@ static int dev_owner(const op_problem *p, const window *w, int v)
  * takes the incumbent's arrival).  Without the queues the model
  * read new transfers as free channels: a moved consumer of a 131 MB
  * parameter issued at 5 us held a channel for 13 ms, and the candidate
- * simulated 3-10 ms slower than the model said (zoo GNMT, bench/notes/
- * s9-lns.md).  Approximate: the window's own transfers move, and the
+ * simulated 3-10 ms slower than the model said (zoo GNMT; bench/RESULTS.md,
+ * Pesto).  Approximate: the window's own transfers move, and the
  * queue is the incumbent's. */
 static double fixed_arrival(const op_problem *p, const op_placement *pl, const sched *s,
                             const window *w, int v, int t, int *harm)
