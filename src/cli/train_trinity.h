@@ -23,8 +23,9 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
     "         communication and peak memory (papers/trinity.txt); options:\n"                     \
     "         --paper (the paper's method with the RL fixes - centred logits, the\n"             \
-    "         device-marginal partition ratio - and none of the additions below)\n"             \
-    "         --samples K (16) --threads T --lr X (3e-3; --paper 3e-2) --epochs E (4)\n"         \
+    "         device-marginal partition ratio, the structure initialisation - and\n"            \
+    "         none of the additions below)\n"                                                  \
+    "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4)\n"                     \
     "         --entropy B (0.01; --paper 0) --groups G (64) --max-devices D (8)\n"              \
     "         --hidden H (64)\n"                                                                \
     "         --max-comm BYTES --max-mem BYTES (the reference's peaks; 8 GiB each\n"              \

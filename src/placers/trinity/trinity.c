@@ -15,8 +15,8 @@
  * --paper: the paper's method (no reference, priors, uniformly drawn
  * decisions, list-schedule orders or boundary moves; the result is the best
  * PPO sample, first-ready-first) with the RL fixes of trinity_paper_settings
- * (centred logits, the device-marginal partition ratio, lr 3e-2, no entropy
- * bonus); it refuses the options below that tune an addition beyond the
+ * (centred logits, the device-marginal partition ratio, the structure
+ * initialisation, lr 3e-3, no entropy bonus); it refuses the options below that tune an addition beyond the
  * paper.
  * Options (read by trinity_options_read, shared with `opplace train
  * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,

@@ -96,11 +96,25 @@ typedef struct trinity_config {
 } trinity_config;
 
 /* The centred policy's training constants (--paper; bench/RESULTS.md,
- * "Learned placers"): with centred logits Adam at 3e-3 and the 0.01 entropy
- * bonus leave the policy at the uniform saddle (GNMT-2 x 4: 301 ms after
- * 90 s). */
-#define TRINITY_CENTRED_LR 3e-2
+ * "Learned placers"; bench/notes/s9-trinity.md).  From a random partition
+ * network Adam needed 3e-2 without an entropy bonus (3e-3 and the 0.01
+ * bonus left the centred policy at the uniform saddle).  With the structure
+ * initialisation below the policy starts informed, and 3e-2 destroys it in
+ * a few updates (GNMT-2 x 4: 76 -> 12 % of the data edges inside a group,
+ * mean reward -0.65 -> -1.8): the paper's 3e-3, still without a bonus. */
+#define TRINITY_CENTRED_LR 3e-3
 #define TRINITY_CENTRED_ENTROPY 0.0
+/* --paper's Node2vec (the paper gives no p, q or walk lengths): q = 0.25
+ * (outward, DFS-like walks: vectors of neighbourhoods, not of structural
+ * roles), walks of 40 ops, window 8.  With node2vec_defaults (q = 1, 20,
+ * 4) a 64-way k-means of the vectors keeps 51 % of GNMT-2's data edges
+ * inside a group, with these 83 % (METIS: 75 %). */
+#define TRINITY_PAPER_N2V_Q 0.25
+#define TRINITY_PAPER_N2V_LENGTH 40
+#define TRINITY_PAPER_N2V_WINDOW 8
+/* The structure initialisation (trinity_train_config.structure_init):
+ * the mean probability of an op's k-means group the fit stops at. */
+#define TRINITY_STRUCTURE_INIT 0.97
 
 /* The ORDER PRIOR (not in the paper): op i's partition logit for group g
  * gets -prior * |anchor_i - g| added, anchor_i the op's part in a METIS
@@ -179,6 +193,10 @@ typedef struct trinity_pass trinity_pass; /* one forward pass, in an arena */
 trinity_policy *trinity_policy_new(const trinity_config *cfg, uint64_t seed, op_error *err);
 void trinity_policy_free(trinity_policy *pol);
 const trinity_config *trinity_policy_config(const trinity_policy *pol);
+/* 1 the first time it is asked about a policy made by trinity_policy_new
+ * (not loaded from a file), then 0: the trainer initialises such a policy
+ * from the graph's structure once (trinity_train_config.structure_init). */
+int trinity_policy_take_fresh(trinity_policy *pol);
 nn_params *trinity_policy_params(trinity_policy *pol);
 /* Weights files: nn_params files holding the architecture as "trinity.arch". */
 op_status trinity_policy_save(const trinity_policy *pol, const char *path, op_error *err);
@@ -225,6 +243,13 @@ op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinit
                                  trinity_batch *batch, int k, const trinity_run *run,
                                  nn_tensor *logp_part, nn_tensor *logp_sched,
                                  trinity_pass **pass, op_error *err);
+/* The partition network alone (run->sample is ignored): logp_part [n x G];
+ * its pass takes trinity_policy_backward with dlogp_sched NULL (and batch
+ * NULL).  The structure initialisation (trinity_train.c) fits it. */
+op_status trinity_policy_partition_forward(trinity_policy *pol, nn_arena *ar,
+                                           const trinity_graph *tg, const trinity_run *run,
+                                           nn_tensor *logp_part, trinity_pass **pass,
+                                           op_error *err);
 /* Adds the parameters' gradients of a loss with gradients dlogp_part,
  * dlogp_sched (same shapes as the outputs; either may be NULL). */
 op_status trinity_policy_backward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
@@ -284,6 +309,9 @@ typedef struct trinity_train_config {
     int ema_period;        /* N of eq. 15 (9: decay 0.8) */
     int marginal;          /* the partition's PPO ratio per op over the device its group was
                               mapped to, its group marginalised (trinity_train.c; an RL fix) */
+    double structure_init; /* > 0: before PPO, fit the partition network to k-means groups of
+                              its Node2vec inputs until an op's group has this mean
+                              probability (trinity_train.c; an RL fix); 0: off */
     int noise_steps;       /* iterations with logit noise (500) */
     double noise_max;      /* 0.1 */
     double explore;        /* beyond the paper: decisions per rollout of each network
@@ -365,7 +393,9 @@ typedef struct trinity_options {
 /* --paper's settings: the paper's networks and PPO (no priors, no uniformly
  * drawn decisions) with the RL fixes of issue 20 (bench/RESULTS.md, "Trinity: the RL fixes"):
  * centred logits (trinity_config.centre), the device-marginal partition
- * ratio (trinity_train_config.marginal), Adam at TRINITY_CENTRED_LR without
+ * ratio (trinity_train_config.marginal), the structure initialisation
+ * (trinity_train_config.structure_init, with TRINITY_PAPER_N2V_*), Adam at
+ * TRINITY_CENTRED_LR without
  * an entropy bonus.  The learning test runs exactly these. */
 void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc);
 op_status trinity_options_read(struct op_options *o, int placer, trinity_options *out,

@@ -19,6 +19,7 @@
  * on the ops the reference puts on that device, into that block's parts,
  * numbered by mean topological position.
  */
+#include <math.h>
 #include <metis.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,5 +238,117 @@ op_status trinity_anchor_blocks(const op_problem *p, int G, uint64_t seed, const
             st = block_anchors(p, ref, d, start, size[d], seed, ops, local, part, anchor, err);
     }
     free(ops), free(local), free(part);
+    return st;
+}
+
+/* ------------------------------------------------ structure groups (k-means) */
+
+/* Squared distance between two rows of width w. */
+static double dist2(const double *a, const double *b, int w)
+{
+    double s = 0.0;
+    for (int j = 0; j < w; j++)
+        s += (a[j] - b[j]) * (a[j] - b[j]);
+    return s;
+}
+
+op_status trinity_structure_groups(const trinity_graph *tg, int G, uint64_t seed,
+                                   double deadline, int *label, op_error *err)
+{
+    int n = tg->n, w = tg->n_num - TRINITY_N_SCALAR, m = 0;
+    if (w <= 0 || G < 1) { /* no Node2vec columns: dataflow order */
+        for (int i = 0; i < n; i++)
+            label[i] = G > 0 ? (int)((long)tg->p->g->topo_pos[i] * G / n) : 0;
+        return OP_OK;
+    }
+    int *rows = op_malloc(sizeof(int) * (size_t)n, err);
+    double *cen = op_calloc((size_t)G * (size_t)w, sizeof(double), err);
+    double *d2 = op_malloc(sizeof(double) * (size_t)n, err);
+    double *cnt = op_calloc((size_t)G, sizeof(double), err);
+    part_pos *pp = op_calloc((size_t)G, sizeof *pp, err);
+    int *rank = op_malloc(sizeof(int) * (size_t)G, err);
+    op_status st = rows && cen && d2 && cnt && pp && rank ? OP_OK : OP_ENOMEM;
+    if (st)
+        goto done;
+    for (int i = 0; i < n; i++)
+        if (tg->decides[i])
+            rows[m++] = i;
+#define EMB(i) (tg->num + (size_t)(i) * tg->n_num + TRINITY_N_SCALAR)
+    /* k-means++ seeding */
+    nn_rng rng;
+    nn_rng_seed(&rng, seed ^ 0x6b6d65616e73ULL);
+    int k0 = m < G ? m : G;
+    memcpy(cen, EMB(rows[nn_rng_below(&rng, (uint64_t)m)]), sizeof(double) * (size_t)w);
+    for (int l = 0; l < m; l++)
+        d2[l] = dist2(EMB(rows[l]), cen, w);
+    for (int c = 1; c < k0; c++) {
+        double tot = 0.0;
+        for (int l = 0; l < m; l++)
+            tot += d2[l];
+        double u = nn_rng_uniform(&rng) * tot;
+        int pick = m - 1;
+        for (int l = 0; l < m; l++)
+            if ((u -= d2[l]) < 0) {
+                pick = l;
+                break;
+            }
+        memcpy(cen + (size_t)c * w, EMB(rows[pick]), sizeof(double) * (size_t)w);
+        for (int l = 0; l < m; l++) {
+            double d = dist2(EMB(rows[l]), cen + (size_t)c * w, w);
+            if (d < d2[l])
+                d2[l] = d;
+        }
+    }
+    /* Lloyd's iterations (at most 25; stops at a fixed point, the deadline or Ctrl-C) */
+    for (int l = 0; l < m; l++)
+        label[rows[l]] = -1;
+    for (int it = 0; it < 25; it++) {
+        int moved = 0;
+        for (int l = 0; l < m; l++) {
+            int best = 0;
+            double bd = INFINITY;
+            for (int c = 0; c < k0; c++) {
+                double d = dist2(EMB(rows[l]), cen + (size_t)c * w, w);
+                if (d < bd)
+                    bd = d, best = c;
+            }
+            moved += label[rows[l]] != best;
+            label[rows[l]] = best;
+        }
+        if (!moved || op_interrupted() || (deadline > 0 && op_seconds_now() > deadline))
+            break;
+        memset(cnt, 0, sizeof(double) * (size_t)G);
+        double *sum = cen; /* empty clusters keep their centre */
+        for (int l = 0; l < m; l++)
+            cnt[label[rows[l]]] += 1.0;
+        for (int c = 0; c < k0; c++)
+            if (cnt[c] > 0)
+                memset(sum + (size_t)c * w, 0, sizeof(double) * (size_t)w);
+        for (int l = 0; l < m; l++) {
+            const double *e = EMB(rows[l]);
+            double *s = sum + (size_t)label[rows[l]] * w;
+            for (int j = 0; j < w; j++)
+                s[j] += e[j] / cnt[label[rows[l]]];
+        }
+    }
+#undef EMB
+    /* clusters numbered by their members' mean topological position */
+    memset(cnt, 0, sizeof(double) * (size_t)G);
+    for (int c = 0; c < G; c++)
+        pp[c] = (part_pos){.part = c, .pos = 0.0};
+    for (int l = 0; l < m; l++)
+        pp[label[rows[l]]].pos += tg->p->g->topo_pos[rows[l]], cnt[label[rows[l]]] += 1.0;
+    for (int c = 0; c < G; c++)
+        pp[c].pos = cnt[c] > 0 ? pp[c].pos / cnt[c] : 1e300;
+    qsort(pp, (size_t)G, sizeof *pp, by_pos);
+    for (int c = 0; c < G; c++)
+        rank[pp[c].part] = c;
+    for (int l = 0; l < m; l++)
+        label[rows[l]] = rank[label[rows[l]]];
+    for (int i = 0; i < n; i++)
+        if (!tg->decides[i])
+            label[i] = label[tg->leader[i]];
+done:
+    free(rows), free(cen), free(d2), free(cnt), free(pp), free(rank);
     return st;
 }

@@ -28,6 +28,17 @@ void trinity_group_masks(const trinity_graph *tg, trinity_batch *b, int k, const
 op_status trinity_anchor_groups(const op_problem *p, int G, uint64_t seed, int *anchor,
                                 op_error *err);
 
+/* STRUCTURE GROUPS (trinity_anchor.c): label[i] in [0, G), a k-means
+ * clustering (k-means++ seeding from seed, at most 25 Lloyd iterations,
+ * stopped early past deadline > 0) of the deciding ops' Node2vec vectors
+ * (the structure feature of Table 1), clusters numbered by their members'
+ * mean topological position; followers take their leader's.  Without
+ * Node2vec columns: the topological position scaled to [0, G).  The
+ * groups the partition network is fitted to before PPO
+ * (trinity_train_config.structure_init). */
+op_status trinity_structure_groups(const trinity_graph *tg, int G, uint64_t seed,
+                                   double deadline, int *label, op_error *err);
+
 /* Blocks of a reference placement ref (per op): block_dev[t] for every
  * group and anchor[i] within the block of ref[i] (trinity_anchor.c).
  * Leaves both unchanged when G is smaller than the devices ref uses. */

@@ -10,11 +10,15 @@
  * tune an addition beyond the paper are refused with it.  --paper keeps
  * the RL fixes of issue 20 (trinity_paper_settings): centred logits
  * (trinity_config.centre, trinity_policy.c), the device-marginal partition
- * ratio (trinity_train_config.marginal, trinity_train.c), Adam at 3e-2 and
- * no entropy bonus.  They change how PPO estimates and follows the
- * gradient, not what it optimises; measured in bench/RESULTS.md, "Trinity: the RL fixes"
- * (GNMT-2 x 4, 300 s: 106.09 and 109.04 ms for seeds 1 and 2; the paper's
- * settings freeze on one device, 107.8 ms; expert 70.38 ms: not reached).
+ * ratio (trinity_train_config.marginal, trinity_train.c), the structure
+ * initialisation (trinity_train_config.structure_init: the partition
+ * network fitted to k-means groups of its Node2vec inputs before PPO, with
+ * Node2vec walks that follow neighbourhoods, TRINITY_PAPER_N2V_*), Adam at
+ * the paper's 3e-3 and no entropy bonus.  They change how PPO starts,
+ * estimates and follows the gradient, not what it optimises; measured in
+ * bench/notes/s9-trinity.md (GNMT-2 x 4, 60 iterations: 84.4 / 83.4 ms for
+ * seeds 1 / 2, before the structure initialisation 104.9 / 105.4; expert
+ * 70.38 ms, one device 108.56).
  */
 #include <stdio.h>
 #include <string.h>
@@ -67,6 +71,10 @@ void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc)
     tc->marginal = 1;
     tc->ppo.lr = TRINITY_CENTRED_LR;
     tc->ppo.entropy_coef = TRINITY_CENTRED_ENTROPY;
+    tc->structure_init = TRINITY_STRUCTURE_INIT;
+    tc->n2v.q = TRINITY_PAPER_N2V_Q;
+    tc->n2v.length = TRINITY_PAPER_N2V_LENGTH;
+    tc->n2v.window = TRINITY_PAPER_N2V_WINDOW;
 }
 
 op_status trinity_options_read(op_options *o, int placer, trinity_options *out, op_error *err)

@@ -50,6 +50,7 @@ struct trinity_policy {
     nn_embedding dev_emb;     /* max_devices + 1 rows: the last is the start token */
     nn_additive_attention att;
     nn_linear out;
+    int fresh; /* new weights, never loaded nor initialised from structure (trinity_train.c) */
 };
 
 struct trinity_pass {
@@ -163,6 +164,7 @@ trinity_policy *trinity_policy_new(const trinity_config *cfg, uint64_t seed, op_
     if (!pol)
         return NULL;
     pol->cfg = *cfg;
+    pol->fresh = 1;
     nn_params_init(&pol->ps);
     if (build(pol, seed, err)) {
         trinity_policy_free(pol);
@@ -182,6 +184,13 @@ void trinity_policy_free(trinity_policy *pol)
 const trinity_config *trinity_policy_config(const trinity_policy *pol)
 {
     return &pol->cfg;
+}
+
+int trinity_policy_take_fresh(trinity_policy *pol)
+{
+    int f = pol->fresh;
+    pol->fresh = 0;
+    return f;
 }
 
 nn_params *trinity_policy_params(trinity_policy *pol)
@@ -267,6 +276,8 @@ trinity_policy *trinity_policy_from_file(const char *path, op_error *err)
         trinity_policy_free(pol);
         return NULL;
     }
+    if (pol)
+        pol->fresh = 0;
     return pol;
 }
 
@@ -825,6 +836,25 @@ op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinit
         *logp_sched = ps->logp_sched;
     if (out)
         *out = ps;
+    return OP_OK;
+}
+
+op_status trinity_policy_partition_forward(trinity_policy *pol, nn_arena *ar,
+                                           const trinity_graph *tg, const trinity_run *run,
+                                           nn_tensor *logp_part, trinity_pass **out,
+                                           op_error *err)
+{
+    const trinity_config *c = &pol->cfg;
+    if (tg->groups != c->groups || tg->n_num != TRINITY_N_SCALAR + c->n2v_dim)
+        return op_fail(err, OP_EINTERNAL, "trinity: graph prepared for another architecture");
+    trinity_pass *ps = nn_arena_alloc(ar, sizeof *ps, err);
+    if (!ps)
+        return OP_ENOMEM;
+    ps->k = 1;
+    ps->training = run->training;
+    TRY(partition_forward(pol, ar, tg, run, ps, err));
+    *logp_part = ps->logp_part;
+    *out = ps;
     return OP_OK;
 }
 

@@ -80,8 +80,9 @@
  * peaks.
  * RL fixes (--paper uses them, trinity_paper_settings; not the paper's):
  * cfg.marginal scores each op's partition decision by the probability of
- * the device its group was mapped to (trinity_marginal_loss), and the
- * centred policy (trinity_policy.c) with lr 3e-2 and no entropy bonus.
+ * the device its group was mapped to (trinity_marginal_loss), the
+ * structure initialisation (structure_fit, below), and the centred policy
+ * (trinity_policy.c) with lr 3e-3 and no entropy bonus.
  * The logit noise of section 5.2 is the paper's (the first 500
  * iterations, U(-0.1, 0.1)) and on in every --paper run of <= 500
  * iterations.
@@ -422,6 +423,98 @@ static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
     return st;
 }
 
+/* STRUCTURE INITIALISATION (trinity_train_config.structure_init; an RL fix
+ * of --paper, bench/notes/s9-trinity.md).  The paper feeds Node2vec vectors
+ * to the partition network so that its groups follow the graph's structure
+ * (papers/trinity.txt, section 1 (2) and 4.1.1).  A randomly initialised
+ * network does not do that: its group distributions are nearly uniform
+ * (GNMT-2: mean largest probability 0.11 of 64 groups), so a sampled
+ * partition puts each op in a random group (2.8 % of the data edges inside
+ * a group, each group spanning 97 % of the topological order) and every
+ * group move is a scattered per-op move, which from one device is always
+ * slower (the one-device trap).  Here the partition network is first fitted,
+ * by cross-entropy, to a k-means clustering of its own Node2vec inputs
+ * (trinity_structure_groups), until the mean probability of an op's
+ * cluster reaches structure_init (at most STRUCTURE_STEPS Adam steps, the
+ * set-up deadline, Ctrl-C).  No placement, device or reward is used: the
+ * policy then samples coherent groups, and PPO starts with the schedule
+ * network placing them.  Adam's moments are cleared afterwards. */
+#define STRUCTURE_STEPS 300
+#define STRUCTURE_LR 1e-2
+
+static op_status structure_fit(trinity_trainer *t, op_error *err)
+{
+    nn_params *ps = trinity_policy_params(t->pol);
+    int G = trinity_policy_config(t->pol)->groups;
+    int **label = op_calloc((size_t)t->n_tasks, sizeof *label, err);
+    if (!label)
+        return OP_ENOMEM;
+    op_status st = OP_OK;
+    /* ranks must fit alike: the set-up deadline on one rank only (task_init) */
+    double deadline = op_par_size() == 1 ? t->cfg.setup_deadline : 0.0;
+    double inside = 0.0; /* share of data edges inside a cluster, over the tasks */
+    for (int i = 0; !st && i < t->n_tasks; i++) {
+        const trinity_graph *tg = &t->tasks[i].tg;
+        const op_graph *g = tg->p->g;
+        if (!(label[i] = op_malloc(sizeof(int) * (size_t)(tg->n > 0 ? tg->n : 1), err)))
+            st = OP_ENOMEM;
+        if (!st)
+            st = trinity_structure_groups(tg, G, t->cfg.seed, deadline, label[i],
+                                          err);
+        int in = 0;
+        for (int x = 0; !st && x < g->n_edges; x++)
+            in += label[i][g->edge_src[x]] == label[i][g->edge_dst[x]];
+        inside += g->n_edges > 0 ? (double)in / g->n_edges / t->n_tasks : 0.0;
+    }
+    nn_adam adam = nn_adam_defaults(STRUCTURE_LR);
+    nn_rng drop = nn_rng_fork(&t->c.rng, 3);
+    double mean_p = 0.0;
+    int steps = 0;
+    for (; !st && steps < STRUCTURE_STEPS; steps++) {
+        nn_params_zero_grad(ps);
+        mean_p = 0.0;
+        for (int i = 0; !st && i < t->n_tasks; i++) {
+            const trinity_graph *tg = &t->tasks[i].tg;
+            trinity_run run = {.training = 1, .dropout_rng = nn_rng_fork(&drop, (uint64_t)i)};
+            nn_tensor lp, dlp;
+            trinity_pass *pass;
+            nn_arena_reset(&t->c.ar);
+            if ((st = trinity_policy_partition_forward(t->pol, &t->c.ar, tg, &run, &lp, &pass,
+                                                       err)) ||
+                (st = nn_arena_tensor(&t->c.ar, lp.rows, lp.cols, &dlp, err)))
+                break;
+            int m = 0;
+            for (int j = 0; j < tg->n; j++)
+                m += tg->decides[j] != 0;
+            for (int j = 0; j < tg->n; j++)
+                if (tg->decides[j]) {
+                    NN_AT(&dlp, j, label[i][j]) = -1.0 / ((double)m * t->n_tasks);
+                    mean_p += exp(NN_AT(&lp, j, label[i][j])) / ((double)m * t->n_tasks);
+                }
+            st = trinity_policy_backward(t->pol, &t->c.ar, tg, NULL, pass, &dlp, NULL, err);
+        }
+        if (st || mean_p >= t->cfg.structure_init || (op_par_size() == 1 && op_interrupted()) ||
+            (deadline > 0 && rl_now_seconds() > deadline))
+            break;
+        nn_params_clip_grad_norm(ps, t->cfg.ppo.max_grad_norm);
+        nn_adam_step(&adam, ps);
+    }
+    for (size_t j = 0; j < ps->count; j++) { /* PPO's Adam starts afresh */
+        nn_tensor_fill(&ps->items[j]->m, 0.0);
+        nn_tensor_fill(&ps->items[j]->v, 0.0);
+    }
+    for (int i = 0; i < t->n_tasks; i++)
+        free(label[i]);
+    free(label);
+    if (!st)
+        op_progress(t->cfg.progress,
+                    "trinity: structure initialisation: %d k-means groups of the Node2vec "
+                    "vectors (%.1f %% of the data edges inside a group), the partition network "
+                    "fitted in %d steps (mean probability of an op's group %.3f)",
+                    G, 100.0 * inside, steps, mean_p);
+    return st;
+}
+
 trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *const *problems,
                                      int n, const trinity_train_config *cfg, op_error *err)
 {
@@ -451,6 +544,8 @@ trinity_trainer *trinity_trainer_new(trinity_policy *pol, const op_problem *cons
         if (problems[i]->n > t->n_max)
             t->n_max = problems[i]->n;
     }
+    if (!st && cfg->structure_init > 0 && trinity_policy_take_fresh(pol))
+        st = structure_fit(t, err);
     if (!st)
         st = ensure_capacity(t, cfg->samples + 1, err);
     if (st) {
