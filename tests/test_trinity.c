@@ -545,8 +545,8 @@ static double brute_force_nd(const op_problem *p, int nd)
  * noise ends at 500): the best seen reached the optimum 5 of 6 times and
  * the greedy placement 2 of 6 (at 200 iterations 4 and 0; without the
  * structure initialisation 4 and 1).  Before the structure initialisation
- * and Adam at 3e-3 (bench/notes/s9-trinity.md), 200 iterations gave 5 and
- * 2 (bench/notes/s8-trinity.md).  Seed 2 is one of the successes. */
+ * and Adam at 3e-3 (bench/RESULTS.md, Trinity), 200 iterations gave 5 and
+ * 2 (git show a68e6df:bench/notes/s8-trinity.md).  Seed 2 is one of the successes. */
 Test(trinity, centred_training_finds_the_optimum_of_three_chains)
 {
     tk_problem tp;

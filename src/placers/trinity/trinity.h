@@ -96,7 +96,7 @@ typedef struct trinity_config {
 } trinity_config;
 
 /* The centred policy's training constants (--paper; bench/RESULTS.md,
- * "Learned placers"; bench/notes/s9-trinity.md).  From a random partition
+ * "Learned placers"; bench/RESULTS.md, Trinity).  From a random partition
  * network Adam needed 3e-2 without an entropy bonus (3e-3 and the 0.01
  * bonus left the centred policy at the uniform saddle).  With the structure
  * initialisation below the policy starts informed, and 3e-2 destroys it in

@@ -16,7 +16,7 @@
  * Node2vec walks that follow neighbourhoods, TRINITY_PAPER_N2V_*), Adam at
  * the paper's 3e-3 and no entropy bonus.  They change how PPO starts,
  * estimates and follows the gradient, not what it optimises; measured in
- * bench/notes/s9-trinity.md (GNMT-2 x 4, 60 iterations: 84.4 / 83.4 ms for
+ * bench/RESULTS.md, Trinity (GNMT-2 x 4, 60 iterations: 84.4 / 83.4 ms for
  * seeds 1 / 2, before the structure initialisation 104.9 / 105.4; expert
  * 70.38 ms, one device 108.56).
  */

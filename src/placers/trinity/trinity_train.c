@@ -424,7 +424,7 @@ static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
 }
 
 /* STRUCTURE INITIALISATION (trinity_train_config.structure_init; an RL fix
- * of --paper, bench/notes/s9-trinity.md).  The paper feeds Node2vec vectors
+ * of --paper, bench/RESULTS.md, Trinity).  The paper feeds Node2vec vectors
  * to the partition network so that its groups follow the graph's structure
  * (papers/trinity.txt, section 1 (2) and 4.1.1).  A randomly initialised
  * network does not do that: its group distributions are nearly uniform
