@@ -319,6 +319,13 @@ void nn_standardize_columns(const nn_tensor *x, const unsigned char *rows, nn_te
 /* dx from dy through nn_standardize_columns (y its output, the same rows). */
 void nn_standardize_columns_backward(const nn_tensor *y, const unsigned char *rows,
                                      const double *inv_sd, const nn_tensor *dy, nn_tensor *dx);
+/* x minus, in each column, its mean over the rows t with rows[t] != 0
+ * (every row when rows is NULL), applied to every row, in place; the
+ * learned placers' centred logits (no device or group preferred on average
+ * over the decisions). */
+void nn_center_columns(nn_tensor *x, const unsigned char *rows);
+/* Its adjoint, in place on dx (from dy): dx_u = dy_u - [rows[u]] sum_t dy_t / k. */
+void nn_center_columns_backward(nn_tensor *dx, const unsigned char *rows);
 
 /* -------------------------------------------------------------- softmax */
 

@@ -53,3 +53,35 @@ void nn_standardize_columns_backward(const nn_tensor *y, const unsigned char *ro
                                            (!rows || rows[t] ? mg + NN_AT(y, t, j) * mgy : 0.0));
     }
 }
+
+void nn_center_columns(nn_tensor *x, const unsigned char *rows)
+{
+    int k = 0;
+    for (int t = 0; t < x->rows; t++)
+        k += !rows || rows[t];
+    for (int d = 0; d < x->cols; d++) {
+        double m = 0.0;
+        for (int t = 0; t < x->rows; t++)
+            if (!rows || rows[t])
+                m += NN_AT(x, t, d);
+        m /= k > 0 ? k : 1;
+        for (int t = 0; t < x->rows; t++)
+            NN_AT(x, t, d) -= m;
+    }
+}
+
+void nn_center_columns_backward(nn_tensor *dx, const unsigned char *rows)
+{
+    int k = 0;
+    for (int t = 0; t < dx->rows; t++)
+        k += !rows || rows[t];
+    for (int d = 0; d < dx->cols; d++) {
+        double m = 0.0;
+        for (int t = 0; t < dx->rows; t++)
+            m += NN_AT(dx, t, d);
+        m /= k > 0 ? k : 1;
+        for (int t = 0; t < dx->rows; t++)
+            if (!rows || rows[t])
+                NN_AT(dx, t, d) -= m;
+    }
+}

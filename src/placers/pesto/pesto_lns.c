@@ -144,31 +144,40 @@ static void sort_ops(int *ops, int n, const double *key, const int *topo_pos)
     qsort(ops, (size_t)n, sizeof *ops, by_start_cmp);
 }
 
-op_status pesto_simulate(const op_problem *p, op_sim *sim, const op_placement *pl, double *start,
-                         double *finish, double *step_us, double *overflow, int *oom,
-                         op_error *err)
+/* One run of pl into the caller's trace t: start/finish times (either may
+ * be NULL), step, overflow and oom (may be NULL). */
+static op_status run_traced(const op_problem *p, op_sim *sim, const op_placement *pl,
+                            op_sim_trace *t, double *start, double *finish, double *step_us,
+                            double *overflow, int *oom, op_error *err)
 {
     op_sim_result r;
-    op_sim_trace t;
     op_status st = op_sim_result_init(&r, p, err);
     if (st)
         return st;
-    if ((st = op_sim_trace_init(&t, p, err))) {
-        op_sim_result_destroy(&r);
-        return st;
-    }
-    if (!(st = op_sim_run(sim, pl, &r, &t, err))) {
+    if (!(st = op_sim_run(sim, pl, &r, t, err))) {
         if (start)
-            memcpy(start, t.start_us, (size_t)p->n * sizeof *start);
+            memcpy(start, t->start_us, (size_t)p->n * sizeof *start);
         if (finish)
-            memcpy(finish, t.finish_us, (size_t)p->n * sizeof *finish);
+            memcpy(finish, t->finish_us, (size_t)p->n * sizeof *finish);
         *step_us = r.step_time_us;
         *overflow = op_sim_overflow_bytes(p, &r);
         if (oom)
             *oom = r.oom;
     }
-    op_sim_trace_destroy(&t);
     op_sim_result_destroy(&r);
+    return st;
+}
+
+op_status pesto_simulate(const op_problem *p, op_sim *sim, const op_placement *pl, double *start,
+                         double *finish, double *step_us, double *overflow, int *oom,
+                         op_error *err)
+{
+    op_sim_trace t;
+    op_status st = op_sim_trace_init(&t, p, err);
+    if (st)
+        return st;
+    st = run_traced(p, sim, pl, &t, start, finish, step_us, overflow, oom, err);
+    op_sim_trace_destroy(&t);
     return st;
 }
 
@@ -184,17 +193,7 @@ static void slack(const op_problem *p, const op_placement *pl, sched *s, int *ne
 static op_status simulate_traced(const op_problem *p, op_sim *sim, const op_placement *pl,
                                  sched *s, op_sim_trace *tr, op_error *err)
 {
-    op_sim_result r;
-    op_status st = op_sim_result_init(&r, p, err);
-    if (st)
-        return st;
-    if (!(st = op_sim_run(sim, pl, &r, tr, err))) {
-        memcpy(s->start, tr->start_us, (size_t)p->n * sizeof *s->start);
-        memcpy(s->finish, tr->finish_us, (size_t)p->n * sizeof *s->finish);
-        s->step = r.step_time_us;
-        s->over = op_sim_overflow_bytes(p, &r);
-    }
-    op_sim_result_destroy(&r);
+    op_status st = run_traced(p, sim, pl, tr, s->start, s->finish, &s->step, &s->over, NULL, err);
     if (st)
         return st;
     int nt = tr->n_transfers, nc = p->c->n_chan;

@@ -297,43 +297,6 @@ static int has_reference(const sgdp_graph *sg)
     return 0;
 }
 
-/* Subtract from every row each column's mean over the rows that decide
- * (opplace/sgdp.h, "why the plain policy needs two changes"): no device is
- * preferred on average over the decisions, the only rows whose logits are
- * sampled (a colocation group's followers copy its leader). */
-static void center_columns(nn_tensor *x, const unsigned char *decides)
-{
-    int k = 0;
-    for (int t = 0; t < x->rows; t++)
-        k += decides[t] != 0;
-    for (int d = 0; d < x->cols; d++) {
-        double m = 0.0;
-        for (int t = 0; t < x->rows; t++)
-            if (decides[t])
-                m += NN_AT(x, t, d);
-        m /= k > 0 ? k : 1;
-        for (int t = 0; t < x->rows; t++)
-            NN_AT(x, t, d) -= m;
-    }
-}
-
-/* The adjoint of center_columns: dx_u = dy_u - [u decides] sum_t dy_t / k. */
-static void center_columns_backward(nn_tensor *dx, const unsigned char *decides)
-{
-    int k = 0;
-    for (int t = 0; t < dx->rows; t++)
-        k += decides[t] != 0;
-    for (int d = 0; d < dx->cols; d++) {
-        double m = 0.0;
-        for (int t = 0; t < dx->rows; t++)
-            m += NN_AT(dx, t, d);
-        m /= k > 0 ? k : 1;
-        for (int t = 0; t < dx->rows; t++)
-            if (decides[t])
-                NN_AT(dx, t, d) -= m;
-    }
-}
-
 op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *sg,
                               nn_tensor *logp, sgdp_pass **out_pass, op_error *err)
 {
@@ -366,7 +329,7 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
             return OP_ENOMEM;
         nn_standardize_columns(&pass->o, sg->decides, &pass->on, pass->inv_sd);
         nn_linear_forward(&pol->head, &pass->on, &pass->logits);
-        center_columns(&pass->logits, sg->decides);
+        nn_center_columns(&pass->logits, sg->decides); /* opplace/sgdp.h: why centred */
     } else {
         nn_linear_forward(&pol->head, &pass->o, &pass->logits);
     }
@@ -398,7 +361,7 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
     if (pass->plain)
-        center_columns_backward(&dlogits, sg->decides);
+        nn_center_columns_backward(&dlogits, sg->decides);
     double dgain = 0.0;
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)

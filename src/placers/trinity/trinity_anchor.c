@@ -184,6 +184,33 @@ static int by_pos(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos ? 1 : x->part - y->part;
 }
 
+/* rank[q] for the parts q in [0, size), numbered by their members' mean
+ * position (empty parts last): member l (0..nl-1) is op i = member[l] (l
+ * when member is NULL), in part part_of[i], at position pos[i] (l when pos
+ * is NULL). */
+static op_status rank_parts_by_position(int size, int nl, const int *member, const int *part_of,
+                                        const int *pos, int *rank, op_error *err)
+{
+    part_pos *pp = op_calloc((size_t)size, sizeof *pp, err);
+    double *cnt = op_calloc((size_t)size, sizeof *cnt, err);
+    op_status st = pp && cnt ? OP_OK : OP_ENOMEM;
+    if (!st) {
+        for (int q = 0; q < size; q++)
+            pp[q].part = q;
+        for (int l = 0; l < nl; l++) {
+            int i = member ? member[l] : l;
+            pp[part_of[i]].pos += pos ? pos[i] : l, cnt[part_of[i]] += 1.0;
+        }
+        for (int q = 0; q < size; q++)
+            pp[q].pos = cnt[q] > 0 ? pp[q].pos / cnt[q] : 1e300;
+        qsort(pp, (size_t)size, sizeof *pp, by_pos);
+        for (int q = 0; q < size; q++)
+            rank[pp[q].part] = q;
+    }
+    free(pp), free(cnt);
+    return st;
+}
+
 /* Device d's ops (topological order) into its block [start, start+size),
  * parts numbered by their mean topological position. */
 static op_status block_anchors(const op_problem *p, const int *ref, int d, int start, int size,
@@ -199,25 +226,15 @@ static op_status block_anchors(const op_problem *p, const int *ref, int d, int s
             local[i] = nl, ops[nl++] = i;
     }
     op_status st = partition_ops(p, ops, local, nl, size, seed, part, err);
-    part_pos *pp = op_calloc((size_t)size, sizeof *pp, err);
-    double *cnt = op_calloc((size_t)size, sizeof *cnt, err);
     int *rank = op_malloc(sizeof(int) * (size_t)size, err);
-    if (!st && (!pp || !cnt || !rank))
+    if (!st && !rank)
         st = OP_ENOMEM;
-    if (!st) {
-        for (int q = 0; q < size; q++)
-            pp[q].part = q;
-        for (int l = 0; l < nl; l++)
-            pp[part[l]].pos += l, cnt[part[l]] += 1.0;
-        for (int q = 0; q < size; q++)
-            pp[q].pos = cnt[q] > 0 ? pp[q].pos / cnt[q] : 1e300;
-        qsort(pp, (size_t)size, sizeof *pp, by_pos);
-        for (int q = 0; q < size; q++)
-            rank[pp[q].part] = q;
+    if (!st)
+        st = rank_parts_by_position(size, nl, NULL, part, NULL, rank, err);
+    if (!st)
         for (int l = 0; l < nl; l++)
             anchor[ops[l]] = start + rank[part[l]];
-    }
-    free(pp), free(cnt), free(rank);
+    free(rank);
     return st;
 }
 
@@ -265,9 +282,8 @@ op_status trinity_structure_groups(const trinity_graph *tg, int G, uint64_t seed
     double *cen = op_calloc((size_t)G * (size_t)w, sizeof(double), err);
     double *d2 = op_malloc(sizeof(double) * (size_t)n, err);
     double *cnt = op_calloc((size_t)G, sizeof(double), err);
-    part_pos *pp = op_calloc((size_t)G, sizeof *pp, err);
     int *rank = op_malloc(sizeof(int) * (size_t)G, err);
-    op_status st = rows && cen && d2 && cnt && pp && rank ? OP_OK : OP_ENOMEM;
+    op_status st = rows && cen && d2 && cnt && rank ? OP_OK : OP_ENOMEM;
     if (st)
         goto done;
     for (int i = 0; i < n; i++)
@@ -333,22 +349,14 @@ op_status trinity_structure_groups(const trinity_graph *tg, int G, uint64_t seed
     }
 #undef EMB
     /* clusters numbered by their members' mean topological position */
-    memset(cnt, 0, sizeof(double) * (size_t)G);
-    for (int c = 0; c < G; c++)
-        pp[c] = (part_pos){.part = c, .pos = 0.0};
-    for (int l = 0; l < m; l++)
-        pp[label[rows[l]]].pos += tg->p->g->topo_pos[rows[l]], cnt[label[rows[l]]] += 1.0;
-    for (int c = 0; c < G; c++)
-        pp[c].pos = cnt[c] > 0 ? pp[c].pos / cnt[c] : 1e300;
-    qsort(pp, (size_t)G, sizeof *pp, by_pos);
-    for (int c = 0; c < G; c++)
-        rank[pp[c].part] = c;
+    if ((st = rank_parts_by_position(G, m, rows, label, tg->p->g->topo_pos, rank, err)))
+        goto done;
     for (int l = 0; l < m; l++)
         label[rows[l]] = rank[label[rows[l]]];
     for (int i = 0; i < n; i++)
         if (!tg->decides[i])
             label[i] = label[tg->leader[i]];
 done:
-    free(rows), free(cen), free(d2), free(cnt), free(pp), free(rank);
+    free(rows), free(cen), free(d2), free(cnt), free(rank);
     return st;
 }

@@ -358,7 +358,7 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
 }
 
 /* CENTRING (cfg.centre; not in the paper; an RL fix that --paper uses, the
- * defaults do not; bench/RESULTS.md, "Trinity: the RL fixes").
+ * defaults do not; bench/RESULTS.md, "Trinity").
  * With interchangeable devices the steepest way up from a random policy is
  * a preference every decision shares: every op for one group, every group
  * for one device, i.e. everything on one device (the plain method's
@@ -371,26 +371,7 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
  *     steps cancels, a preference that changes along the group sequence
  *     (one block of groups here, the next there) stays.
  * Both are linear in the logits; backward applies their transposes (the
- * partition's centring is its own transpose: the same mean removed). */
-static void centre_partition(const trinity_graph *tg, nn_tensor *u)
-{
-    int n = tg->n, G = u->cols, m = 0;
-    for (int i = 0; i < n; i++)
-        m += tg->decides[i] != 0;
-    if (m == 0)
-        return;
-    for (int g = 0; g < G; g++) {
-        double s = 0.0;
-        for (int i = 0; i < n; i++)
-            if (tg->decides[i])
-                s += NN_AT(u, i, g);
-        s /= m;
-        for (int i = 0; i < n; i++)
-            if (tg->decides[i])
-                NN_AT(u, i, g) -= s;
-    }
-}
-
+ * partition's: nn_center_columns_backward). */
 /* Rows r*G .. r*G+G-1 of z (one rollout's steps in order), in place;
  * D <= 1024 (trinity_config_check). */
 static void centre_steps(nn_tensor *z, int G, int D, int backward)
@@ -466,7 +447,7 @@ static op_status partition_forward(trinity_policy *pol, nn_arena *ar, const trin
     }
     nn_linear_forward(&pol->p3, c->centre ? &ps->a2n : &ps->a2, &ps->upart);
     if (c->centre)
-        centre_partition(tg, &ps->upart);
+        nn_center_columns(&ps->upart, tg->decides);
     add_order_prior(c, tg, &ps->upart);
     TRY(tensor(ar, n, c->groups, &ps->logp_part, err));
     return nn_log_softmax_forward(&ps->upart, NULL, &ps->logp_part, err);
@@ -488,7 +469,7 @@ static void partition_backward(trinity_policy *pol, nn_arena *ar, const trinity_
         nn_tensor da2n;
         if (tensor(ar, n, c->part_h2, &da2n, err))
             return;
-        centre_partition(tg, &du);
+        nn_center_columns_backward(&du, tg->decides);
         nn_linear_backward(&pol->p3, &ps->a2n, &du, &da2n);
         nn_standardize_columns_backward(&ps->a2n, NULL, ps->inv_sd, &da2n, &da2);
     } else
