@@ -312,6 +312,9 @@ typedef struct trinity_train_config {
     double structure_init; /* > 0: before PPO, fit the partition network to k-means groups of
                               its Node2vec inputs until an op's group has this mean
                               probability (trinity_train.c; an RL fix); 0: off */
+    int ppo_dropout;       /* 1 (the paper): PPO's sampling and update passes run the partition
+                              network's dropout, one mask per iteration shared by its rollouts;
+                              0: without it (trinity_train.c; an RL fix, --paper) */
     int noise_steps;       /* iterations with logit noise (500) */
     double noise_max;      /* 0.1 */
     double explore;        /* beyond the paper: decisions per rollout of each network
@@ -395,8 +398,8 @@ typedef struct trinity_options {
  * centred logits (trinity_config.centre), the device-marginal partition
  * ratio (trinity_train_config.marginal), the structure initialisation
  * (trinity_train_config.structure_init, with TRINITY_PAPER_N2V_*), Adam at
- * TRINITY_CENTRED_LR without
- * an entropy bonus.  The learning test runs exactly these. */
+ * TRINITY_CENTRED_LR without an entropy bonus, and PPO's passes without the
+ * partition network's dropout (trinity_train_config.ppo_dropout = 0).  The learning test runs exactly these. */
 void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc);
 op_status trinity_options_read(struct op_options *o, int placer, trinity_options *out,
                                op_error *err);

@@ -14,7 +14,9 @@
  * initialisation (trinity_train_config.structure_init: the partition
  * network fitted to k-means groups of its Node2vec inputs before PPO, with
  * Node2vec walks that follow neighbourhoods, TRINITY_PAPER_N2V_*), Adam at
- * the paper's 3e-3 and no entropy bonus.  They change how PPO starts,
+ * the paper's 3e-3, no entropy bonus, and PPO's passes without the
+ * partition network's dropout (trinity_train_config.ppo_dropout; the fit
+ * keeps it).  They change how PPO starts,
  * estimates and follows the gradient, not what it optimises; measured in
  * bench/RESULTS.md, Trinity (GNMT-2 x 4, 60 iterations: 84.4 / 83.4 ms for
  * seeds 1 / 2, before the structure initialisation 104.9 / 105.4; expert
@@ -72,6 +74,7 @@ void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc)
     tc->ppo.lr = TRINITY_CENTRED_LR;
     tc->ppo.entropy_coef = TRINITY_CENTRED_ENTROPY;
     tc->structure_init = TRINITY_STRUCTURE_INIT;
+    tc->ppo_dropout = 0;
     tc->n2v.q = TRINITY_PAPER_N2V_Q;
     tc->n2v.length = TRINITY_PAPER_N2V_LENGTH;
     tc->n2v.window = TRINITY_PAPER_N2V_WINDOW;

@@ -81,8 +81,15 @@
  * RL fixes (--paper uses them, trinity_paper_settings; not the paper's):
  * cfg.marginal scores each op's partition decision by the probability of
  * the device its group was mapped to (trinity_marginal_loss), the
- * structure initialisation (structure_fit, below), and the centred policy
- * (trinity_policy.c) with lr 3e-3 and no entropy bonus.
+ * structure initialisation (structure_fit, below), the centred policy
+ * (trinity_policy.c) with lr 3e-3 and no entropy bonus, and cfg.ppo_dropout
+ * = 0: the sampling and update passes run the partition network without
+ * its dropout (the structure fit keeps it).  With the paper's dropout in
+ * those passes one mask per iteration, shared by every rollout, makes each
+ * iteration sample a different sub-network: ~4x the per-op partition
+ * entropy, more scattered single ops per rollout, groups that shift under
+ * the schedule network (GNMT-2 x 4, 150 iterations: 77.55 / 82.19 ms with
+ * it, 68.97 / 70.74 without; bench/notes/s10-trinity.md).
  * The logit noise of section 5.2 is the paper's (the first 500
  * iterations, U(-0.1, 0.1)) and on in every --paper run of <= 500
  * iterations.
@@ -159,7 +166,8 @@ trinity_train_config trinity_train_defaults(void)
     ppo.entropy_coef = 0.01;
     return (trinity_train_config){.ppo = ppo, .samples = 16, .iterations = 0,
                                   .budget_seconds = 60, .threads = 0, .seed = 1,
-                                  .ema_period = 9, .noise_steps = 500, .noise_max = 0.1,
+                                  .ema_period = 9, .ppo_dropout = 1, .noise_steps = 500,
+                                  .noise_max = 0.1,
                                   .reward = trinity_reward_defaults(),
                                   .n2v = node2vec_defaults(), .progress = NULL, .slots = 1,
                                   .explore = 0.0, .heuristics = NULL, .unit_target = 0,
@@ -834,7 +842,7 @@ static op_status slot_gradient(trinity_trainer *t, int b, int k, ppo_stats *stat
     slot *s = &t->slots[b];
     task *tk = &t->tasks[s->task];
     trinity_batch *batch;
-    trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 0};
+    trinity_run run = {.training = t->cfg.ppo_dropout, .dropout_rng = s->dropout, .sample = 0};
     nn_tensor lp_part, lp_sched, d_part, d_sched;
     trinity_pass *pass;
     nn_arena_reset(&t->c.ar);
@@ -950,8 +958,8 @@ static op_status iterate(trinity_trainer *t, op_error *err)
     for (int b = t->c.rank; b < t->c.n_slots; b += t->c.size) {
         slot *s = &t->slots[b];
         nn_rng draws = s->sample;
-        trinity_run run = {.training = 1, .dropout_rng = s->dropout, .sample = 1,
-                           .rng = &draws, .noise = noise};
+        trinity_run run = {.training = t->cfg.ppo_dropout, .dropout_rng = s->dropout,
+                           .sample = 1, .rng = &draws, .noise = noise};
         explore_rates(t, &t->tasks[s->task], &run);
         /* one rank: rollouts not started by the deadline are not simulated */
         t->rollout_deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
