@@ -86,10 +86,11 @@
  * = 0: the sampling and update passes run the partition network without
  * its dropout (the structure fit keeps it).  With the paper's dropout in
  * those passes one mask per iteration, shared by every rollout, makes each
- * iteration sample a different sub-network: ~4x the per-op partition
- * entropy, more scattered single ops per rollout, groups that shift under
- * the schedule network (GNMT-2 x 4, 150 iterations: 77.55 / 82.19 ms with
- * it, 68.97 / 70.74 without; bench/notes/s10-trinity.md).
+ * iteration sample a different sub-network: up to 10x the per-op
+ * partition entropy, more scattered single ops per rollout, groups that
+ * shift under the schedule network (GNMT-2 x 4, 150 iterations: 77.55 /
+ * 82.19 / 82.38 ms with it, 68.97 / 70.74 / 80.54 without, seeds 1-3;
+ * bench/notes/s10-trinity.md).
  * The logit noise of section 5.2 is the paper's (the first 500
  * iterations, U(-0.1, 0.1)) and on in every --paper run of <= 500
  * iterations.
