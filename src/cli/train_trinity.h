@@ -23,8 +23,8 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
     "         communication and peak memory (papers/trinity.txt); options:\n"                     \
     "         --paper (the paper's method with the RL fixes - centred logits, the\n"             \
-    "         device-marginal partition ratio, the structure initialisation - and\n"            \
-    "         none of the additions below)\n"                                                  \
+    "         device-marginal partition ratio, the structure initialisation, no\n"              \
+    "         dropout in PPO - and none of the additions below)\n"                             \
     "         --samples K (16) --threads T --lr X (3e-3) --epochs E (4)\n"                     \
     "         --entropy B (0.01; --paper 0) --groups G (64) --max-devices D (8)\n"              \
     "         --hidden H (64)\n"                                                                \
