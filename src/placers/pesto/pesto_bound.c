@@ -4,6 +4,7 @@
 #include "opplace/bound.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,34 +55,44 @@ static int bucket(const double *thr, int k, double v)
     return lo;
 }
 
-static double energetic(const op_problem *p, op_error *err, int *fail)
+/* Longest compute-only paths before (head) and after (tail) each op at
+ * the fastest allowed speed pt[]. */
+static void plain_heads_tails(const op_problem *p, const double *pt, double *head, double *tail)
 {
     const op_graph *g = p->g;
     int n = p->n;
-    double *head = calloc((size_t)n + 1, sizeof *head), *tail = calloc((size_t)n + 1, sizeof *tail);
-    double *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
-    double *ht = malloc(GRID * sizeof *ht), *tt = malloc(GRID * sizeof *tt);
-    double *cell = calloc((size_t)(GRID + 1) * (GRID + 1), sizeof *cell);
-    double best = 0;
-    if (!head || !tail || !sorted || !ht || !tt || !cell) {
-        *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
-        goto done;
-    }
     for (int t = 0; t < n; t++) {
         int v = g->topo[t];
+        head[v] = 0;
         for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
             int u = g->pred[k];
-            if (head[u] + p->min_exec[u] > head[v])
-                head[v] = head[u] + p->min_exec[u];
+            if (head[u] + pt[u] > head[v])
+                head[v] = head[u] + pt[u];
         }
     }
     for (int t = n - 1; t >= 0; t--) {
         int v = g->topo[t];
+        tail[v] = 0;
         for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++) {
             int w = g->succ[k];
-            if (tail[w] + p->min_exec[w] > tail[v])
-                tail[v] = tail[w] + p->min_exec[w];
+            if (tail[w] + pt[w] > tail[v])
+                tail[v] = tail[w] + pt[w];
         }
+    }
+}
+
+/* The energetic bound over the sets {head >= h, tail >= t} (bound.h). */
+static double energetic(const op_problem *p, const double *head, const double *tail,
+                        op_error *err, int *fail)
+{
+    int n = p->n;
+    double *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    double *ht = malloc(GRID * sizeof *ht), *tt = malloc(GRID * sizeof *tt);
+    double *cell = calloc((size_t)(GRID + 1) * (GRID + 1), sizeof *cell);
+    double best = 0;
+    if (!sorted || !ht || !tt || !cell) {
+        *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+        goto done;
     }
     if (n == 0)
         goto done;
@@ -105,12 +116,277 @@ static double energetic(const op_problem *p, op_error *err, int *fail)
                 best = lb;
         }
 done:
-    free(head);
-    free(tail);
     free(sorted);
     free(ht);
     free(tt);
     free(cell);
+    return best;
+}
+
+/*
+ * One machine per colocation group (bound.h, "one-machine").
+ *
+ * Heads: an op v of group G starts after every ancestor of v in G has run,
+ * one at a time, on v's device, each no earlier than its own head, so
+ * head(v) >= the least makespan of those ancestors with release dates
+ * (ascending heads is optimal for one machine with release dates).  Tails
+ * the same backwards over v's descendants in G.  Both are propagated along
+ * the edges in one pass, so a group's serialised work pushes the heads of
+ * everything after it, including other groups.  Then the bound is the
+ * longest head + time + tail, and per group Jackson's preemptive schedule on
+ * one device (release head, delivery tail: the optimal preemptive value,
+ * below every non-preemptive schedule), on the group's best device.
+ */
+#define ONE_MACHINE_MAX_GROUP 8192          /* members: O(k^2) per group */
+#define ONE_MACHINE_MAX_BITS (1LL << 30)    /* ancestor rows of all groups, bits */
+
+typedef struct om_group {
+    int k, words;
+    uint64_t *anc, *desc; /* k x words: member j's ancestors / descendants in the group */
+    int *sorted, ns;      /* members processed so far, by head (tail) ascending */
+} om_group;
+
+/* Rows of reach within the group: forward (desc = 0) ancestors, else descendants. */
+static int om_rows(const op_problem *p, const int *midx, int grp, om_group *og, int desc,
+                   uint64_t *scratch)
+{
+    const op_graph *g = p->g;
+    int n = p->n, W = og->words;
+    uint64_t *rows = desc ? og->desc : og->anc;
+    for (int t = 0; t < n; t++) {
+        int v = g->topo[desc ? n - 1 - t : t];
+        uint64_t *bv = scratch + (size_t)v * W;
+        memset(bv, 0, (size_t)W * sizeof *bv);
+        int lo = desc ? g->succ_off[v] : g->pred_off[v];
+        int hi = desc ? g->succ_off[v + 1] : g->pred_off[v + 1];
+        for (int k = lo; k < hi; k++) {
+            int u = desc ? g->succ[k] : g->pred[k];
+            const uint64_t *bu = scratch + (size_t)u * W;
+            for (int w = 0; w < W; w++)
+                bv[w] |= bu[w];
+            if (p->group_of[u] == grp)
+                bv[midx[u] >> 6] |= 1ULL << (midx[u] & 63);
+        }
+        if (p->group_of[v] == grp)
+            memcpy(rows + (size_t)midx[v] * W, bv, (size_t)W * sizeof *bv);
+    }
+    return 0;
+}
+
+/* The least makespan on one machine of the members of og whose bit is set
+ * in row, each released at its key (head or tail): in og->sorted order,
+ * ascending key. */
+static double om_makespan(const om_group *og, const uint64_t *row, const int *members,
+                          const double *key, const double *pt)
+{
+    double c = 0;
+    for (int s = 0; s < og->ns; s++) {
+        int j = og->sorted[s];
+        if (!(row[j >> 6] >> (j & 63) & 1))
+            continue;
+        int u = members[j];
+        c = (c > key[u] ? c : key[u]) + pt[u];
+    }
+    return c;
+}
+
+static void om_insert(om_group *og, const int *members, const double *key, int j)
+{
+    int s = og->ns++;
+    while (s > 0 && key[members[og->sorted[s - 1]]] > key[members[j]]) {
+        og->sorted[s] = og->sorted[s - 1];
+        s--;
+    }
+    og->sorted[s] = j;
+}
+
+typedef struct jps_job {
+    double r, p, q;
+} jps_job;
+
+static int cmp_release(const void *a, const void *b)
+{
+    double x = ((const jps_job *)a)->r, y = ((const jps_job *)b)->r;
+    return (x > y) - (x < y);
+}
+
+/* Jackson's preemptive schedule: max over jobs of completion + q, with the
+ * available job of largest q always running.  jobs sorted by r here; heap
+ * is scratch of k ints. */
+static double jps(jps_job *jobs, int k, int *heap)
+{
+    qsort(jobs, (size_t)k, sizeof *jobs, cmp_release);
+    int nh = 0, next = 0;
+    double t = 0, best = 0;
+#define JQ(i) jobs[heap[i]].q
+    while (next < k || nh > 0) {
+        if (nh == 0 && t < jobs[next].r)
+            t = jobs[next].r;
+        while (next < k && jobs[next].r <= t) { /* push */
+            int i = nh++;
+            heap[i] = next++;
+            while (i > 0 && JQ((i - 1) / 2) < JQ(i)) {
+                int tmp = heap[i];
+                heap[i] = heap[(i - 1) / 2];
+                heap[(i - 1) / 2] = tmp;
+                i = (i - 1) / 2;
+            }
+        }
+        int j = heap[0];
+        double until = next < k ? jobs[next].r : INFINITY;
+        if (t + jobs[j].p <= until) { /* j completes: pop */
+            t += jobs[j].p;
+            if (t + jobs[j].q > best)
+                best = t + jobs[j].q;
+            heap[0] = heap[--nh];
+            for (int i = 0;;) {
+                int l = 2 * i + 1, r = l + 1, m = i;
+                if (l < nh && JQ(l) > JQ(m))
+                    m = l;
+                if (r < nh && JQ(r) > JQ(m))
+                    m = r;
+                if (m == i)
+                    break;
+                int tmp = heap[i];
+                heap[i] = heap[m];
+                heap[m] = tmp;
+                i = m;
+            }
+        } else { /* preempted at the next release */
+            jobs[j].p -= until - t;
+            t = until;
+        }
+    }
+#undef JQ
+    return best;
+}
+
+/* The one-machine bound; head/tail receive the group-serialised heads and
+ * tails (pt: each op's fastest allowed time).  Returns 0 with *fail set
+ * when out of memory. */
+static double one_machine(const op_problem *p, const double *pt, double *head, double *tail,
+                          op_error *err, int *fail)
+{
+    const op_graph *g = p->g;
+    int n = p->n, ng = p->n_groups;
+    double best = 0;
+    om_group *og = calloc((size_t)ng + 1, sizeof *og);
+    int *midx = malloc(((size_t)n + 1) * sizeof *midx);
+    uint64_t *scratch = NULL;
+    jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
+    int *heap = malloc(((size_t)n + 1) * sizeof *heap);
+    if (!og || !midx || !jobs || !heap)
+        goto oom;
+    for (int i = 0; i < n; i++)
+        midx[i] = -1; /* an op's index among its group's members */
+    long long bits = 0;
+    int max_words = 0;
+    for (int grp = 0; grp < ng; grp++) {
+        int k = p->group_off[grp + 1] - p->group_off[grp];
+        for (int j = 0; j < k; j++)
+            midx[p->group_ops[p->group_off[grp] + j]] = j;
+        if (k < 2 || k > ONE_MACHINE_MAX_GROUP)
+            continue;
+        int W = (k + 63) / 64;
+        if (bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS)
+            continue;
+        bits += 2LL * k * W * 64;
+        og[grp].k = k;
+        og[grp].words = W;
+        if (W > max_words)
+            max_words = W;
+    }
+    if (max_words) {
+        scratch = malloc((size_t)n * max_words * sizeof *scratch);
+        if (!scratch)
+            goto oom;
+    }
+    for (int grp = 0; grp < ng; grp++) {
+        om_group *o = &og[grp];
+        if (!o->k)
+            continue;
+        o->anc = malloc((size_t)o->k * o->words * sizeof *o->anc);
+        o->desc = malloc((size_t)o->k * o->words * sizeof *o->desc);
+        o->sorted = malloc((size_t)o->k * sizeof *o->sorted);
+        if (!o->anc || !o->desc || !o->sorted)
+            goto oom;
+        om_rows(p, midx, grp, o, 0, scratch);
+        om_rows(p, midx, grp, o, 1, scratch);
+    }
+    free(scratch);
+    scratch = NULL;
+    for (int pass = 0; pass < 2; pass++) { /* 0: heads, 1: tails */
+        double *key = pass ? tail : head;
+        for (int grp = 0; grp < ng; grp++)
+            og[grp].ns = 0;
+        for (int t = 0; t < n; t++) {
+            int v = g->topo[pass ? n - 1 - t : t];
+            double x = 0;
+            int lo = pass ? g->succ_off[v] : g->pred_off[v];
+            int hi = pass ? g->succ_off[v + 1] : g->pred_off[v + 1];
+            for (int k = lo; k < hi; k++) {
+                int u = pass ? g->succ[k] : g->pred[k];
+                if (key[u] + pt[u] > x)
+                    x = key[u] + pt[u];
+            }
+            int grp = p->group_of[v];
+            if (grp != OP_NONE && og[grp].k) {
+                om_group *o = &og[grp];
+                const int *members = p->group_ops + p->group_off[grp];
+                const uint64_t *row = (pass ? o->desc : o->anc) + (size_t)midx[v] * o->words;
+                double c = om_makespan(o, row, members, key, pt);
+                if (c > x)
+                    x = c;
+                key[v] = x;
+                om_insert(o, members, key, midx[v]);
+            } else {
+                key[v] = x;
+            }
+        }
+    }
+    for (int v = 0; v < n; v++)
+        if (head[v] + pt[v] + tail[v] > best)
+            best = head[v] + pt[v] + tail[v];
+    for (int grp = 0; grp < ng; grp++) {
+        int k = p->group_off[grp + 1] - p->group_off[grp];
+        if (k < 2)
+            continue;
+        const int *members = p->group_ops + p->group_off[grp];
+        double grp_best = INFINITY; /* the least over the group's devices */
+        for (int d = 0; d < p->nd; d++) {
+            if (!p->group_ok[(size_t)grp * p->nd + d])
+                continue;
+            int ok = 1;
+            for (int j = 0; j < k && ok; j++) {
+                int u = members[j];
+                ok = op_eligible(p, u, d);
+                jobs[j] = (jps_job){head[u], op_exec_us(p, u, d), tail[u]};
+            }
+            if (!ok)
+                continue;
+            double b = jps(jobs, k, heap);
+            if (b < grp_best)
+                grp_best = b;
+        }
+        if (grp_best < INFINITY && grp_best > best)
+            best = grp_best;
+    }
+    goto done;
+oom:
+    *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+    best = 0;
+done:
+    if (og)
+        for (int grp = 0; grp < ng; grp++) {
+            free(og[grp].anc);
+            free(og[grp].desc);
+            free(og[grp].sorted);
+        }
+    free(og);
+    free(midx);
+    free(scratch);
+    free(jobs);
+    free(heap);
     return best;
 }
 
@@ -249,12 +525,43 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
     b->trivial_us = p->lower_bound_us;
     b->lower_bound_us = p->lower_bound_us;
     b->method = "trivial";
-    int fail = 0;
-    b->energetic_us = energetic(p, err, &fail);
+    int n = p->n, fail = 0;
+    double *pt = malloc(((size_t)n + 1) * sizeof *pt);
+    double *head = malloc(((size_t)n + 1) * sizeof *head);
+    double *tail = malloc(((size_t)n + 1) * sizeof *tail);
+    if (!pt || !head || !tail) {
+        fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) { /* fastest time on a device the op's group allows */
+        pt[i] = OP_INELIGIBLE;
+        for (int d = 0; d < p->nd; d++)
+            if (allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
+                pt[i] = op_exec_us(p, i, d);
+        if (pt[i] == OP_INELIGIBLE)
+            pt[i] = p->min_exec[i];
+    }
+    plain_heads_tails(p, pt, head, tail);
+    b->energetic_us = energetic(p, head, tail, err, &fail);
     if (fail)
-        return (op_status)fail;
+        goto done;
     take(b, b->energetic_us, "energetic");
-    return OP_OK;
+    b->one_machine_us = one_machine(p, pt, head, tail, err, &fail);
+    if (fail)
+        goto done;
+    if (p->n_groups > 0) { /* the energetic sets again, over the serialised heads and tails */
+        double e = energetic(p, head, tail, err, &fail);
+        if (fail)
+            goto done;
+        if (e > b->one_machine_us)
+            b->one_machine_us = e;
+    }
+    take(b, b->one_machine_us, "one-machine");
+done:
+    free(pt);
+    free(head);
+    free(tail);
+    return (op_status)fail;
 }
 
 op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err)
