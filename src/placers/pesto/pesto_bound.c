@@ -137,8 +137,12 @@ done:
  * one device (release head, delivery tail: the optimal preemptive value,
  * below every non-preemptive schedule), on the group's best device.
  */
-#define ONE_MACHINE_MAX_GROUP 8192          /* members: O(k^2) per group */
-#define ONE_MACHINE_MAX_BITS (1LL << 30)    /* ancestor rows of all groups, bits */
+/* The serialised heads and tails (reach rows) of the largest groups first,
+ * within these limits, so the quick bound stays quick on 10^5 ops: */
+#define ONE_MACHINE_MAX_GROUP 4096         /* members of a group: O(k^2) per group */
+#define ONE_MACHINE_MAX_BITS (1LL << 28)   /* reach rows of all groups, bits */
+#define ONE_MACHINE_MAX_SCRATCH (1LL << 22) /* ops x words of one group's pass */
+#define ONE_MACHINE_MAX_WORK 50000000LL    /* (ops + edges) x words over all groups */
 
 typedef struct om_group {
     int k, words;
@@ -261,6 +265,16 @@ static double jps(jps_job *jobs, int k, int *heap)
     return best;
 }
 
+static const op_problem *sort_groups;
+
+static int by_size_desc(const void *x, const void *y)
+{
+    const op_problem *p = sort_groups;
+    int a = *(const int *)x, b = *(const int *)y;
+    int ka = p->group_off[a + 1] - p->group_off[a], kb = p->group_off[b + 1] - p->group_off[b];
+    return ka != kb ? (ka < kb) - (ka > kb) : (a > b) - (a < b);
+}
+
 /* The one-machine bound; head/tail receive the group-serialised heads and
  * tails (pt: each op's fastest allowed time).  Returns 0 with *fail set
  * when out of memory. */
@@ -274,23 +288,29 @@ static double one_machine(const op_problem *p, const double *pt, double *head, d
     int *midx = malloc(((size_t)n + 1) * sizeof *midx);
     uint64_t *scratch = NULL;
     jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
-    int *heap = malloc(((size_t)n + 1) * sizeof *heap);
+    int *heap = malloc(((size_t)(n > ng ? n : ng) + 1) * sizeof *heap);
     if (!og || !midx || !jobs || !heap)
         goto oom;
     for (int i = 0; i < n; i++)
         midx[i] = -1; /* an op's index among its group's members */
-    long long bits = 0;
+    long long bits = 0, work = 0, pass = 2LL * (n + g->n_edges);
     int max_words = 0;
     for (int grp = 0; grp < ng; grp++) {
         int k = p->group_off[grp + 1] - p->group_off[grp];
         for (int j = 0; j < k; j++)
             midx[p->group_ops[p->group_off[grp] + j]] = j;
-        if (k < 2 || k > ONE_MACHINE_MAX_GROUP)
-            continue;
+        heap[grp] = grp;
+    }
+    sort_groups = p;
+    qsort(heap, (size_t)ng, sizeof *heap, by_size_desc); /* heap: scratch here */
+    for (int r = 0; r < ng; r++) {
+        int grp = heap[r], k = p->group_off[grp + 1] - p->group_off[grp];
         int W = (k + 63) / 64;
-        if (bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS)
+        if (k < 2 || k > ONE_MACHINE_MAX_GROUP || (long long)n * W > ONE_MACHINE_MAX_SCRATCH ||
+            bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS || work + pass * W > ONE_MACHINE_MAX_WORK)
             continue;
         bits += 2LL * k * W * 64;
+        work += pass * W;
         og[grp].k = k;
         og[grp].words = W;
         if (W > max_words)
