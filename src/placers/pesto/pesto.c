@@ -479,11 +479,9 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
             snprintf(best.name, sizeof best.name, "ilp-lns");
         }
         op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us; %d "
-                    "below the incumbent in the model, not in the simulator%s; block windows %d "
-                    "(%d optimal, %d kept, %.1f us)",
+                    "below the incumbent in the model, not in the simulator%s",
                     ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us, ls.rejected,
-                    ls.proven ? "; the result is proven optimal" : "", ls.block_windows,
-                    ls.block_optimal, ls.block_improved, ls.block_gain_us);
+                    ls.proven ? "; the result is proven optimal" : "");
     }
     op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
                 best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);

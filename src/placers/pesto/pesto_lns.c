@@ -320,10 +320,6 @@ typedef struct window {
     long npairs;
     int pinned;           /* ops whose colocation group has ops outside the window */
     unsigned char *reach; /* k x k: reach[a*k+b] when a ~> b inside the window */
-    /* block windows (nblk > 0): the decision units are blocks, runs of
-     * consecutive ops of one device; blk[a]: op a's block, bfirst/blast:
-     * its first and last op (window indices) */
-    int nblk, *blk, *bfirst, *blast;
 } window;
 
 static void completion(lp_model *m, const op_problem *p, const window *w, int a, double sign)
@@ -605,73 +601,6 @@ static int far_member_rows(lp_model *m, const op_problem *p, const op_placement 
             }
         }
     }
-    return m->oom ? -1 : 0;
-}
-
-/* A block window's rows: a block's ops share one device (its first op's
- * columns) and keep their order; two blocks that may share a device do not
- * overlap there: one ends before the other starts (a block is not
- * interleaved with another, which the incumbent meets: its blocks are runs
- * of one device's order).  One order column per pair of blocks instead of
- * per pair of ops, so a window of a few hundred ops in 20-60 blocks stays
- * small enough for CBC.  Returns 0 or -1 (out of memory). */
-static int block_rows(lp_model *m, const op_problem *p, window *w, double H)
-{
-    int nd = p->nd;
-    for (int a = 0; a < w->k; a++) {
-        int f = w->bfirst[w->blk[a]];
-        if (f == a)
-            continue;
-        for (int d = 0; d < nd; d++) { /* x_ad = x_fd */
-            int xa = w->X[a * nd + d], xf = w->X[f * nd + d];
-            if (xa < 0 && xf < 0)
-                continue;
-            if (xf >= 0)
-                lp_term(m, xf, 1);
-            if (xa >= 0)
-                lp_term(m, xa, -1);
-            lp_row_end(m, 0, 0);
-        }
-        int prev = a - 1; /* after the block's previous op */
-        while (w->blk[prev] != w->blk[a])
-            prev--;
-        lp_term(m, w->S[a], 1);
-        completion(m, p, w, prev, -1);
-        lp_row_end(m, 0, LP_INF);
-    }
-    for (int A = 0; A < w->nblk; A++)
-        for (int B = A + 1; B < w->nblk; B++) {
-            int fa = w->bfirst[A], la = w->blast[A], fb = w->bfirst[B], lb = w->blast[B];
-            int common = 0;
-            for (int d = 0; d < nd; d++)
-                common |= w->X[fa * nd + d] >= 0 && w->X[fb * nd + d] >= 0;
-            if (!common)
-                continue;
-            int delta = lp_col(m, 0, 1, 0, 1), q = lp_col(m, 0, 1, 0, 0);
-            for (int d = 0; d < nd; d++)
-                if (w->X[fa * nd + d] >= 0 && w->X[fb * nd + d] >= 0) {
-                    lp_term(m, q, 1);
-                    lp_term(m, w->X[fa * nd + d], -1);
-                    lp_term(m, w->X[fb * nd + d], -1);
-                    lp_row_end(m, -1, LP_INF);
-                }
-            /* A before B when delta = 1: S_fb >= C_la - H(1-delta) - H(1-q) */
-            lp_term(m, w->S[fb], 1);
-            completion(m, p, w, la, -1);
-            lp_term(m, delta, -H);
-            lp_term(m, q, -H);
-            lp_row_end(m, -2 * H, LP_INF);
-            /* B before A when delta = 0: S_fa >= C_lb - H delta - H(1-q) */
-            lp_term(m, w->S[fa], 1);
-            completion(m, p, w, lb, -1);
-            lp_term(m, delta, H);
-            lp_term(m, q, -H);
-            lp_row_end(m, -H, LP_INF);
-            w->pair_a[w->npairs] = fa;
-            w->pair_b[w->npairs] = fb;
-            w->pair_delta[w->npairs] = delta;
-            w->npairs++;
-        }
     return m->oom ? -1 : 0;
 }
 
@@ -988,11 +917,9 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
                 completion(m, p, w, a, -1);
                 lp_row_end(m, 0, LP_INF);
             }
-    w->npairs = 0;
-    if (w->nblk > 0 && block_rows(m, p, w, H))
-        goto out;
     /* one op at a time: pairs not ordered by the DAG that may share a device */
-    for (int a = 0; a < k && w->nblk == 0; a++)
+    w->npairs = 0;
+    for (int a = 0; a < k; a++)
         for (int b = a + 1; b < k; b++) {
             if (w->reach[(size_t)a * k + b] || w->reach[(size_t)b * k + a])
                 continue;
@@ -1026,7 +953,6 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             w->pair_delta[w->npairs] = delta;
             w->npairs++;
         }
-out:
     free(rel);
     free(tailq);
     free(ycol);
@@ -1136,9 +1062,6 @@ static void buf_free(lns_buf *b)
     free(b->w.pair_b);
     free(b->w.pair_delta);
     free(b->w.reach);
-    free(b->w.blk);
-    free(b->w.bfirst);
-    free(b->w.blast);
     free(b->chain);
     free(b->anchors);
     free(b->slice_pos);
@@ -1169,9 +1092,6 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->w.pair_b = malloc(pairs * sizeof(int));
     b->w.pair_delta = malloc(pairs * sizeof(int));
     b->w.reach = malloc(k * k);
-    b->w.blk = malloc(k * sizeof(int));
-    b->w.bfirst = malloc(k * sizeof(int));
-    b->w.blast = malloc(k * sizeof(int));
     b->chain = malloc(n * sizeof(int));
     b->anchors = malloc(6 * n * sizeof *b->anchors); /* 2n, and scratch */
     b->slice_pos = malloc(n * sizeof(int));
@@ -1188,7 +1108,7 @@ static int buf_alloc(lns_buf *b, const op_problem *p, int maxk)
     b->tr_ok = 1;
     if (!b->s.start || !b->s.finish || !b->s.latest || !b->s.by_start || !b->s.rank || !b->s.prev_dev ||
         !b->w.ops || !b->w.loc || !b->w.S || !b->w.X || !b->w.pair_a || !b->w.pair_b ||
-        !b->w.pair_delta || !b->w.reach || !b->w.blk || !b->w.bfirst || !b->w.blast || !b->chain || !b->anchors || !b->slice_pos || !b->last || !b->seq || !b->key ||
+        !b->w.pair_delta || !b->w.reach || !b->chain || !b->anchors || !b->slice_pos || !b->last || !b->seq || !b->key ||
         !b->cols || !b->vals)
         return -1;
     for (int i = 0; i < p->n; i++)
@@ -1270,42 +1190,12 @@ static void choose_window(const op_problem *p, const op_placement *inc, lns_buf 
     w->lo = lo;
     w->hi = hi;
     w->k = 0;
-    w->nblk = 0;
     for (int r = lo; r < hi; r++) {
         int v = b->s.by_start[r];
         if (free_dev(w, inc->device_of[v])) {
             w->ops[w->k] = v;
             w->loc[v] = w->k++;
         }
-    }
-}
-
-/* Cut the window's ops into about `units` blocks: each free device's ops,
- * in its order, in runs of about equal length (ops).  The window's ops are
- * in start order, so a device's next op in the window is its next op. */
-static void make_blocks(const op_problem *p, const op_placement *inc, window *w, int units)
-{
-    int nd = p->nd, per[64] = {0}, size[64], cnt[64] = {0}, cur[64];
-    if (nd > 64)
-        return;
-    for (int a = 0; a < w->k; a++)
-        per[inc->device_of[w->ops[a]]]++;
-    for (int d = 0; d < nd; d++) {
-        int u = (int)ceil((double)units * per[d] / (w->k > 0 ? w->k : 1));
-        size[d] = u > 0 ? (per[d] + u - 1) / u : 1;
-        cur[d] = -1;
-    }
-    w->nblk = 0;
-    for (int a = 0; a < w->k; a++) {
-        int d = inc->device_of[w->ops[a]];
-        if (cur[d] < 0 || cnt[d] >= size[d]) {
-            cur[d] = w->nblk++;
-            w->bfirst[cur[d]] = a;
-            cnt[d] = 0;
-        }
-        cnt[d]++;
-        w->blk[a] = cur[d];
-        w->blast[cur[d]] = a;
     }
 }
 
@@ -1614,11 +1504,7 @@ done:
 
 void pesto_lns_default_opts(pesto_lns_opts *o)
 {
-    *o = (pesto_lns_opts){.min_window = 8, .max_window = 120, .block_units = 0,
-                          .block_max_ops = 400};
-    const char *e = getenv("PESTO_LNS_BLOCKS");
-    if (e)
-        o->block_units = atoi(e);
+    *o = (pesto_lns_opts){.min_window = 8, .max_window = 120};
 }
 
 op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
@@ -1631,15 +1517,10 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
     int mink = o->min_window < maxk ? o->min_window : maxk;
     if (maxk < 2)
         return OP_OK;
-    /* block windows: ops kb in [2 units, block_max_ops], start half way */
-    int units = o->block_units, maxb = o->block_max_ops < p->n ? o->block_max_ops : p->n;
-    if (units > 0 && maxb < 2 * units)
-        units = 0;
-    int kb = units > 0 ? (2 * units + maxb) / 2 : 0;
     lns_buf b;
     memset(&b, 0, sizeof b);
     op_status st = OP_OK;
-    if (buf_alloc(&b, p, units > 0 && maxb > maxk ? maxb : maxk)) {
+    if (buf_alloc(&b, p, maxk)) {
         st = op_fail(err, OP_ENOMEM, "pesto: out of memory for the LNS");
         goto done;
     }
@@ -1706,45 +1587,24 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         int centre_op = b.anchors[next_anchor % nanch].op;
         /* every third window frees all devices; the others two: the anchor's
          * and the one least busy around it */
-        int block = units > 0 && round % 2 == 1;
-        int all = p->nd > 2 && (block ? round % 6 == 5 : round % 3 == 2);
-        int kw = block ? kb : k;
+        int all = p->nd > 2 && round % 3 == 2;
         round++;
-        choose_window(p, inc, &b, centre_op, idlest_other(p, inc, &b, centre_op, kw, rng >> 17),
-                      all, kw);
-        if (block)
-            make_blocks(p, inc, &b.w, units);
+        choose_window(p, inc, &b, centre_op, idlest_other(p, inc, &b, centre_op, k, rng >> 17),
+                      all, k);
         pesto_lns_opts wo = *o;
         if (wo.window_seconds <= 0) { /* an eighth of the time left, 0.5..4 s */
             double left = o->deadline > 0 ? o->deadline - op_seconds_now() : 16;
             wo.window_seconds = left / 8 < 0.5 ? 0.5 : left / 8 > 4 ? 4 : left / 8;
         }
         int improved, optimal, stopped;
-        double before = b.s.step;
         if ((st = one_window(ctx, sim, &wo, inc, &b, &improved, &optimal, &stopped, stats, err)))
             goto done;
         stats->windows++;
         stats->improved += improved;
         stats->optimal += optimal;
         stats->stopped += stopped;
-        if (block) {
-            stats->block_windows++;
-            stats->block_optimal += optimal;
-            stats->block_improved += improved;
-            if (improved)
-                stats->block_gain_us += before - b.s.step;
-        }
         if (stopped)
             break;
-        if (block) { /* its own size; the anchor moves on with the local windows' */
-            if (optimal && kb < maxb)
-                kb = kb + (kb + 3) / 4 < maxb ? kb + (kb + 3) / 4 : maxb;
-            else if (!optimal && kb > 2 * units)
-                kb = kb - kb / 5 > 2 * units ? kb - kb / 5 : 2 * units;
-            if (improved)
-                fails_here = 0;
-            continue;
-        }
         fails_here = !improved;
         /* size adapts to what CBC solves in its time */
         if (optimal && k < maxk)

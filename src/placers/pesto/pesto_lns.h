@@ -17,25 +17,18 @@ typedef struct pesto_lns_opts {
     double window_seconds;      /* CBC's limit per window; 0: derived from the time left */
     double deadline;            /* absolute op_seconds_now() time to stop by */
     int max_windows;            /* stop after this many windows (0: only the deadline) */
-    int block_units;            /* every other window a block window of this many units
-                                   (runs of one device's ops); 0: none */
-    int block_max_ops;          /* ops of a block window at most (start: half) */
 } pesto_lns_opts;
 
 typedef struct pesto_lns_stats {
     int windows, improved, optimal, stopped; /* stopped: solves cut by deadline/Ctrl-C */
     int proven;                              /* the incumbent was proven optimal */
     int rejected; /* windows the model ranked better than the incumbent, the simulator not */
-    int block_windows, block_optimal, block_improved; /* of the windows: block windows */
-    double block_gain_us;                             /* what the kept block windows gained */
     double model_us, sim_us;                 /* last window: ILP objective, its candidate simulated */
     double first_step_us, step_us;           /* simulated, before and after */
 } pesto_lns_stats;
 
-/* The defaults: windows of 8..120 ops, no block windows (an experiment:
- * PESTO_LNS_BLOCKS=U makes every other window a block window of U blocks
- * in at most 400 ops), CBC's time per window derived from the time left
- * (window_seconds 0), no cap on the number of windows. */
+/* The defaults: windows of 8..120 ops, CBC's time per window derived from
+ * the time left (window_seconds 0), no cap on the number of windows. */
 void pesto_lns_default_opts(pesto_lns_opts *o);
 
 /* Simulate pl: per-op start and finish (either may be NULL), the step, the
