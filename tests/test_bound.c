@@ -110,6 +110,8 @@ Test(bound, never_above_the_exhaustive_optimum_never_below_trivial)
                       "seed %llu: bound %.6f below the trivial %.6f", (unsigned long long)seed,
                       b.lower_bound_us, tp.p.lower_bound_us);
         cr_assert_leq(b.energetic_us, opt * (1 + 1e-9) + 1e-6);
+        cr_assert_leq(b.transfer_us, opt * (1 + 1e-9) + 1e-6, "seed %llu: transfer %.6f above "
+                      "the optimum %.6f", (unsigned long long)seed, b.transfer_us, opt);
         cr_assert_leq(b.lp_us, opt * (1 + 1e-9) + 1e-6);
         cr_assert_leq(b.ilp_us, opt * (1 + 1e-9) + 1e-6);
         cr_log_info("seed %llu n %d nd %d: opt %.3f trivial %.3f energetic %.3f lp %.3f ilp %.3f", (unsigned long long)seed, n, nd, opt, tp.p.lower_bound_us, b.energetic_us, b.lp_us, b.ilp_us);
@@ -165,11 +167,16 @@ Test(bound, one_machine_never_above_the_exhaustive_optimum_with_colocation_group
         cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
         cr_assert_eq(op_lower_bound(&tp.p, 20, &b, &err), OP_OK, "%s", err.msg);
         cr_log_info("seed %llu n %d nd %d groups %d: opt %.3f trivial %.3f one-machine %.3f "
-                    "lp %.3f ilp %.3f", (unsigned long long)seed, n, nd, tp.p.n_groups, opt,
-                    tp.p.lower_bound_us, q.one_machine_us, b.lp_us, b.ilp_us);
+                    "transfer %.3f lp %.3f ilp %.3f", (unsigned long long)seed, n, nd,
+                    tp.p.n_groups, opt, tp.p.lower_bound_us, q.one_machine_us, q.transfer_us,
+                    b.lp_us, b.ilp_us);
         cr_assert_leq(q.one_machine_us, opt * (1 + 1e-9) + 1e-6,
                       "seed %llu: one-machine %.6f above the optimum %.6f",
                       (unsigned long long)seed, q.one_machine_us, opt);
+        cr_assert_leq(q.transfer_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: transfer %.6f above the optimum %.6f",
+                      (unsigned long long)seed, q.transfer_us, opt);
+        cr_assert_geq(q.transfer_us, q.one_machine_us);
         cr_assert_float_eq(b.one_machine_us, q.one_machine_us, 1e-9);
         cr_assert_leq(b.lower_bound_us, opt * (1 + 1e-9) + 1e-6,
                       "seed %llu: bound %.6f (%s) above the optimum %.6f",
@@ -237,6 +244,64 @@ Test(bound, one_machine_jackson_preemptive_bound_by_hand)
     cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
     cr_assert_float_eq(q.one_machine_us, 80, 1e-9, "one-machine %.6f", q.one_machine_us);
     cr_assert_float_eq(optimum(&tp.p), 80, 1e-9);
+    tk_unbind(&tp);
+}
+
+/* The transfer rule against exhaustive search where transfers matter:
+ * random DAGs whose tensors (up to 100 kB at 1e-3 us/byte) take up to 100
+ * us to send, as long as the ops; it must beat one-machine on some. */
+Test(bound, transfer_never_above_the_exhaustive_optimum)
+{
+    int tighter = 0;
+    for (uint64_t seed = 21; seed <= 36; seed++) {
+        int n = 4 + (int)(seed % 3), nd = seed % 4 == 0 ? 3 : 2;
+        if (nd == 3 && n > 5)
+            n = 5;
+        tk_problem tp;
+        tk_bind(&tp, seed % 2 ? tk_random_dag(n, 0.45, seed) : grouped_dag(n, 0.45, seed),
+                tk_cluster(nd, 5, 1e-3, 1LL << 40));
+        double opt = optimum(&tp.p);
+        op_bound q;
+        op_error err = {0};
+        cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+        cr_log_info("seed %llu n %d nd %d: opt %.3f trivial %.3f one-machine %.3f transfer %.3f",
+                    (unsigned long long)seed, n, nd, opt, tp.p.lower_bound_us, q.one_machine_us,
+                    q.transfer_us);
+        cr_assert_leq(q.transfer_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: transfer %.6f above the optimum %.6f",
+                      (unsigned long long)seed, q.transfer_us, opt);
+        tighter += q.transfer_us > q.one_machine_us * (1 + 1e-6);
+        tk_unbind(&tp);
+    }
+    cr_assert_geq(tighter, 3, "transfer beat one-machine on only %d graphs", tighter);
+}
+
+/* The transfer rule by hand: root (10 us) -> a, b (100 us each) -> sink
+ * (10 us), 450 kB tensors (5 + 45 = 50 us transfers), two devices.
+ * Trivial: max(path 120, work 220 / 2) = 120.  At sink, a and b both
+ * local run one at a time (10 + 200 = 210), one of them remote arrives at
+ * 10 + 100 + 50 = 160 at the earliest: head(sink) >= 160, bound 170,
+ * which is the optimum: root and a on d0, b and sink on d1 (b's input
+ * arrives at 60, b ends at 160 as a's tensor arrives). */
+Test(bound, transfer_rule_at_a_join_by_hand)
+{
+    op_graph_builder *gb = op_graph_builder_new("join", NULL);
+    int root = tk_op(gb, "root", 10, 450000), a = tk_op(gb, "a", 100, 450000);
+    int b = tk_op(gb, "b", 100, 450000), sink = tk_op(gb, "sink", 10, 100);
+    tk_edge(gb, root, a, 450000);
+    tk_edge(gb, root, b, 450000);
+    tk_edge(gb, a, sink, 450000);
+    tk_edge(gb, b, sink, 450000);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(gb), tk_cluster(2, 5, 1e-4, 1LL << 40));
+    cr_assert_float_eq(tp.p.lower_bound_us, 120, 1e-9);
+    op_bound q;
+    op_error err = {0};
+    cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+    cr_assert_float_eq(q.one_machine_us, 120, 1e-9, "one-machine %.6f", q.one_machine_us);
+    cr_assert_float_eq(q.transfer_us, 170, 1e-6, "transfer %.6f", q.transfer_us);
+    cr_assert_str_eq(q.method, "transfer");
+    cr_assert_float_eq(optimum(&tp.p), 170, 1e-9);
     tk_unbind(&tp);
 }
 

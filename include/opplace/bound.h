@@ -19,6 +19,12 @@
  *              preemptive one-machine bound (release head, delivery tail)
  *              on the group's best device, and the energetic sets over
  *              these heads and tails
+ *   transfer   one-machine's heads and tails with one more rule at each
+ *              join: an input either runs on the op's device (the local
+ *              inputs one at a time) or sends its tensor (at least the
+ *              cluster's least latency + bytes x least us/byte):
+ *              head(v) >= min over local sets L of max(makespan(L), the
+ *              latest arrival of the others); tails likewise
  *   lp         the LP relaxation of placement + precedence + per-device load
  *              (fractional devices, no transfers) with the memory that is
  *              surely resident all step: sum of param_bytes <= memory_bytes
@@ -39,8 +45,8 @@
 typedef struct op_bound {
     double lower_bound_us; /* the best of the methods below */
     const char *method;    /* the method that gave it */
-    double trivial_us, energetic_us, one_machine_us, lp_us, ilp_us; /* each one's bound;
-                                                                       0: not run */
+    double trivial_us, energetic_us, one_machine_us, transfer_us, lp_us, ilp_us; /* each
+                                                   one's bound; 0: not run */
     int memory_rows;       /* the LP used memory rows (some device cannot hold all params) */
     int no_fit;            /* the memory rows are infeasible: no placement fits; the bound
                               then holds for every placement, fitting or not */

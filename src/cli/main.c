@@ -26,7 +26,7 @@ static const command COMMANDS[] = {
     {"place", cmd_place, "place a graph on a cluster with one algorithm and simulate it"},
     {"simulate", cmd_simulate, "simulate a given placement (formats.md section 5)"},
     {"info", cmd_info, "size, compute, critical path, lower bound, memory and CCR of a graph"},
-    {"bound", cmd_bound, "a proven lower bound on the step time (trivial, energetic, one-machine, LP, ILP)"},
+    {"bound", cmd_bound, "a proven lower bound on the step time (trivial, energetic, one-machine, transfer, LP, ILP)"},
     {"algos", cmd_algos, "list the placement algorithms"},
     {"zoo", cmd_zoo, "generate a benchmark model graph"},
     {"cluster", cmd_cluster, "write a preset cluster file"},

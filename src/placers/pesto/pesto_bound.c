@@ -275,66 +275,118 @@ static int by_size_desc(const void *x, const void *y)
     return ka != kb ? (ka < kb) - (ka > kb) : (a > b) - (a < b);
 }
 
-/* The one-machine bound; head/tail receive the group-serialised heads and
- * tails (pt: each op's fastest allowed time).  Returns 0 with *fail set
- * when out of memory. */
-static double one_machine(const op_problem *p, const double *pt, double *head, double *tail,
-                          op_error *err, int *fail)
+/*
+ * The transfer variant: at a join v (two or more inputs), each input u
+ * either runs on v's device, where the local inputs run one at a time
+ * (released at their heads), or sends its tensor: v starts no earlier
+ * than f_u + the least transfer of that edge's bytes (latency + bytes x
+ * us/byte at the cluster's smallest of each; a transfer carries at least
+ * the edge's bytes, formats.md 5.3, and queues only add).  So
+ *   head(v) >= min over the local set L of max(makespan(L), max_{u not in L} r_u),
+ * r_u = head(u) + time(u) + transfer(u, v); the best L for a size is the
+ * inputs of largest r_u, so only those prefixes are tried (inputs in v's
+ * group are always local).  Tails the same over the outputs.
+ */
+typedef struct join_scratch {
+    double lat, upb;   /* the least latency and us/byte over the device pairs */
+    int *ix, cap;      /* the join's inputs */
+    double *r;
+    jps_job *jobs;
+    int *mark, stamp;  /* per op: seen at this join (duplicate edges) */
+} join_scratch;
+
+static const double *join_r;
+
+static int by_r_desc(const void *x, const void *y)
+{
+    double a = join_r[*(const int *)x], b = join_r[*(const int *)y];
+    return (a < b) - (a > b);
+}
+
+static int by_job_release(const void *x, const void *y)
+{
+    double a = ((const jps_job *)x)->r, b = ((const jps_job *)y)->r;
+    return (a > b) - (a < b);
+}
+
+/* The makespan of jobs[0..m) on one machine (release r, time p): exact. */
+static double one_machine_makespan(jps_job *jobs, int m)
+{
+    qsort(jobs, (size_t)m, sizeof *jobs, by_job_release);
+    double c = 0;
+    for (int i = 0; i < m; i++)
+        c = (c > jobs[i].r ? c : jobs[i].r) + jobs[i].p;
+    return c;
+}
+
+#define JOIN_EXACT 32 /* prefixes up to this size get the exact makespan */
+
+/* The bound above for v (tails when rev); -1 when out of memory. */
+static double join_bound(const op_problem *p, const double *pt, const double *key, int v, int rev,
+                         join_scratch *js)
+{
+    const op_graph *g = p->g;
+    int lo = rev ? g->succ_off[v] : g->pred_off[v];
+    int hi = rev ? g->succ_off[v + 1] : g->pred_off[v + 1];
+    int m = 0, grp = p->group_of[v];
+    js->stamp++;
+    for (int k = lo; k < hi; k++) {
+        int u = rev ? g->succ[k] : g->pred[k];
+        int64_t bytes = g->edge_bytes[rev ? g->succ_edge[k] : g->pred_edge[k]];
+        double r = key[u] + pt[u] + js->lat + js->upb * (double)bytes;
+        if (grp != OP_NONE && p->group_of[u] == grp)
+            r = INFINITY; /* on v's device */
+        if (js->mark[u] == js->stamp) { /* a second edge u -> v: the larger transfer */
+            for (int i = 0; i < m; i++)
+                if (js->ix[i] == u && r > js->r[u])
+                    js->r[u] = r;
+            continue;
+        }
+        js->mark[u] = js->stamp;
+        js->r[u] = r;
+        js->ix[m++] = u;
+    }
+    join_r = js->r;
+    qsort(js->ix, (size_t)m, sizeof *js->ix, by_r_desc);
+    /* L = the first j inputs: max(makespan, r of the (j+1)-th) */
+    double best = INFINITY, minhead = INFINITY, sum = 0, maxfin = 0;
+    for (int j = 0; j <= m; j++) {
+        double rest = j < m ? js->r[js->ix[j]] : 0, mk;
+        if (j <= JOIN_EXACT) {
+            for (int i = 0; i < j; i++) {
+                int u = js->ix[i];
+                js->jobs[i] = (jps_job){key[u], pt[u], 0};
+            }
+            mk = one_machine_makespan(js->jobs, j);
+        } else { /* a bound on the makespan: max(latest finish, first release + work) */
+            mk = maxfin > minhead + sum ? maxfin : minhead + sum;
+        }
+        double val = mk > rest ? mk : rest;
+        if (val < best)
+            best = val;
+        if (j < m) {
+            int u = js->ix[j];
+            minhead = key[u] < minhead ? key[u] : minhead;
+            sum += pt[u];
+            maxfin = key[u] + pt[u] > maxfin ? key[u] + pt[u] : maxfin;
+        }
+        if (rest <= mk) /* larger sets only add work */
+            break;
+    }
+    return best;
+}
+
+/* One variant of the passes (comm 0: one-machine; 1: with the transfer
+ * rule): heads, tails, then the longest head + time + tail and Jackson's
+ * bound per group on its best device.  Returns the bound, -1 when out of
+ * memory. */
+static double om_passes(const op_problem *p, const double *pt, om_group *og, const int *midx,
+                        double *head, double *tail, int comm, jps_job *jobs, int *heap,
+                        join_scratch *js)
 {
     const op_graph *g = p->g;
     int n = p->n, ng = p->n_groups;
     double best = 0;
-    om_group *og = calloc((size_t)ng + 1, sizeof *og);
-    int *midx = malloc(((size_t)n + 1) * sizeof *midx);
-    uint64_t *scratch = NULL;
-    jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
-    int *heap = malloc(((size_t)(n > ng ? n : ng) + 1) * sizeof *heap);
-    if (!og || !midx || !jobs || !heap)
-        goto oom;
-    for (int i = 0; i < n; i++)
-        midx[i] = -1; /* an op's index among its group's members */
-    long long bits = 0, work = 0, pass = 2LL * (n + g->n_edges);
-    int max_words = 0;
-    for (int grp = 0; grp < ng; grp++) {
-        int k = p->group_off[grp + 1] - p->group_off[grp];
-        for (int j = 0; j < k; j++)
-            midx[p->group_ops[p->group_off[grp] + j]] = j;
-        heap[grp] = grp;
-    }
-    sort_groups = p;
-    qsort(heap, (size_t)ng, sizeof *heap, by_size_desc); /* heap: scratch here */
-    for (int r = 0; r < ng; r++) {
-        int grp = heap[r], k = p->group_off[grp + 1] - p->group_off[grp];
-        int W = (k + 63) / 64;
-        if (k < 2 || k > ONE_MACHINE_MAX_GROUP || (long long)n * W > ONE_MACHINE_MAX_SCRATCH ||
-            bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS || work + pass * W > ONE_MACHINE_MAX_WORK)
-            continue;
-        bits += 2LL * k * W * 64;
-        work += pass * W;
-        og[grp].k = k;
-        og[grp].words = W;
-        if (W > max_words)
-            max_words = W;
-    }
-    if (max_words) {
-        scratch = malloc((size_t)n * max_words * sizeof *scratch);
-        if (!scratch)
-            goto oom;
-    }
-    for (int grp = 0; grp < ng; grp++) {
-        om_group *o = &og[grp];
-        if (!o->k)
-            continue;
-        o->anc = malloc((size_t)o->k * o->words * sizeof *o->anc);
-        o->desc = malloc((size_t)o->k * o->words * sizeof *o->desc);
-        o->sorted = malloc((size_t)o->k * sizeof *o->sorted);
-        if (!o->anc || !o->desc || !o->sorted)
-            goto oom;
-        om_rows(p, midx, grp, o, 0, scratch);
-        om_rows(p, midx, grp, o, 1, scratch);
-    }
-    free(scratch);
-    scratch = NULL;
     for (int pass = 0; pass < 2; pass++) { /* 0: heads, 1: tails */
         double *key = pass ? tail : head;
         for (int grp = 0; grp < ng; grp++)
@@ -348,6 +400,11 @@ static double one_machine(const op_problem *p, const double *pt, double *head, d
                 int u = pass ? g->succ[k] : g->pred[k];
                 if (key[u] + pt[u] > x)
                     x = key[u] + pt[u];
+            }
+            if (comm && hi - lo > 1) {
+                double y = join_bound(p, pt, key, v, pass, js);
+                if (y > x)
+                    x = y;
             }
             int grp = p->group_of[v];
             if (grp != OP_NONE && og[grp].k) {
@@ -391,10 +448,93 @@ static double one_machine(const op_problem *p, const double *pt, double *head, d
         if (grp_best < INFINITY && grp_best > best)
             best = grp_best;
     }
+    return best;
+}
+
+/* The one-machine (variant 0) and transfer (variant 1) bounds into out[];
+ * head[c]/tail[c] receive variant c's heads and tails (pt: each op's
+ * fastest allowed time).  Returns 0, or an error when out of memory. */
+static int one_machine(const op_problem *p, const double *pt, double *head[2], double *tail[2],
+                       double out[2], op_error *err)
+{
+    const op_graph *g = p->g;
+    int n = p->n, ng = p->n_groups, fail = 0;
+    om_group *og = calloc((size_t)ng + 1, sizeof *og);
+    int *midx = malloc(((size_t)n + 1) * sizeof *midx);
+    uint64_t *scratch = NULL;
+    jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
+    int *heap = malloc(((size_t)(n > ng ? n : ng) + 1) * sizeof *heap);
+    join_scratch js = {.ix = malloc(((size_t)n + 1) * sizeof(int)),
+                       .r = malloc(((size_t)n + 1) * sizeof(double)),
+                       .jobs = malloc((JOIN_EXACT + 1) * sizeof(jps_job)),
+                       .mark = calloc((size_t)n + 1, sizeof(int))};
+    out[0] = out[1] = 0;
+    if (!og || !midx || !jobs || !heap || !js.ix || !js.r || !js.jobs || !js.mark)
+        goto oom;
+    js.lat = js.upb = INFINITY; /* the least over ordered pairs s != d */
+    for (int s1 = 0; s1 < p->nd; s1++)
+        for (int d = 0; d < p->nd; d++)
+            if (s1 != d) {
+                op_link_model lm = op_cluster_link_model(p->c, s1, d);
+                js.lat = lm.latency_us < js.lat ? lm.latency_us : js.lat;
+                js.upb = lm.us_per_byte < js.upb ? lm.us_per_byte : js.upb;
+            }
+    for (int i = 0; i < n; i++)
+        midx[i] = -1; /* an op's index among its group's members */
+    long long bits = 0, work = 0, pass = 2LL * (n + g->n_edges);
+    int max_words = 0;
+    for (int grp = 0; grp < ng; grp++) {
+        int k = p->group_off[grp + 1] - p->group_off[grp];
+        for (int j = 0; j < k; j++)
+            midx[p->group_ops[p->group_off[grp] + j]] = j;
+        heap[grp] = grp;
+    }
+    sort_groups = p;
+    qsort(heap, (size_t)ng, sizeof *heap, by_size_desc); /* heap: scratch here */
+    for (int r = 0; r < ng; r++) {
+        int grp = heap[r], k = p->group_off[grp + 1] - p->group_off[grp];
+        int W = (k + 63) / 64;
+        if (k < 2 || k > ONE_MACHINE_MAX_GROUP || (long long)n * W > ONE_MACHINE_MAX_SCRATCH ||
+            bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS ||
+            work + pass * W > ONE_MACHINE_MAX_WORK)
+            continue;
+        bits += 2LL * k * W * 64;
+        work += pass * W;
+        og[grp].k = k;
+        og[grp].words = W;
+        if (W > max_words)
+            max_words = W;
+    }
+    if (max_words) {
+        scratch = malloc((size_t)n * max_words * sizeof *scratch);
+        if (!scratch)
+            goto oom;
+    }
+    for (int grp = 0; grp < ng; grp++) {
+        om_group *o = &og[grp];
+        if (!o->k)
+            continue;
+        o->anc = malloc((size_t)o->k * o->words * sizeof *o->anc);
+        o->desc = malloc((size_t)o->k * o->words * sizeof *o->desc);
+        o->sorted = malloc((size_t)o->k * sizeof *o->sorted);
+        if (!o->anc || !o->desc || !o->sorted)
+            goto oom;
+        om_rows(p, midx, grp, o, 0, scratch);
+        om_rows(p, midx, grp, o, 1, scratch);
+    }
+    free(scratch);
+    scratch = NULL;
+    for (int c = 0; c < 2; c++) /* one device: no transfer, variant 1 is variant 0 */
+        out[c] = c == 1 && (p->nd < 2 || js.lat == INFINITY)
+                     ? out[0]
+                     : om_passes(p, pt, og, midx, head[c], tail[c], c, jobs, heap, &js);
+    if (p->nd < 2 || js.lat == INFINITY) {
+        memcpy(head[1], head[0], (size_t)n * sizeof *head[1]);
+        memcpy(tail[1], tail[0], (size_t)n * sizeof *tail[1]);
+    }
     goto done;
 oom:
-    *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
-    best = 0;
+    fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
 done:
     if (og)
         for (int grp = 0; grp < ng; grp++) {
@@ -407,7 +547,11 @@ done:
     free(scratch);
     free(jobs);
     free(heap);
-    return best;
+    free(js.ix);
+    free(js.r);
+    free(js.jobs);
+    free(js.mark);
+    return fail;
 }
 
 /* The LP relaxation; memory: 1 with the memory rows.  Returns its optimum
@@ -547,12 +691,12 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
     b->method = "trivial";
     int n = p->n, fail = 0;
     double *pt = malloc(((size_t)n + 1) * sizeof *pt);
-    double *head = malloc(((size_t)n + 1) * sizeof *head);
-    double *tail = malloc(((size_t)n + 1) * sizeof *tail);
-    if (!pt || !head || !tail) {
+    double *buf = malloc(((size_t)4 * n + 1) * sizeof *buf);
+    if (!pt || !buf) {
         fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
         goto done;
     }
+    double *head[2] = {buf, buf + n}, *tail[2] = {buf + 2 * (size_t)n, buf + 3 * (size_t)n};
     for (int i = 0; i < n; i++) { /* fastest time on a device the op's group allows */
         pt[i] = OP_INELIGIBLE;
         for (int d = 0; d < p->nd; d++)
@@ -561,26 +705,28 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
         if (pt[i] == OP_INELIGIBLE)
             pt[i] = p->min_exec[i];
     }
-    plain_heads_tails(p, pt, head, tail);
-    b->energetic_us = energetic(p, head, tail, err, &fail);
+    plain_heads_tails(p, pt, head[0], tail[0]);
+    b->energetic_us = energetic(p, head[0], tail[0], err, &fail);
     if (fail)
         goto done;
     take(b, b->energetic_us, "energetic");
-    b->one_machine_us = one_machine(p, pt, head, tail, err, &fail);
-    if (fail)
+    double om[2];
+    if ((fail = one_machine(p, pt, head, tail, om, err)))
         goto done;
-    if (p->n_groups > 0) { /* the energetic sets again, over the serialised heads and tails */
-        double e = energetic(p, head, tail, err, &fail);
+    /* the energetic sets again, over each variant's heads and tails */
+    for (int c = 0; c < 2; c++) {
+        double e = energetic(p, head[c], tail[c], err, &fail);
         if (fail)
             goto done;
-        if (e > b->one_machine_us)
-            b->one_machine_us = e;
+        om[c] = e > om[c] ? e : om[c];
     }
+    b->one_machine_us = om[0];
+    b->transfer_us = om[1] > om[0] ? om[1] : om[0];
     take(b, b->one_machine_us, "one-machine");
+    take(b, b->transfer_us, "transfer");
 done:
     free(pt);
-    free(head);
-    free(tail);
+    free(buf);
     return (op_status)fail;
 }
 
