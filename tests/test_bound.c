@@ -69,6 +69,13 @@ static double optimum(const op_problem *p)
         long x = c;
         for (int i = 0; i < p->n; i++, x /= p->nd)
             b.pl.device_of[i] = (int)(x % p->nd);
+        int split = 0; /* colocation groups stay on one device */
+        for (int grp = 0; grp < p->n_groups; grp++)
+            for (int k = p->group_off[grp] + 1; k < p->group_off[grp + 1]; k++)
+                split |= b.pl.device_of[p->group_ops[k]] !=
+                         b.pl.device_of[p->group_ops[p->group_off[grp]]];
+        if (split)
+            continue;
         for (int i = 0; i < p->n; i++)
             b.indeg[i] = p->g->pred_off[i + 1] - p->g->pred_off[i];
         sequences(&b, 0);
@@ -103,6 +110,8 @@ Test(bound, never_above_the_exhaustive_optimum_never_below_trivial)
                       "seed %llu: bound %.6f below the trivial %.6f", (unsigned long long)seed,
                       b.lower_bound_us, tp.p.lower_bound_us);
         cr_assert_leq(b.energetic_us, opt * (1 + 1e-9) + 1e-6);
+        cr_assert_leq(b.transfer_us, opt * (1 + 1e-9) + 1e-6, "seed %llu: transfer %.6f above "
+                      "the optimum %.6f", (unsigned long long)seed, b.transfer_us, opt);
         cr_assert_leq(b.lp_us, opt * (1 + 1e-9) + 1e-6);
         cr_assert_leq(b.ilp_us, opt * (1 + 1e-9) + 1e-6);
         cr_log_info("seed %llu n %d nd %d: opt %.3f trivial %.3f energetic %.3f lp %.3f ilp %.3f", (unsigned long long)seed, n, nd, opt, tp.p.lower_bound_us, b.energetic_us, b.lp_us, b.ilp_us);
@@ -116,6 +125,184 @@ Test(bound, never_above_the_exhaustive_optimum_never_below_trivial)
      * path, work / devices), the bound proves more than the trivial one */
     cr_assert_gt(room, 0, "no graph where the trivial bound is loose: the test tests nothing");
     cr_assert_eq(tighter, room, "tighter than trivial on only %d of %d graphs", tighter, room);
+}
+
+/* A random DAG of n ops where each op is, by chance, in group "g0" (half),
+ * "g1" (a quarter) or none: colocation groups of 1-6 members. */
+static op_graph *grouped_dag(int n, double p, uint64_t seed)
+{
+    op_graph_builder *b = op_graph_builder_new("grouped", NULL);
+    for (int i = 0; i < n; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", i);
+        uint64_t r = tk_rand(&seed) % 4;
+        op_op_spec s = {.name = name, .time_us = 1 + (double)(tk_rand(&seed) % 100),
+                        .output_bytes = (int64_t)(tk_rand(&seed) % 100000),
+                        .colocate = r < 2 ? "g0" : r == 2 ? "g1" : NULL};
+        tk_op_full(b, &s);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if ((double)(tk_rand(&seed) % 1000000) < p * 1e6)
+                tk_edge(b, i, j, -1);
+    return tk_finish(b);
+}
+
+/* The one-machine bound (and every other method) against exhaustive search
+ * on graphs with colocation groups; it must prove more than the trivial
+ * bound on some of them, or the test tests nothing. */
+Test(bound, one_machine_never_above_the_exhaustive_optimum_with_colocation_groups)
+{
+    int tighter = 0;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        int n = 4 + (int)(seed % 3), nd = seed % 4 == 0 ? 3 : 2;
+        if (nd == 3 && n > 5)
+            n = 5;
+        tk_problem tp;
+        tk_bind(&tp, grouped_dag(n, seed % 2 ? 0.2 : 0.4, seed),
+                tk_cluster(nd, 5, 1e-4, 1LL << 40));
+        double opt = optimum(&tp.p);
+        op_bound q, b;
+        op_error err = {0};
+        cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+        cr_assert_eq(op_lower_bound(&tp.p, 20, &b, &err), OP_OK, "%s", err.msg);
+        cr_log_info("seed %llu n %d nd %d groups %d: opt %.3f trivial %.3f one-machine %.3f "
+                    "transfer %.3f lp %.3f ilp %.3f", (unsigned long long)seed, n, nd,
+                    tp.p.n_groups, opt, tp.p.lower_bound_us, q.one_machine_us, q.transfer_us,
+                    b.lp_us, b.ilp_us);
+        cr_assert_leq(q.one_machine_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: one-machine %.6f above the optimum %.6f",
+                      (unsigned long long)seed, q.one_machine_us, opt);
+        cr_assert_leq(q.transfer_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: transfer %.6f above the optimum %.6f",
+                      (unsigned long long)seed, q.transfer_us, opt);
+        cr_assert_geq(q.transfer_us, q.one_machine_us);
+        cr_assert_float_eq(b.one_machine_us, q.one_machine_us, 1e-9);
+        cr_assert_leq(b.lower_bound_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: bound %.6f (%s) above the optimum %.6f",
+                      (unsigned long long)seed, b.lower_bound_us, b.method, opt);
+        cr_assert_geq(q.lower_bound_us, tp.p.lower_bound_us * (1 - 1e-12));
+        tighter += q.one_machine_us > tp.p.lower_bound_us * (1 + 1e-6);
+        tk_unbind(&tp);
+    }
+    cr_assert_geq(tighter, 3, "one-machine beat the trivial bound on only %d graphs", tighter);
+}
+
+/* By hand: a and b (30 us each, independent) in one group, c (10 us) after
+ * both, on two devices.  Trivial: max(path 40, work 70 / 2) = 40; a and b
+ * share a device one at a time, so c starts at 60 at the earliest: 70,
+ * which is the optimum (all three on one device). */
+Test(bound, one_machine_serialises_a_colocation_group)
+{
+    op_graph_builder *gb = op_graph_builder_new("group", NULL);
+    int a = tk_op_full(gb, &(op_op_spec){.name = "a", .time_us = 30, .output_bytes = 100,
+                                          .colocate = "g"});
+    int b = tk_op_full(gb, &(op_op_spec){.name = "b", .time_us = 30, .output_bytes = 100,
+                                          .colocate = "g"});
+    int c = tk_op(gb, "c", 10, 100);
+    tk_edge(gb, a, c, 100);
+    tk_edge(gb, b, c, 100);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(gb), tk_cluster(2, 5, 1e-4, 1LL << 40));
+    cr_assert_float_eq(tp.p.lower_bound_us, 40, 1e-9);
+    op_bound q;
+    op_error err = {0};
+    cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+    cr_assert_float_eq(q.one_machine_us, 70, 1e-9);
+    cr_assert_float_eq(q.lower_bound_us, 70, 1e-9);
+    cr_assert_str_eq(q.method, "one-machine");
+    cr_assert_float_eq(optimum(&tp.p), 70, 1e-9);
+    tk_unbind(&tp);
+}
+
+/* Jackson's preemptive bound by hand: x (10 us) before a (10 us); a, b (50
+ * us) and c (20 us) in one group; a before y (40 us).  Every path is at
+ * most 60 us and work 130 / 2 = 65.  On the group's device a cannot start
+ * before 10 and y needs 40 after it; b and c need 70 of the device.  The
+ * preemptive schedule runs b from 0, a at 10-20 (y could end at 60), then
+ * b and c to 80: bound 80 (no subset {head >= h} gives more: 0 + 80 for
+ * all, 10 + 10 + 40 for a).  The optimum reaches it: x on d1, c, a, b on
+ * d0 (a at 20-30 after x's 5.01 us transfer), y on d1 at 35.01-75.01. */
+Test(bound, one_machine_jackson_preemptive_bound_by_hand)
+{
+    op_graph_builder *gb = op_graph_builder_new("jackson", NULL);
+    int x = tk_op(gb, "x", 10, 100);
+    int a = tk_op_full(gb, &(op_op_spec){.name = "a", .time_us = 10, .output_bytes = 100,
+                                          .colocate = "g"});
+    tk_op_full(gb, &(op_op_spec){.name = "b", .time_us = 50, .output_bytes = 100,
+                                  .colocate = "g"});
+    tk_op_full(gb, &(op_op_spec){.name = "c", .time_us = 20, .output_bytes = 100,
+                                  .colocate = "g"});
+    int y = tk_op(gb, "y", 40, 100);
+    tk_edge(gb, x, a, 100);
+    tk_edge(gb, a, y, 100);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(gb), tk_cluster(2, 5, 1e-4, 1LL << 40));
+    cr_assert_float_eq(tp.p.lower_bound_us, 65, 1e-9);
+    op_bound q;
+    op_error err = {0};
+    cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+    cr_assert_float_eq(q.one_machine_us, 80, 1e-9, "one-machine %.6f", q.one_machine_us);
+    cr_assert_float_eq(optimum(&tp.p), 80, 1e-9);
+    tk_unbind(&tp);
+}
+
+/* The transfer rule against exhaustive search where transfers matter:
+ * random DAGs whose tensors (up to 100 kB at 1e-3 us/byte) take up to 100
+ * us to send, as long as the ops; it must beat one-machine on some. */
+Test(bound, transfer_never_above_the_exhaustive_optimum)
+{
+    int tighter = 0;
+    for (uint64_t seed = 21; seed <= 36; seed++) {
+        int n = 4 + (int)(seed % 3), nd = seed % 4 == 0 ? 3 : 2;
+        if (nd == 3 && n > 5)
+            n = 5;
+        tk_problem tp;
+        tk_bind(&tp, seed % 2 ? tk_random_dag(n, 0.45, seed) : grouped_dag(n, 0.45, seed),
+                tk_cluster(nd, 5, 1e-3, 1LL << 40));
+        double opt = optimum(&tp.p);
+        op_bound q;
+        op_error err = {0};
+        cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+        cr_log_info("seed %llu n %d nd %d: opt %.3f trivial %.3f one-machine %.3f transfer %.3f",
+                    (unsigned long long)seed, n, nd, opt, tp.p.lower_bound_us, q.one_machine_us,
+                    q.transfer_us);
+        cr_assert_leq(q.transfer_us, opt * (1 + 1e-9) + 1e-6,
+                      "seed %llu: transfer %.6f above the optimum %.6f",
+                      (unsigned long long)seed, q.transfer_us, opt);
+        tighter += q.transfer_us > q.one_machine_us * (1 + 1e-6);
+        tk_unbind(&tp);
+    }
+    cr_assert_geq(tighter, 3, "transfer beat one-machine on only %d graphs", tighter);
+}
+
+/* The transfer rule by hand: root (10 us) -> a, b (100 us each) -> sink
+ * (10 us), 450 kB tensors (5 + 45 = 50 us transfers), two devices.
+ * Trivial: max(path 120, work 220 / 2) = 120.  At sink, a and b both
+ * local run one at a time (10 + 200 = 210), one of them remote arrives at
+ * 10 + 100 + 50 = 160 at the earliest: head(sink) >= 160, bound 170,
+ * which is the optimum: root and a on d0, b and sink on d1 (b's input
+ * arrives at 60, b ends at 160 as a's tensor arrives). */
+Test(bound, transfer_rule_at_a_join_by_hand)
+{
+    op_graph_builder *gb = op_graph_builder_new("join", NULL);
+    int root = tk_op(gb, "root", 10, 450000), a = tk_op(gb, "a", 100, 450000);
+    int b = tk_op(gb, "b", 100, 450000), sink = tk_op(gb, "sink", 10, 100);
+    tk_edge(gb, root, a, 450000);
+    tk_edge(gb, root, b, 450000);
+    tk_edge(gb, a, sink, 450000);
+    tk_edge(gb, b, sink, 450000);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(gb), tk_cluster(2, 5, 1e-4, 1LL << 40));
+    cr_assert_float_eq(tp.p.lower_bound_us, 120, 1e-9);
+    op_bound q;
+    op_error err = {0};
+    cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
+    cr_assert_float_eq(q.one_machine_us, 120, 1e-9, "one-machine %.6f", q.one_machine_us);
+    cr_assert_float_eq(q.transfer_us, 170, 1e-6, "transfer %.6f", q.transfer_us);
+    cr_assert_str_eq(q.method, "transfer");
+    cr_assert_float_eq(optimum(&tp.p), 170, 1e-9);
+    tk_unbind(&tp);
 }
 
 /* A hand-computed case: two independent 100 us ops and a 10 us op on two

@@ -10,6 +10,21 @@
  *              tail: longest compute-only paths before and after the op at
  *              the fastest eligible speed), A's work must be done between
  *              h and T - t: T >= h + t + work(A) / total speed
+ *   one-machine  a colocation group runs on one device, one op at a time:
+ *              an op's head is at least the least makespan, on one machine
+ *              with release dates = heads, of its ancestors in its group
+ *              (tails likewise over descendants), propagated along the
+ *              edges so each group's serialised work pushes what follows;
+ *              then the longest head + time + tail, per group Jackson's
+ *              preemptive one-machine bound (release head, delivery tail)
+ *              on the group's best device, and the energetic sets over
+ *              these heads and tails
+ *   transfer   one-machine's heads and tails with one more rule at each
+ *              join: an input either runs on the op's device (the local
+ *              inputs one at a time) or sends its tensor (at least the
+ *              cluster's least latency + bytes x least us/byte):
+ *              head(v) >= min over local sets L of max(makespan(L), the
+ *              latest arrival of the others); tails likewise
  *   lp         the LP relaxation of placement + precedence + per-device load
  *              (fractional devices, no transfers) with the memory that is
  *              surely resident all step: sum of param_bytes <= memory_bytes
@@ -30,7 +45,8 @@
 typedef struct op_bound {
     double lower_bound_us; /* the best of the methods below */
     const char *method;    /* the method that gave it */
-    double trivial_us, energetic_us, lp_us, ilp_us; /* each one's bound; 0: not run */
+    double trivial_us, energetic_us, one_machine_us, transfer_us, lp_us, ilp_us; /* each
+                                                   one's bound; 0: not run */
     int memory_rows;       /* the LP used memory rows (some device cannot hold all params) */
     int no_fit;            /* the memory rows are infeasible: no placement fits; the bound
                               then holds for every placement, fitting or not */
@@ -41,7 +57,7 @@ typedef struct op_bound {
  * proved (nothing, at worst). */
 op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err);
 
-/* The trivial and energetic bounds only: no solver, no child process, a
+/* The trivial, energetic and one-machine bounds only: no solver, no child process, a
  * fraction of a second on graphs of 10^5 ops.  What `place` and the HTML
  * report show; `opplace bound` tries the LP and ILP too. */
 op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err);

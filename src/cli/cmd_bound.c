@@ -18,6 +18,11 @@ static const char HELP[] =
     "  trivial     max(critical path, total work / total speed), formats.md 5.6\n"
     "  energetic   ops that cannot start before h nor end after T - t need their\n"
     "              work done in between: T >= h + t + work / total speed\n"
+    "  one-machine each colocation group runs on one device, one op at a time:\n"
+    "              its ops' heads and tails include the group's serialised work,\n"
+    "              and Jackson's preemptive bound per group on its best device\n"
+    "  transfer    one-machine, and at each join an input either shares the op's\n"
+    "              device (local inputs one at a time) or sends its tensor\n"
     "  lp          LP relaxation: fractional placement, precedence, per-device load,\n"
     "              params resident all step (memory-forced splits)\n"
     "  ilp         graphs of at most 60 ops: Pesto's ILP on the graph, CBC's bound\n"
@@ -48,15 +53,20 @@ static op_status run(cli_args *a, op_error *err)
     double secs = cli_now() - t0;
     if (!st && json) {
         printf("{\"lower_bound_us\": %.6f, \"method\": \"%s\", \"trivial_us\": %.6f, "
-               "\"energetic_us\": %.6f, \"lp_us\": %.6f, \"ilp_us\": %.6f, "
+               "\"energetic_us\": %.6f, \"one_machine_us\": %.6f, \"transfer_us\": %.6f, "
+               "\"lp_us\": %.6f, "
+               "\"ilp_us\": %.6f, "
                "\"memory_rows\": %s, \"no_placement_fits\": %s, \"seconds\": %.3f}\n",
-               b.lower_bound_us, b.method, b.trivial_us, b.energetic_us, b.lp_us, b.ilp_us,
+               b.lower_bound_us, b.method, b.trivial_us, b.energetic_us, b.one_machine_us,
+               b.transfer_us, b.lp_us, b.ilp_us,
                b.memory_rows ? "true" : "false", b.no_fit ? "true" : "false", secs);
     } else if (!st) {
         char buf[32];
         printf("lower bound  %s  (%s)\n", cli_time(buf, sizeof buf, b.lower_bound_us), b.method);
         printf("trivial      %s\n", cli_time(buf, sizeof buf, b.trivial_us));
         printf("energetic    %s\n", cli_time(buf, sizeof buf, b.energetic_us));
+        printf("one-machine  %s\n", cli_time(buf, sizeof buf, b.one_machine_us));
+        printf("transfer     %s\n", cli_time(buf, sizeof buf, b.transfer_us));
         printf("lp           %s%s\n", b.lp_us > 0 ? cli_time(buf, sizeof buf, b.lp_us) : "-",
                b.memory_rows ? " (with memory rows)" : "");
         printf("ilp          %s\n",

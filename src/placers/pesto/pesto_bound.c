@@ -4,6 +4,7 @@
 #include "opplace/bound.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,34 +55,44 @@ static int bucket(const double *thr, int k, double v)
     return lo;
 }
 
-static double energetic(const op_problem *p, op_error *err, int *fail)
+/* Longest compute-only paths before (head) and after (tail) each op at
+ * the fastest allowed speed pt[]. */
+static void plain_heads_tails(const op_problem *p, const double *pt, double *head, double *tail)
 {
     const op_graph *g = p->g;
     int n = p->n;
-    double *head = calloc((size_t)n + 1, sizeof *head), *tail = calloc((size_t)n + 1, sizeof *tail);
-    double *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
-    double *ht = malloc(GRID * sizeof *ht), *tt = malloc(GRID * sizeof *tt);
-    double *cell = calloc((size_t)(GRID + 1) * (GRID + 1), sizeof *cell);
-    double best = 0;
-    if (!head || !tail || !sorted || !ht || !tt || !cell) {
-        *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
-        goto done;
-    }
     for (int t = 0; t < n; t++) {
         int v = g->topo[t];
+        head[v] = 0;
         for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
             int u = g->pred[k];
-            if (head[u] + p->min_exec[u] > head[v])
-                head[v] = head[u] + p->min_exec[u];
+            if (head[u] + pt[u] > head[v])
+                head[v] = head[u] + pt[u];
         }
     }
     for (int t = n - 1; t >= 0; t--) {
         int v = g->topo[t];
+        tail[v] = 0;
         for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++) {
             int w = g->succ[k];
-            if (tail[w] + p->min_exec[w] > tail[v])
-                tail[v] = tail[w] + p->min_exec[w];
+            if (tail[w] + pt[w] > tail[v])
+                tail[v] = tail[w] + pt[w];
         }
+    }
+}
+
+/* The energetic bound over the sets {head >= h, tail >= t} (bound.h). */
+static double energetic(const op_problem *p, const double *head, const double *tail,
+                        op_error *err, int *fail)
+{
+    int n = p->n;
+    double *sorted = malloc(((size_t)n + 1) * sizeof *sorted);
+    double *ht = malloc(GRID * sizeof *ht), *tt = malloc(GRID * sizeof *tt);
+    double *cell = calloc((size_t)(GRID + 1) * (GRID + 1), sizeof *cell);
+    double best = 0;
+    if (!sorted || !ht || !tt || !cell) {
+        *fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+        goto done;
     }
     if (n == 0)
         goto done;
@@ -105,13 +116,442 @@ static double energetic(const op_problem *p, op_error *err, int *fail)
                 best = lb;
         }
 done:
-    free(head);
-    free(tail);
     free(sorted);
     free(ht);
     free(tt);
     free(cell);
     return best;
+}
+
+/*
+ * One machine per colocation group (bound.h, "one-machine").
+ *
+ * Heads: an op v of group G starts after every ancestor of v in G has run,
+ * one at a time, on v's device, each no earlier than its own head, so
+ * head(v) >= the least makespan of those ancestors with release dates
+ * (ascending heads is optimal for one machine with release dates).  Tails
+ * the same backwards over v's descendants in G.  Both are propagated along
+ * the edges in one pass, so a group's serialised work pushes the heads of
+ * everything after it, including other groups.  Then the bound is the
+ * longest head + time + tail, and per group Jackson's preemptive schedule on
+ * one device (release head, delivery tail: the optimal preemptive value,
+ * below every non-preemptive schedule), on the group's best device.
+ */
+/* The serialised heads and tails (reach rows) of the largest groups first,
+ * within these limits, so the quick bound stays quick on 10^5 ops: */
+#define ONE_MACHINE_MAX_GROUP 4096         /* members of a group: O(k^2) per group */
+#define ONE_MACHINE_MAX_BITS (1LL << 28)   /* reach rows of all groups, bits */
+#define ONE_MACHINE_MAX_SCRATCH (1LL << 22) /* ops x words of one group's pass */
+#define ONE_MACHINE_MAX_WORK 50000000LL    /* (ops + edges) x words over all groups */
+
+typedef struct om_group {
+    int k, words;
+    uint64_t *anc, *desc; /* k x words: member j's ancestors / descendants in the group */
+    int *sorted, ns;      /* members processed so far, by head (tail) ascending */
+} om_group;
+
+/* Rows of reach within the group: forward (desc = 0) ancestors, else descendants. */
+static int om_rows(const op_problem *p, const int *midx, int grp, om_group *og, int desc,
+                   uint64_t *scratch)
+{
+    const op_graph *g = p->g;
+    int n = p->n, W = og->words;
+    uint64_t *rows = desc ? og->desc : og->anc;
+    for (int t = 0; t < n; t++) {
+        int v = g->topo[desc ? n - 1 - t : t];
+        uint64_t *bv = scratch + (size_t)v * W;
+        memset(bv, 0, (size_t)W * sizeof *bv);
+        int lo = desc ? g->succ_off[v] : g->pred_off[v];
+        int hi = desc ? g->succ_off[v + 1] : g->pred_off[v + 1];
+        for (int k = lo; k < hi; k++) {
+            int u = desc ? g->succ[k] : g->pred[k];
+            const uint64_t *bu = scratch + (size_t)u * W;
+            for (int w = 0; w < W; w++)
+                bv[w] |= bu[w];
+            if (p->group_of[u] == grp)
+                bv[midx[u] >> 6] |= 1ULL << (midx[u] & 63);
+        }
+        if (p->group_of[v] == grp)
+            memcpy(rows + (size_t)midx[v] * W, bv, (size_t)W * sizeof *bv);
+    }
+    return 0;
+}
+
+/* The least makespan on one machine of the members of og whose bit is set
+ * in row, each released at its key (head or tail): in og->sorted order,
+ * ascending key. */
+static double om_makespan(const om_group *og, const uint64_t *row, const int *members,
+                          const double *key, const double *pt)
+{
+    double c = 0;
+    for (int s = 0; s < og->ns; s++) {
+        int j = og->sorted[s];
+        if (!(row[j >> 6] >> (j & 63) & 1))
+            continue;
+        int u = members[j];
+        c = (c > key[u] ? c : key[u]) + pt[u];
+    }
+    return c;
+}
+
+static void om_insert(om_group *og, const int *members, const double *key, int j)
+{
+    int s = og->ns++;
+    while (s > 0 && key[members[og->sorted[s - 1]]] > key[members[j]]) {
+        og->sorted[s] = og->sorted[s - 1];
+        s--;
+    }
+    og->sorted[s] = j;
+}
+
+typedef struct jps_job {
+    double r, p, q;
+} jps_job;
+
+static int cmp_release(const void *a, const void *b)
+{
+    double x = ((const jps_job *)a)->r, y = ((const jps_job *)b)->r;
+    return (x > y) - (x < y);
+}
+
+/* Jackson's preemptive schedule: max over jobs of completion + q, with the
+ * available job of largest q always running.  jobs sorted by r here; heap
+ * is scratch of k ints. */
+static double jps(jps_job *jobs, int k, int *heap)
+{
+    qsort(jobs, (size_t)k, sizeof *jobs, cmp_release);
+    int nh = 0, next = 0;
+    double t = 0, best = 0;
+#define JQ(i) jobs[heap[i]].q
+    while (next < k || nh > 0) {
+        if (nh == 0 && t < jobs[next].r)
+            t = jobs[next].r;
+        while (next < k && jobs[next].r <= t) { /* push */
+            int i = nh++;
+            heap[i] = next++;
+            while (i > 0 && JQ((i - 1) / 2) < JQ(i)) {
+                int tmp = heap[i];
+                heap[i] = heap[(i - 1) / 2];
+                heap[(i - 1) / 2] = tmp;
+                i = (i - 1) / 2;
+            }
+        }
+        int j = heap[0];
+        double until = next < k ? jobs[next].r : INFINITY;
+        if (t + jobs[j].p <= until) { /* j completes: pop */
+            t += jobs[j].p;
+            if (t + jobs[j].q > best)
+                best = t + jobs[j].q;
+            heap[0] = heap[--nh];
+            for (int i = 0;;) {
+                int l = 2 * i + 1, r = l + 1, m = i;
+                if (l < nh && JQ(l) > JQ(m))
+                    m = l;
+                if (r < nh && JQ(r) > JQ(m))
+                    m = r;
+                if (m == i)
+                    break;
+                int tmp = heap[i];
+                heap[i] = heap[m];
+                heap[m] = tmp;
+                i = m;
+            }
+        } else { /* preempted at the next release */
+            jobs[j].p -= until - t;
+            t = until;
+        }
+    }
+#undef JQ
+    return best;
+}
+
+static const op_problem *sort_groups;
+
+static int by_size_desc(const void *x, const void *y)
+{
+    const op_problem *p = sort_groups;
+    int a = *(const int *)x, b = *(const int *)y;
+    int ka = p->group_off[a + 1] - p->group_off[a], kb = p->group_off[b + 1] - p->group_off[b];
+    return ka != kb ? (ka < kb) - (ka > kb) : (a > b) - (a < b);
+}
+
+/*
+ * The transfer variant: at a join v (two or more inputs), each input u
+ * either runs on v's device, where the local inputs run one at a time
+ * (released at their heads), or sends its tensor: v starts no earlier
+ * than f_u + the least transfer of that edge's bytes (latency + bytes x
+ * us/byte at the cluster's smallest of each; a transfer carries at least
+ * the edge's bytes, formats.md 5.3, and queues only add).  So
+ *   head(v) >= min over the local set L of max(makespan(L), max_{u not in L} r_u),
+ * r_u = head(u) + time(u) + transfer(u, v); the best L for a size is the
+ * inputs of largest r_u, so only those prefixes are tried (inputs in v's
+ * group are always local).  Tails the same over the outputs.
+ */
+typedef struct join_scratch {
+    double lat, upb;   /* the least latency and us/byte over the device pairs */
+    int *ix, cap;      /* the join's inputs */
+    double *r;
+    jps_job *jobs;
+    int *mark, stamp;  /* per op: seen at this join (duplicate edges) */
+} join_scratch;
+
+static const double *join_r;
+
+static int by_r_desc(const void *x, const void *y)
+{
+    double a = join_r[*(const int *)x], b = join_r[*(const int *)y];
+    return (a < b) - (a > b);
+}
+
+static int by_job_release(const void *x, const void *y)
+{
+    double a = ((const jps_job *)x)->r, b = ((const jps_job *)y)->r;
+    return (a > b) - (a < b);
+}
+
+/* The makespan of jobs[0..m) on one machine (release r, time p): exact. */
+static double one_machine_makespan(jps_job *jobs, int m)
+{
+    qsort(jobs, (size_t)m, sizeof *jobs, by_job_release);
+    double c = 0;
+    for (int i = 0; i < m; i++)
+        c = (c > jobs[i].r ? c : jobs[i].r) + jobs[i].p;
+    return c;
+}
+
+#define JOIN_EXACT 32 /* prefixes up to this size get the exact makespan */
+
+/* The bound above for v (tails when rev); -1 when out of memory. */
+static double join_bound(const op_problem *p, const double *pt, const double *key, int v, int rev,
+                         join_scratch *js)
+{
+    const op_graph *g = p->g;
+    int lo = rev ? g->succ_off[v] : g->pred_off[v];
+    int hi = rev ? g->succ_off[v + 1] : g->pred_off[v + 1];
+    int m = 0, grp = p->group_of[v];
+    js->stamp++;
+    for (int k = lo; k < hi; k++) {
+        int u = rev ? g->succ[k] : g->pred[k];
+        int64_t bytes = g->edge_bytes[rev ? g->succ_edge[k] : g->pred_edge[k]];
+        double r = key[u] + pt[u] + js->lat + js->upb * (double)bytes;
+        if (grp != OP_NONE && p->group_of[u] == grp)
+            r = INFINITY; /* on v's device */
+        if (js->mark[u] == js->stamp) { /* a second edge u -> v: the larger transfer */
+            for (int i = 0; i < m; i++)
+                if (js->ix[i] == u && r > js->r[u])
+                    js->r[u] = r;
+            continue;
+        }
+        js->mark[u] = js->stamp;
+        js->r[u] = r;
+        js->ix[m++] = u;
+    }
+    join_r = js->r;
+    qsort(js->ix, (size_t)m, sizeof *js->ix, by_r_desc);
+    /* L = the first j inputs: max(makespan, r of the (j+1)-th) */
+    double best = INFINITY, minhead = INFINITY, sum = 0, maxfin = 0;
+    for (int j = 0; j <= m; j++) {
+        double rest = j < m ? js->r[js->ix[j]] : 0, mk;
+        if (j <= JOIN_EXACT) {
+            for (int i = 0; i < j; i++) {
+                int u = js->ix[i];
+                js->jobs[i] = (jps_job){key[u], pt[u], 0};
+            }
+            mk = one_machine_makespan(js->jobs, j);
+        } else { /* a bound on the makespan: max(latest finish, first release + work) */
+            mk = maxfin > minhead + sum ? maxfin : minhead + sum;
+        }
+        double val = mk > rest ? mk : rest;
+        if (val < best)
+            best = val;
+        if (j < m) {
+            int u = js->ix[j];
+            minhead = key[u] < minhead ? key[u] : minhead;
+            sum += pt[u];
+            maxfin = key[u] + pt[u] > maxfin ? key[u] + pt[u] : maxfin;
+        }
+        if (rest <= mk) /* larger sets only add work */
+            break;
+    }
+    return best;
+}
+
+/* One variant of the passes (comm 0: one-machine; 1: with the transfer
+ * rule): heads, tails, then the longest head + time + tail and Jackson's
+ * bound per group on its best device.  Returns the bound, -1 when out of
+ * memory. */
+static double om_passes(const op_problem *p, const double *pt, om_group *og, const int *midx,
+                        double *head, double *tail, int comm, jps_job *jobs, int *heap,
+                        join_scratch *js)
+{
+    const op_graph *g = p->g;
+    int n = p->n, ng = p->n_groups;
+    double best = 0;
+    for (int pass = 0; pass < 2; pass++) { /* 0: heads, 1: tails */
+        double *key = pass ? tail : head;
+        for (int grp = 0; grp < ng; grp++)
+            og[grp].ns = 0;
+        for (int t = 0; t < n; t++) {
+            int v = g->topo[pass ? n - 1 - t : t];
+            double x = 0;
+            int lo = pass ? g->succ_off[v] : g->pred_off[v];
+            int hi = pass ? g->succ_off[v + 1] : g->pred_off[v + 1];
+            for (int k = lo; k < hi; k++) {
+                int u = pass ? g->succ[k] : g->pred[k];
+                if (key[u] + pt[u] > x)
+                    x = key[u] + pt[u];
+            }
+            if (comm && hi - lo > 1) {
+                double y = join_bound(p, pt, key, v, pass, js);
+                if (y > x)
+                    x = y;
+            }
+            int grp = p->group_of[v];
+            if (grp != OP_NONE && og[grp].k) {
+                om_group *o = &og[grp];
+                const int *members = p->group_ops + p->group_off[grp];
+                const uint64_t *row = (pass ? o->desc : o->anc) + (size_t)midx[v] * o->words;
+                double c = om_makespan(o, row, members, key, pt);
+                if (c > x)
+                    x = c;
+                key[v] = x;
+                om_insert(o, members, key, midx[v]);
+            } else {
+                key[v] = x;
+            }
+        }
+    }
+    for (int v = 0; v < n; v++)
+        if (head[v] + pt[v] + tail[v] > best)
+            best = head[v] + pt[v] + tail[v];
+    for (int grp = 0; grp < ng; grp++) {
+        int k = p->group_off[grp + 1] - p->group_off[grp];
+        if (k < 2)
+            continue;
+        const int *members = p->group_ops + p->group_off[grp];
+        double grp_best = INFINITY; /* the least over the group's devices */
+        for (int d = 0; d < p->nd; d++) {
+            if (!p->group_ok[(size_t)grp * p->nd + d])
+                continue;
+            int ok = 1;
+            for (int j = 0; j < k && ok; j++) {
+                int u = members[j];
+                ok = op_eligible(p, u, d);
+                jobs[j] = (jps_job){head[u], op_exec_us(p, u, d), tail[u]};
+            }
+            if (!ok)
+                continue;
+            double b = jps(jobs, k, heap);
+            if (b < grp_best)
+                grp_best = b;
+        }
+        if (grp_best < INFINITY && grp_best > best)
+            best = grp_best;
+    }
+    return best;
+}
+
+/* The one-machine (variant 0) and transfer (variant 1) bounds into out[];
+ * head[c]/tail[c] receive variant c's heads and tails (pt: each op's
+ * fastest allowed time).  Returns 0, or an error when out of memory. */
+static int one_machine(const op_problem *p, const double *pt, double *head[2], double *tail[2],
+                       double out[2], op_error *err)
+{
+    const op_graph *g = p->g;
+    int n = p->n, ng = p->n_groups, fail = 0;
+    om_group *og = calloc((size_t)ng + 1, sizeof *og);
+    int *midx = malloc(((size_t)n + 1) * sizeof *midx);
+    uint64_t *scratch = NULL;
+    jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
+    int *heap = malloc(((size_t)(n > ng ? n : ng) + 1) * sizeof *heap);
+    join_scratch js = {.ix = malloc(((size_t)n + 1) * sizeof(int)),
+                       .r = malloc(((size_t)n + 1) * sizeof(double)),
+                       .jobs = malloc((JOIN_EXACT + 1) * sizeof(jps_job)),
+                       .mark = calloc((size_t)n + 1, sizeof(int))};
+    out[0] = out[1] = 0;
+    if (!og || !midx || !jobs || !heap || !js.ix || !js.r || !js.jobs || !js.mark)
+        goto oom;
+    js.lat = js.upb = INFINITY; /* the least over ordered pairs s != d */
+    for (int s1 = 0; s1 < p->nd; s1++)
+        for (int d = 0; d < p->nd; d++)
+            if (s1 != d) {
+                op_link_model lm = op_cluster_link_model(p->c, s1, d);
+                js.lat = lm.latency_us < js.lat ? lm.latency_us : js.lat;
+                js.upb = lm.us_per_byte < js.upb ? lm.us_per_byte : js.upb;
+            }
+    for (int i = 0; i < n; i++)
+        midx[i] = -1; /* an op's index among its group's members */
+    long long bits = 0, work = 0, pass = 2LL * (n + g->n_edges);
+    int max_words = 0;
+    for (int grp = 0; grp < ng; grp++) {
+        int k = p->group_off[grp + 1] - p->group_off[grp];
+        for (int j = 0; j < k; j++)
+            midx[p->group_ops[p->group_off[grp] + j]] = j;
+        heap[grp] = grp;
+    }
+    sort_groups = p;
+    qsort(heap, (size_t)ng, sizeof *heap, by_size_desc); /* heap: scratch here */
+    for (int r = 0; r < ng; r++) {
+        int grp = heap[r], k = p->group_off[grp + 1] - p->group_off[grp];
+        int W = (k + 63) / 64;
+        if (k < 2 || k > ONE_MACHINE_MAX_GROUP || (long long)n * W > ONE_MACHINE_MAX_SCRATCH ||
+            bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS ||
+            work + pass * W > ONE_MACHINE_MAX_WORK)
+            continue;
+        bits += 2LL * k * W * 64;
+        work += pass * W;
+        og[grp].k = k;
+        og[grp].words = W;
+        if (W > max_words)
+            max_words = W;
+    }
+    if (max_words) {
+        scratch = malloc((size_t)n * max_words * sizeof *scratch);
+        if (!scratch)
+            goto oom;
+    }
+    for (int grp = 0; grp < ng; grp++) {
+        om_group *o = &og[grp];
+        if (!o->k)
+            continue;
+        o->anc = malloc((size_t)o->k * o->words * sizeof *o->anc);
+        o->desc = malloc((size_t)o->k * o->words * sizeof *o->desc);
+        o->sorted = malloc((size_t)o->k * sizeof *o->sorted);
+        if (!o->anc || !o->desc || !o->sorted)
+            goto oom;
+        om_rows(p, midx, grp, o, 0, scratch);
+        om_rows(p, midx, grp, o, 1, scratch);
+    }
+    free(scratch);
+    scratch = NULL;
+    for (int c = 0; c < 2; c++) /* one device: no transfer, variant 1 is variant 0 */
+        out[c] = c == 1 && (p->nd < 2 || js.lat == INFINITY)
+                     ? out[0]
+                     : om_passes(p, pt, og, midx, head[c], tail[c], c, jobs, heap, &js);
+    if (p->nd < 2 || js.lat == INFINITY) {
+        memcpy(head[1], head[0], (size_t)n * sizeof *head[1]);
+        memcpy(tail[1], tail[0], (size_t)n * sizeof *tail[1]);
+    }
+    goto done;
+oom:
+    fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+done:
+    if (og)
+        for (int grp = 0; grp < ng; grp++) {
+            free(og[grp].anc);
+            free(og[grp].desc);
+            free(og[grp].sorted);
+        }
+    free(og);
+    free(midx);
+    free(scratch);
+    free(jobs);
+    free(heap);
+    free(js.ix);
+    free(js.r);
+    free(js.jobs);
+    free(js.mark);
+    return fail;
 }
 
 /* The LP relaxation; memory: 1 with the memory rows.  Returns its optimum
@@ -249,12 +689,45 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
     b->trivial_us = p->lower_bound_us;
     b->lower_bound_us = p->lower_bound_us;
     b->method = "trivial";
-    int fail = 0;
-    b->energetic_us = energetic(p, err, &fail);
+    int n = p->n, fail = 0;
+    double *pt = malloc(((size_t)n + 1) * sizeof *pt);
+    double *buf = malloc(((size_t)4 * n + 1) * sizeof *buf);
+    if (!pt || !buf) {
+        fail = op_fail(err, OP_ENOMEM, "bound: out of memory");
+        goto done;
+    }
+    double *head[2] = {buf, buf + n}, *tail[2] = {buf + 2 * (size_t)n, buf + 3 * (size_t)n};
+    for (int i = 0; i < n; i++) { /* fastest time on a device the op's group allows */
+        pt[i] = OP_INELIGIBLE;
+        for (int d = 0; d < p->nd; d++)
+            if (allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
+                pt[i] = op_exec_us(p, i, d);
+        if (pt[i] == OP_INELIGIBLE)
+            pt[i] = p->min_exec[i];
+    }
+    plain_heads_tails(p, pt, head[0], tail[0]);
+    b->energetic_us = energetic(p, head[0], tail[0], err, &fail);
     if (fail)
-        return (op_status)fail;
+        goto done;
     take(b, b->energetic_us, "energetic");
-    return OP_OK;
+    double om[2];
+    if ((fail = one_machine(p, pt, head, tail, om, err)))
+        goto done;
+    /* the energetic sets again, over each variant's heads and tails */
+    for (int c = 0; c < 2; c++) {
+        double e = energetic(p, head[c], tail[c], err, &fail);
+        if (fail)
+            goto done;
+        om[c] = e > om[c] ? e : om[c];
+    }
+    b->one_machine_us = om[0];
+    b->transfer_us = om[1] > om[0] ? om[1] : om[0];
+    take(b, b->one_machine_us, "one-machine");
+    take(b, b->transfer_us, "transfer");
+done:
+    free(pt);
+    free(buf);
+    return (op_status)fail;
 }
 
 op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err)
