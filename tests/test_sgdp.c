@@ -814,63 +814,6 @@ Test(sgdp, plain_policy_gradient_matches_finite_differences)
     }
 }
 
-/* The plain policy's graph-level bonus for the first device (sgdp_policy.c):
- * it starts at 0 (the test above sees the centred policy); non-zero, the
- * gradient through it, the pooled embedding and the rest matches finite
- * differences, and a large bonus expresses what centring alone cannot:
- * every decision on one device. */
-Test(sgdp, plain_policy_first_device_bonus_has_the_right_gradient_and_can_pick_one_device)
-{
-    tk_problem tp;
-    tk_bind(&tp, tk_random_dag_grouped(40, 0.1, 5, 4), tk_cluster(3, 5.0, 1e-4, (int64_t)1 << 40));
-    op_error err = {0};
-    sgdp_config cfg = tiny_config();
-    cfg.head_init = SGDP_PLAIN_HEAD_INIT;
-    cfg.segment = 64;
-    sgdp_policy *pol = sgdp_policy_new(&cfg, 3, &err);
-    cr_assert_not_null(pol, "%s", err.msg);
-    nn_params *ps = sgdp_policy_params(pol);
-    nn_param *gw = nn_params_find(ps, "sgdp.global.w"), *gb = nn_params_find(ps, "sgdp.global.b");
-    cr_assert_not_null(gw);
-    cr_assert_not_null(gb);
-    for (size_t e = 0; e < nn_tensor_size(&gw->value); e++) {
-        cr_assert_eq(gw->value.data[e], 0.0);
-        gw->value.data[e] = 0.3 * sin(1.0 + (double)e);
-    }
-    cr_assert_eq(gb->value.data[0], 0.0);
-    gb->value.data[0] = 0.4;
-    sgdp_graph sg;
-    cr_assert_eq(sgdp_graph_init(&sg, &tp.p, cfg.max_devices, cfg.gs_knn, &err), OP_OK);
-    double *c = weights_and_gradient(pol, &sg, cfg.max_devices, 13);
-    cr_assert_gt(fabs(gb->grad.data[0]), 1e-9);
-    int checked = 0;
-    for (size_t i = 0; i < ps->count; i++) {
-        nn_param *q = ps->items[i];
-        if (!strcmp(q->name, "sgdp.arch") || !strcmp(q->name, "sgdp.ref_gain"))
-            continue;
-        for (int e = 0; e < 2 && (size_t)e < nn_tensor_size(&q->value); e++) {
-            check_entry(pol, &sg, c, q, e);
-            checked++;
-        }
-    }
-    cr_assert_gt(checked, 20);
-    free(c);
-    /* wide open: the greedy placement puts every op on one device */
-    gb->value.data[0] = 1e4;
-    nn_arena ar;
-    nn_arena_init(&ar, 1 << 16, &err);
-    nn_tensor logp;
-    int row[40], dev[40];
-    cr_assert_eq(sgdp_policy_forward(pol, &ar, &sg, &logp, NULL, &err), OP_OK);
-    sgdp_sample(&sg, &logp, NULL, 1, row, dev);
-    for (int t = 0; t < sg.n; t++)
-        cr_assert_eq(row[t], 0, "row %d on %d", t, row[t]);
-    nn_arena_destroy(&ar);
-    sgdp_graph_destroy(&sg);
-    sgdp_policy_free(pol);
-    tk_unbind(&tp);
-}
-
 /* A fresh policy copies whatever reference it is given (any labelling),
  * and the gradient through the reference skip matches finite differences. */
 Test(sgdp, reference_skip_copies_any_input_and_has_the_right_gradient)

@@ -211,9 +211,7 @@ sgdp_config sgdp_config_default(void);
  * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
  * the ablation).  Their cost: a centred policy cannot prefer one device for
  * every op, so its greedy placement always splits the graph, a handicap
- * where one device is best (measured on an exported Transformer); so a
- * graph-level bonus for the first device, zero in the untrained policy,
- * is added to every row (sgdp_policy.c). */
+ * where one device is best (measured on an exported Transformer). */
 #define SGDP_PLAIN_HEAD_INIT 1.0
 #define SGDP_PLAIN_ENTROPY 0.0
 /* Adam's step does not depend on the loss's scale, so the paper's rate

@@ -29,21 +29,6 @@
  * (probability ~0.95 on the reference device with two devices).  Without a
  * reference (--heuristics none, the paper's policy) the skip adds nothing.
  *
- * BEYOND THE PAPER, plain policy: a graph-level first-device bonus.  The
- * centred logits cannot put every op on one device (no device is preferred
- * on average over the decisions), which is best or nearly on many graphs.
- * The bonus b = FIRST_BONUS_SCALE * (w . pool + c) is added to device 0's
- * logit of every row, pool the mean of the head's input (before its
- * standardisation, which removes exactly that mean) over the deciding
- * rows, w and c ("sgdp.global") starting at 0: the untrained policy is the
- * centred one (same samples), the symmetric saddle is not brought back
- * (device 0 is named, so d E[reward] / d c is first order: the covariance
- * of the reward with the ops a sample puts on device 0), and a large b
- * places the whole graph on one device.  The scale lets Adam's ~lr steps
- * move b as fast as the head sharpens (at 1 it did not: exported ResNet-50,
- * SGDP-one, stuck at 131 ms on two devices; at 8 it reaches one device's
- * 74 ms; bench/notes/s10-sgdp.md).
- *
  * Weights files: nn_params files (nn.h) whose parameter "sgdp.arch" holds
  * the architecture, so a file can rebuild its own policy
  * (sgdp_policy_from_file) and a mismatch is reported by name.
@@ -56,19 +41,16 @@
 #include <string.h>
 
 #define ARCH_LEN 10
-#define ARCH_VERSION 5 /* 2: reference features (sgdp_warm.c); 3: reference skip;
-                          4: unit-free size features, cut share and device load;
-                          5: the plain policy's first-device bonus */
+#define ARCH_VERSION 4 /* 2: reference features (sgdp_warm.c); 3: reference skip;
+                          4: unit-free size features, cut share and device load */
 #define REF_GAIN_SCALE 4.0
 #define REF_GAIN_INIT 5.0
-#define FIRST_BONUS_SCALE 8.0 /* the plain policy's first-device bonus / its linear's output */
 
 struct sgdp_policy {
     sgdp_config cfg;
     nn_params ps;
     nn_param *arch;
     nn_param *ref_gain; /* theta: the reference skip's gain / REF_GAIN_SCALE */
-    nn_linear global;   /* plain: pooled embedding -> the first device's bonus (starts at 0) */
     nn_linear in;
     sgdp_sage sage;
     sgdp_xl xl;
@@ -81,8 +63,6 @@ struct sgdp_pass {
     int plain;      /* no reference: o standardised over the deciding ops, logits centred */
     nn_tensor on;   /* plain: o with each column standardised over the deciding rows */
     double *inv_sd; /* plain: per column, 1 / its standard deviation over the rows */
-    nn_tensor pooled, glob; /* plain: [1 x hidden] mean of o over the deciding rows,
-                               [1 x 1] the first device's bonus from it */
     sgdp_sage_pass sage;
     sgdp_xl_pass xl;
     nn_layernorm_cache lc;
@@ -167,10 +147,6 @@ static op_status build(sgdp_policy *pol, uint64_t seed, op_error *err)
     if ((st = nn_params_add(&pol->ps, "sgdp.ref_gain", 1, 1, &pol->ref_gain, err)))
         return st;
     pol->ref_gain->value.data[0] = REF_GAIN_INIT / REF_GAIN_SCALE;
-    if ((st = nn_linear_init(&pol->global, &pol->ps, "sgdp.global", c->hidden, 1, true, &rng,
-                             err)))
-        return st;
-    nn_tensor_scale(&pol->global.w->value, 0.0); /* the untrained policy stays centred */
     return OP_OK;
 }
 
@@ -354,21 +330,6 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
         nn_standardize_columns(&pass->o, sg->decides, &pass->on, pass->inv_sd);
         nn_linear_forward(&pol->head, &pass->on, &pass->logits);
         nn_center_columns(&pass->logits, sg->decides); /* opplace/sgdp.h: why centred */
-        if ((st = nn_arena_tensor(ar, 1, c->hidden, &pass->pooled, err)) ||
-            (st = nn_arena_tensor(ar, 1, 1, &pass->glob, err)))
-            return st;
-        int k = 0;
-        for (int t = 0; t < n; t++)
-            if (sg->decides[t]) {
-                k++;
-                for (int j = 0; j < c->hidden; j++)
-                    pass->pooled.data[j] += NN_AT(&pass->o, t, j);
-            }
-        nn_tensor_scale(&pass->pooled, 1.0 / (k > 0 ? k : 1));
-        nn_linear_forward(&pol->global, &pass->pooled, &pass->glob);
-        double bonus = FIRST_BONUS_SCALE * pass->glob.data[0];
-        for (int t = 0; t < n; t++)
-            NN_AT(&pass->logits, t, 0) += bonus;
     } else {
         nn_linear_forward(&pol->head, &pass->o, &pass->logits);
     }
@@ -399,17 +360,8 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
         (st = nn_arena_tensor(ar, n, c->hidden, &dpre, err)))
         return st;
     nn_log_softmax_backward(&pass->logp, dlogp, &dlogits);
-    nn_tensor dpooled = {0};
-    if (pass->plain) { /* the first-device bonus, added to every row */
-        nn_tensor dglob;
-        if ((st = nn_arena_tensor(ar, 1, 1, &dglob, err)) ||
-            (st = nn_arena_tensor(ar, 1, c->hidden, &dpooled, err)))
-            return st;
-        for (int t = 0; t < n; t++)
-            dglob.data[0] += FIRST_BONUS_SCALE * NN_AT(&dlogits, t, 0);
-        nn_linear_backward(&pol->global, &pass->pooled, &dglob, &dpooled);
+    if (pass->plain)
         nn_center_columns_backward(&dlogits, sg->decides);
-    }
     double dgain = 0.0;
     for (int t = 0; t < n; t++)
         if (sg->ref_dev[t] >= 0)
@@ -421,13 +373,6 @@ op_status sgdp_policy_backward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph 
             return st;
         nn_linear_backward(&pol->head, &pass->on, &dlogits, &d_on);
         nn_standardize_columns_backward(&pass->on, sg->decides, pass->inv_sd, &d_on, &d_o);
-        int k = 0;
-        for (int t = 0; t < n; t++)
-            k += sg->decides[t];
-        for (int t = 0; t < n; t++)
-            if (sg->decides[t])
-                for (int j = 0; j < c->hidden; j++)
-                    NN_AT(&d_o, t, j) += dpooled.data[j] / (k > 0 ? k : 1);
     } else {
         nn_linear_backward(&pol->head, &pass->o, &dlogits, &d_o);
     }
