@@ -17,7 +17,28 @@ Test(cli, bare_run_prints_the_comparison_table)
     char *out = NULL;
     cr_assert_eq(tk_run(OPPLACE_BIN, &out), 0, "%s", out);
     cr_expect(strstr(out, "| single") != NULL, "%s", out);
-    cr_expect(strstr(out, "lower bound") != NULL, "%s", out);
+    /* the printed bound is proven: at least the trivial one, and no
+     * algorithm's step is below it (every /bound column at least 1) */
+    const char *lb = strstr(out, "lower bound on the step time: ");
+    cr_assert(lb != NULL, "%s", out);
+    double bound_ms = 0, trivial_ms = 0;
+    const char *tr = strstr(lb, "trivial ");
+    cr_assert(tr != NULL && sscanf(lb, "lower bound on the step time: %lf ms", &bound_ms) == 1 &&
+                  sscanf(tr, "trivial %lf ms", &trivial_ms) == 1,
+              "%s", out);
+    cr_expect_geq(bound_ms, trivial_ms);
+    int rows = 0;
+    for (const char *l = strstr(out, "|---"); l && (l = strchr(l, '\n')) && l[1] == '|'; l++) {
+        char algo[64];
+        double step_ms, ratio;
+        if (sscanf(l + 1, "| %63s | %lf ms | %lf |", algo, &step_ms, &ratio) != 3)
+            continue;
+        rows++;
+        cr_expect_geq(ratio, 1.0, "%s: step %.3f ms below the bound %.3f ms", algo, step_ms,
+                      bound_ms);
+        cr_expect_float_eq(ratio, step_ms / bound_ms, 2e-3, "%s", algo);
+    }
+    cr_expect_geq(rows, 5, "%s", out);
     free(out);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "opplace/bound.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
 #include "opplace/zoo.h"
@@ -35,8 +36,8 @@ static op_graph *default_graph(const char **model, op_error *err)
     return g;
 }
 
-static void print_row(const cli_problem *cp, const char *algo, const op_sim_result *r,
-                      double seconds)
+static void print_row(const cli_problem *cp, double bound_us, const char *algo,
+                      const op_sim_result *r, double seconds)
 {
     char t[32], m[32], c[32];
     int64_t peak = 0;
@@ -44,12 +45,12 @@ static void print_row(const cli_problem *cp, const char *algo, const op_sim_resu
         if (r->peak_mem[d] > peak)
             peak = r->peak_mem[d];
     printf("| %-32s | %12s | %6.3f | %12s | %12s | %-3s | %8.3f |\n", algo,
-           cli_time(t, sizeof t, r->step_time_us), r->step_time_us / cp->p.lower_bound_us,
+           cli_time(t, sizeof t, r->step_time_us), r->step_time_us / bound_us,
            cli_bytes(m, sizeof m, (double)peak), cli_bytes(c, sizeof c, (double)r->comm_bytes),
            r->oom ? "yes" : "no", seconds);
 }
 
-static op_status compare_all(cli_problem *cp, op_error *err)
+static op_status compare_all(cli_problem *cp, double bound_us, op_error *err)
 {
     op_sim_result r;
     if (op_sim_result_init(&r, &cp->p, err))
@@ -80,7 +81,7 @@ static op_status compare_all(cli_problem *cp, op_error *err)
         if (op_sim_run(sim, &pl, &r, NULL, &perr))
             printf("| %-32s | simulation failed: %s\n", all[i]->name, perr.msg);
         else
-            print_row(cp, pl.algorithm ? pl.algorithm : all[i]->name, &r, seconds);
+            print_row(cp, bound_us, pl.algorithm ? pl.algorithm : all[i]->name, &r, seconds);
         op_placement_destroy(&pl);
     }
     op_sim_free(sim);
@@ -101,11 +102,21 @@ int cmd_demo(int argc, char **argv)
         op_problem_init(&cp.p, cp.g, cp.c, &err))
         goto fail;
     cp.bound = 1;
-    char lb[32];
+    char lb[32], tb[32];
     printf("opplace: placing the built-in %s graph (%d ops, %d edges) on 4 x V100 (NVLink)\n",
            model, cp.g->n_ops, cp.g->n_edges);
-    printf("lower bound on the step time: %s\n\n", cli_time(lb, sizeof lb, cp.p.lower_bound_us));
-    if (compare_all(&cp, &err))
+    /* the best bound proven without a solver, as `place` prints it */
+    op_bound pb;
+    op_error berr = {0};
+    double bound_us = cp.p.lower_bound_us;
+    const char *method = "trivial";
+    if (!op_lower_bound_quick(&cp.p, &pb, &berr) && pb.lower_bound_us > bound_us) {
+        bound_us = pb.lower_bound_us;
+        method = pb.method;
+    }
+    printf("lower bound on the step time: %s (%s; trivial %s)\n\n",
+           cli_time(lb, sizeof lb, bound_us), method, cli_time(tb, sizeof tb, cp.p.lower_bound_us));
+    if (compare_all(&cp, bound_us, &err))
         goto fail;
     printf("\nNext: 'opplace --help' lists the commands; 'opplace algos' the algorithms;\n"
            "'opplace place GRAPH --algo NAME --report t.json' places your own graph.\n");
