@@ -90,7 +90,7 @@
  * partition entropy, more scattered single ops per rollout, groups that
  * shift under the schedule network (GNMT-2 x 4, 150 iterations: 77.55 /
  * 82.19 / 82.38 ms with it, 68.97 / 70.74 / 80.54 without, seeds 1-3;
- * bench/notes/s10-trinity.md).
+ * `git show a73efb8:bench/notes/s10-trinity.md`).
  * The logit noise of section 5.2 is the paper's (the first 500
  * iterations, U(-0.1, 0.1)) and on in every --paper run of <= 500
  * iterations.
