@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/real.sh - the benchmark of record on real PyTorch training graphs:
-# every placer, the lower bound, and Baechi's own placers side
+# every placer, the trivial lower bound (opplace info), and Baechi's own placers side
 # by side, all judged by the contract simulator (`opplace simulate`).
 #
 # Usage: bash bench/real.sh [path/to/opplace]          (prints Markdown)
@@ -108,7 +108,7 @@ echo '```'
 echo "EXPORTER='$EXPORTER' BAECHI_DIR=${BAECHI_DIR:-(unset)} bash bench/real.sh"
 echo '```'
 echo
-head="| model | ops | cluster | lower bound |"
+head="| model | ops | cluster | trivial bound |"
 sep="|---|---|---|---|"
 for a in $ALGOS; do head="$head $a |"; sep="$sep---|"; done
 for b in "${BAECHI[@]}"; do head="$head Baechi ${b/_/-} |"; sep="$sep---|"; done

@@ -45,8 +45,8 @@
 typedef struct op_bound {
     double lower_bound_us; /* the best of the methods below */
     const char *method;    /* the method that gave it */
-    double trivial_us, energetic_us, one_machine_us, transfer_us, lp_us, ilp_us; /* each
-                                                   one's bound; 0: not run */
+    /* each method's bound; 0: not run */
+    double trivial_us, energetic_us, one_machine_us, transfer_us, lp_us, ilp_us;
     int memory_rows;       /* the LP used memory rows (some device cannot hold all params) */
     int no_fit;            /* the memory rows are infeasible: no placement fits; the bound
                               then holds for every placement, fitting or not */
@@ -57,8 +57,8 @@ typedef struct op_bound {
  * proved (nothing, at worst). */
 op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_error *err);
 
-/* The trivial, energetic and one-machine bounds only: no solver, no child process, a
- * fraction of a second on graphs of 10^5 ops.  What `place` and the HTML
+/* The trivial, energetic, one-machine and transfer bounds only: no solver, no
+ * child process, about a second at most on graphs of 10^5 ops.  What `place` and the HTML
  * report show; `opplace bound` tries the LP and ILP too. */
 op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err);
 

@@ -54,8 +54,7 @@ static op_status run(cli_args *a, op_error *err)
     if (!st && json) {
         printf("{\"lower_bound_us\": %.6f, \"method\": \"%s\", \"trivial_us\": %.6f, "
                "\"energetic_us\": %.6f, \"one_machine_us\": %.6f, \"transfer_us\": %.6f, "
-               "\"lp_us\": %.6f, "
-               "\"ilp_us\": %.6f, "
+               "\"lp_us\": %.6f, \"ilp_us\": %.6f, "
                "\"memory_rows\": %s, \"no_placement_fits\": %s, \"seconds\": %.3f}\n",
                b.lower_bound_us, b.method, b.trivial_us, b.energetic_us, b.one_machine_us,
                b.transfer_us, b.lp_us, b.ilp_us,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "opplace/placer.h"
+#include "placers/placer_heap.h"
 #include "placers/pesto/pesto_ilp.h"
 #include "placers/pesto/pesto_lp.h"
 
@@ -151,8 +152,8 @@ typedef struct om_group {
 } om_group;
 
 /* Rows of reach within the group: forward (desc = 0) ancestors, else descendants. */
-static int om_rows(const op_problem *p, const int *midx, int grp, om_group *og, int desc,
-                   uint64_t *scratch)
+static void om_rows(const op_problem *p, const int *midx, int grp, om_group *og, int desc,
+                    uint64_t *scratch)
 {
     const op_graph *g = p->g;
     int n = p->n, W = og->words;
@@ -174,7 +175,6 @@ static int om_rows(const op_problem *p, const int *midx, int grp, om_group *og, 
         if (p->group_of[v] == grp)
             memcpy(rows + (size_t)midx[v] * W, bv, (size_t)W * sizeof *bv);
     }
-    return 0;
 }
 
 /* The least makespan on one machine of the members of og whose bit is set
@@ -215,53 +215,31 @@ static int cmp_release(const void *a, const void *b)
 }
 
 /* Jackson's preemptive schedule: max over jobs of completion + q, with the
- * available job of largest q always running.  jobs sorted by r here; heap
- * is scratch of k ints. */
-static double jps(jps_job *jobs, int k, int *heap)
+ * available job of largest q always running (a min-heap on -q; h is
+ * reserved for k entries, so no push allocates).  Sorts jobs by r. */
+static double jps(jps_job *jobs, int k, pheap *h)
 {
     qsort(jobs, (size_t)k, sizeof *jobs, cmp_release);
-    int nh = 0, next = 0;
+    int next = 0;
     double t = 0, best = 0;
-#define JQ(i) jobs[heap[i]].q
-    while (next < k || nh > 0) {
-        if (nh == 0 && t < jobs[next].r)
+    h->n = 0;
+    while (next < k || h->n > 0) {
+        if (h->n == 0 && t < jobs[next].r)
             t = jobs[next].r;
-        while (next < k && jobs[next].r <= t) { /* push */
-            int i = nh++;
-            heap[i] = next++;
-            while (i > 0 && JQ((i - 1) / 2) < JQ(i)) {
-                int tmp = heap[i];
-                heap[i] = heap[(i - 1) / 2];
-                heap[(i - 1) / 2] = tmp;
-                i = (i - 1) / 2;
-            }
-        }
-        int j = heap[0];
+        for (; next < k && jobs[next].r <= t; next++)
+            (void)pheap_push(h, -jobs[next].q, 0, next, NULL);
+        jps_job *j = &jobs[h->a[0].id];
         double until = next < k ? jobs[next].r : INFINITY;
-        if (t + jobs[j].p <= until) { /* j completes: pop */
-            t += jobs[j].p;
-            if (t + jobs[j].q > best)
-                best = t + jobs[j].q;
-            heap[0] = heap[--nh];
-            for (int i = 0;;) {
-                int l = 2 * i + 1, r = l + 1, m = i;
-                if (l < nh && JQ(l) > JQ(m))
-                    m = l;
-                if (r < nh && JQ(r) > JQ(m))
-                    m = r;
-                if (m == i)
-                    break;
-                int tmp = heap[i];
-                heap[i] = heap[m];
-                heap[m] = tmp;
-                i = m;
-            }
+        if (t + j->p <= until) { /* j completes */
+            t += j->p;
+            if (t + j->q > best)
+                best = t + j->q;
+            pheap_pop(h);
         } else { /* preempted at the next release */
-            jobs[j].p -= until - t;
+            j->p -= until - t;
             t = until;
         }
     }
-#undef JQ
     return best;
 }
 
@@ -289,7 +267,7 @@ static int by_size_desc(const void *x, const void *y)
  */
 typedef struct join_scratch {
     double lat, upb;   /* the least latency and us/byte over the device pairs */
-    int *ix, cap;      /* the join's inputs */
+    int *ix;           /* the join's inputs */
     double *r;
     jps_job *jobs;
     int *mark, stamp;  /* per op: seen at this join (duplicate edges) */
@@ -303,16 +281,10 @@ static int by_r_desc(const void *x, const void *y)
     return (a < b) - (a > b);
 }
 
-static int by_job_release(const void *x, const void *y)
-{
-    double a = ((const jps_job *)x)->r, b = ((const jps_job *)y)->r;
-    return (a > b) - (a < b);
-}
-
 /* The makespan of jobs[0..m) on one machine (release r, time p): exact. */
 static double one_machine_makespan(jps_job *jobs, int m)
 {
-    qsort(jobs, (size_t)m, sizeof *jobs, by_job_release);
+    qsort(jobs, (size_t)m, sizeof *jobs, cmp_release);
     double c = 0;
     for (int i = 0; i < m; i++)
         c = (c > jobs[i].r ? c : jobs[i].r) + jobs[i].p;
@@ -381,7 +353,7 @@ static double join_bound(const op_problem *p, const double *pt, const double *ke
  * bound per group on its best device.  Returns the bound, -1 when out of
  * memory. */
 static double om_passes(const op_problem *p, const double *pt, om_group *og, const int *midx,
-                        double *head, double *tail, int comm, jps_job *jobs, int *heap,
+                        double *head, double *tail, int comm, jps_job *jobs, pheap *heap,
                         join_scratch *js)
 {
     const op_graph *g = p->g;
@@ -463,13 +435,15 @@ static int one_machine(const op_problem *p, const double *pt, double *head[2], d
     int *midx = malloc(((size_t)n + 1) * sizeof *midx);
     uint64_t *scratch = NULL;
     jps_job *jobs = malloc(((size_t)n + 1) * sizeof *jobs);
-    int *heap = malloc(((size_t)(n > ng ? n : ng) + 1) * sizeof *heap);
+    int *order = malloc(((size_t)ng + 1) * sizeof *order); /* groups, largest first */
+    pheap heap = {0};
     join_scratch js = {.ix = malloc(((size_t)n + 1) * sizeof(int)),
                        .r = malloc(((size_t)n + 1) * sizeof(double)),
                        .jobs = malloc((JOIN_EXACT + 1) * sizeof(jps_job)),
                        .mark = calloc((size_t)n + 1, sizeof(int))};
     out[0] = out[1] = 0;
-    if (!og || !midx || !jobs || !heap || !js.ix || !js.r || !js.jobs || !js.mark)
+    if (!og || !midx || !jobs || !order || !js.ix || !js.r || !js.jobs || !js.mark ||
+        op_reserve((void **)&heap.a, sizeof *heap.a, &heap.cap, (size_t)n + 1, err))
         goto oom;
     js.lat = js.upb = INFINITY; /* the least over ordered pairs s != d */
     for (int s1 = 0; s1 < p->nd; s1++)
@@ -487,12 +461,12 @@ static int one_machine(const op_problem *p, const double *pt, double *head[2], d
         int k = p->group_off[grp + 1] - p->group_off[grp];
         for (int j = 0; j < k; j++)
             midx[p->group_ops[p->group_off[grp] + j]] = j;
-        heap[grp] = grp;
+        order[grp] = grp;
     }
     sort_groups = p;
-    qsort(heap, (size_t)ng, sizeof *heap, by_size_desc); /* heap: scratch here */
+    qsort(order, (size_t)ng, sizeof *order, by_size_desc);
     for (int r = 0; r < ng; r++) {
-        int grp = heap[r], k = p->group_off[grp + 1] - p->group_off[grp];
+        int grp = order[r], k = p->group_off[grp + 1] - p->group_off[grp];
         int W = (k + 63) / 64;
         if (k < 2 || k > ONE_MACHINE_MAX_GROUP || (long long)n * W > ONE_MACHINE_MAX_SCRATCH ||
             bits + 2LL * k * W * 64 > ONE_MACHINE_MAX_BITS ||
@@ -527,7 +501,7 @@ static int one_machine(const op_problem *p, const double *pt, double *head[2], d
     for (int c = 0; c < 2; c++) /* one device: no transfer, variant 1 is variant 0 */
         out[c] = c == 1 && (p->nd < 2 || js.lat == INFINITY)
                      ? out[0]
-                     : om_passes(p, pt, og, midx, head[c], tail[c], c, jobs, heap, &js);
+                     : om_passes(p, pt, og, midx, head[c], tail[c], c, jobs, &heap, &js);
     if (p->nd < 2 || js.lat == INFINITY) {
         memcpy(head[1], head[0], (size_t)n * sizeof *head[1]);
         memcpy(tail[1], tail[0], (size_t)n * sizeof *tail[1]);
@@ -546,7 +520,8 @@ done:
     free(midx);
     free(scratch);
     free(jobs);
-    free(heap);
+    free(order);
+    pheap_free(&heap);
     free(js.ix);
     free(js.r);
     free(js.jobs);
