@@ -3,7 +3,8 @@
 # stage that produced pesto's answer, the proven lower bound and the gaps.
 #
 # usage: bash bench/pesto.sh [OPPLACE_BIN] [BUDGET_S] [CLUSTER_JSON] GRAPH...
-#   (defaults: ./build/opplace, 60, 4 x v100-pcie)
+#   (defaults: ./build/opplace, 60, 4 x v100-pcie); PESTO_OPTS: more options
+#   for pesto (e.g. "--refine-seconds 0": the LNS without refinement beside it)
 # (auto runs no ILP; pesto starts from auto.)
 # Per graph: auto's and pesto's simulated step (both --budget-seconds
 # BUDGET_S), the incumbent pesto got from auto (three quarters of the budget),
@@ -31,7 +32,7 @@ for g in "$@"; do
     ops=$("$BIN" info "$g" --cluster "$CL" | sed -n 's/^ops \/ edges *\([0-9]*\).*/\1/p')
     a=$("$BIN" place "$g" --cluster "$CL" --algo auto --budget-seconds "$B" --best-effort --json | num step_time_us)
     t0=$(date +%s.%N)
-    p=$("$BIN" place "$g" --cluster "$CL" --algo pesto --budget-seconds "$B" --best-effort --progress \
+    p=$("$BIN" place "$g" --cluster "$CL" --algo pesto --budget-seconds "$B" --best-effort --progress ${PESTO_OPTS:-} \
         --json 2>"$TMP/p.log" | num step_time_us)
     t1=$(date +%s.%N)
     inc=$(sed -n 's/^pesto: incumbent from auto ([0-9.]* s): \([0-9.]*\) us.*/\1/p' "$TMP/p.log")

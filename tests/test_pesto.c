@@ -748,6 +748,83 @@ Test(pesto, lns_window_improves_a_bad_incumbent)
     tk_unbind(&tp);
 }
 
+/* What the LNS hands the work beside it (pesto.c's refinement): */
+typedef struct beside {
+    const op_problem *p;
+    int idles, answered, syncs, kept_seen, adopted;
+    op_placement offer; /* what sync offers: the alternating split, no order */
+} beside;
+
+/* idle: work until CBC answers (bounded here so a broken predicate fails
+ * the test instead of hanging it) */
+static void beside_idle(void *arg, int (*answered)(void *), void *answered_arg)
+{
+    beside *B = arg;
+    B->idles++;
+    double until = op_seconds_now() + 30;
+    while (op_seconds_now() < until)
+        if (answered(answered_arg)) {
+            B->answered++;
+            return;
+        }
+}
+
+static op_status beside_sync(void *arg, op_placement *inc, int kept, op_error *err)
+{
+    beside *B = arg;
+    B->syncs++;
+    B->kept_seen += kept;
+    if (simulate_placement(B->p, &B->offer) < simulate_placement(B->p, inc)) {
+        op_placement copy;
+        op_status st = op_placement_copy(&copy, &B->offer, err);
+        if (st)
+            return st;
+        op_placement_destroy(inc);
+        *inc = copy;
+        B->adopted++;
+    }
+    return OP_OK;
+}
+
+/* The LNS with work beside it: idle runs once per window and returns
+ * because CBC answered; sync follows each window with the window's verdict
+ * and may hand over a better placement, which the search takes (giving it
+ * an order) and returns.  A window of three ops improves the all-on-d0
+ * start but cannot balance the eight branches; the offered split can. */
+Test(pesto, lns_takes_a_better_placement_from_the_work_beside_it)
+{
+    tk_problem tp;
+    op_placement pl;
+    fork_join(&tp, &pl);
+    op_error err = {0};
+    beside B = {.p = &tp.p};
+    cr_assert_eq(op_placement_init(&B.offer, tp.p.n, 2, &err), OP_OK);
+    for (int i = 0; i < tp.p.n; i++)
+        B.offer.device_of[i] = i >= 2 && i % 2; /* root, sink and b0,b2.. on d0 */
+    double offered = simulate_placement(&tp.p, &B.offer);
+    cr_assert_lt(offered, 240);
+    op_sim *sim = op_sim_new(&tp.p, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    pesto_lns_opts o = {.min_window = 3, .max_window = 3, .window_seconds = 20,
+                        .deadline = op_seconds_now() + 60, .max_windows = 2,
+                        .idle = beside_idle, .sync = beside_sync, .arg = &B};
+    pesto_lns_stats s;
+    double step = 420, over = 0;
+    cr_assert_eq(pesto_lns(&ctx, sim, &o, &pl, &step, &over, &s, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(B.idles, s.windows, "idle %d, windows %d", B.idles, s.windows);
+    cr_assert_eq(B.answered, B.idles);
+    cr_assert_eq(B.syncs, s.windows);
+    cr_assert_eq(B.kept_seen, s.improved);
+    cr_assert_eq(B.adopted, 1);
+    cr_assert(pl.has_order);
+    cr_assert_leq(step, offered + 1e-9);
+    cr_assert_float_eq(step, simulate_placement(&tp.p, &pl), 1e-9);
+    op_sim_free(sim);
+    op_placement_destroy(&B.offer);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
 Test(pesto, lns_stops_at_ctrl_c_with_the_incumbent)
 {
     tk_problem tp;

@@ -61,6 +61,35 @@ Test(refine, finds_the_one_chain_per_device_optimum)
     tk_unbind(&tp);
 }
 
+static int stop_after(void *arg)
+{
+    int *left = arg;
+    return (*left)-- <= 0;
+}
+
+/* The stop predicate ends the search between candidates: asked before
+ * each one, it stops after 25 (the iteration limit alone would allow 4000;
+ * without it the start of finds_the_one_chain_per_device_optimum shows
+ * the search running on). */
+Test(refine, stop_predicate_ends_the_search)
+{
+    tk_problem tp;
+    tk_bind(&tp, two_chains(), tk_cluster(2, 50, 0.1, (int64_t)1 << 40));
+    op_placement pl;
+    op_error err = {0};
+    op_placement_init(&pl, tp.p.n, 2, &err);
+    op_place_ctx ctx = {.p = &tp.p, .seed = 3};
+    int left = 25;
+    op_refine_opts o = {.max_iterations = 4000, .seed = 3, .stop = stop_after, .stop_arg = &left};
+    op_refine_stats st;
+    cr_assert_eq(op_refine(&ctx, &o, &pl, &st, &err), OP_OK, "%s", err.msg);
+    cr_expect_leq(st.tried, 25);
+    cr_expect_eq(left, -1, "asked %d times", 25 - left);
+    cr_expect_float_eq(simulate_pl(&tp.p, &pl, NULL), st.final_us, 1e-9);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
 Test(refine, never_worse_and_deterministic)
 {
     uint64_t seed = 99;

@@ -177,6 +177,10 @@ typedef struct op_refine_opts {
     /* > 0: reject candidates whose largest device peak memory exceeds it
      * (`--order peak`: keep the placement's peak). */
     int64_t max_peak;
+    /* Non-NULL: asked between candidates; nonzero ends the search (pesto
+     * refines while its solver child works and stops when it answers). */
+    int (*stop)(void *arg);
+    void *stop_arg;
 } op_refine_opts;
 
 typedef struct op_refine_stats {

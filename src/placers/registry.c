@@ -59,7 +59,8 @@ const op_opt_decl op_place_options[] = {
     {"refine", OP_OPT_FLAG, 0, 0, NULL, NULL,
      "polish the result by local search against the simulator"},
     {"refine-seconds", OP_OPT_NUM, 0, 1e9, "10; auto: what its budget leaves", NULL,
-     "time for --refine; with auto, a cap on auto's own refinement (0: none)"},
+     "time for --refine; with auto, a cap on auto's own refinement (0: none); with pesto, "
+     "0 turns off the refinement beside CBC"},
     {"refine-iters", OP_OPT_INT, 0, 1e9, NULL, NULL,
      "candidates for --refine (and auto's refinement) instead of a time limit: deterministic"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},

@@ -243,7 +243,8 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
         if ((S->o->max_iterations > 0 && it >= S->o->max_iterations) || op_interrupted())
             break;
         double now = op_seconds_now();
-        if (S->o->budget_seconds > 0 && now - t0 >= S->o->budget_seconds)
+        if ((S->o->budget_seconds > 0 && now - t0 >= S->o->budget_seconds) ||
+            (S->o->stop && S->o->stop(S->o->stop_arg)))
             break;
         if (S->ctx->progress && now - last_report > 1.0) {
             op_progress(S->ctx, "refine: %ld candidates, %ld kept, step %.1f us", st->tried,

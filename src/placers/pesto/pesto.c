@@ -14,14 +14,18 @@
  *      the LNS polishes it; with a quarter, pesto lost to auto at the same
  *      budget on 3 of 5 graphs: bench/RESULTS.md, "Pesto").  Pesto is never
  *      worse than its own incumbent (auto with that share of the budget),
- *      not always as good as auto given the whole budget; `algorithm` says
- *      which stage produced the answer:
- *      pesto:auto (nothing improved on it), pesto:ilp-lns, pesto:ilp-coarse.
+ *      not always as good as auto given the whole budget; `algorithm` names
+ *      the stages that changed the answer after auto: pesto:auto (none),
+ *      pesto:ilp-lns, pesto:refine, pesto:ilp-lns+refine, pesto:ilp-coarse.
  *   3. --stage lns (the default): large-neighbourhood search on the
  *      original graph (pesto_lns.c): windows (8..120 ops, sized by what
  *      CBC solves in its time) around the links of the incumbent's critical
  *      chain that can shrink are re-placed and re-ordered exactly by CBC,
- *      kept when the simulator agrees.
+ *      kept when the simulator agrees.  While CBC solves in its child, the
+ *      parent refines a copy of the incumbent (track_idle: auto's
+ *      finishing, stopped when CBC answers); after each window the better
+ *      of the two becomes both (track_sync).  --refine-seconds 0 turns
+ *      that off.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
  *      coarse ops (default 40) keeping the critical path (slack
  *      PESTO_DEFAULT_CP_SLACK = 0, grown only when the coarsening stalls),
@@ -49,6 +53,7 @@
 #include <string.h>
 
 #include "placers/pesto/pesto_coarsen.h"
+#include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "placers/pesto/pesto_export.h"
 #include "placers/pesto/pesto_ilp.h"
@@ -66,6 +71,7 @@ typedef struct pesto_cfg {
     double budget;  /* seconds for the whole placer */
     double auto_s;  /* budget of the `auto` placer that gives the incumbent */
     int lns, coarse; /* stages */
+    int refine_beside; /* refinement on the other core while CBC solves (track_idle) */
     pesto_lns_opts lns_opts;
 } pesto_cfg;
 
@@ -97,6 +103,10 @@ static op_status read_cfg(const op_place_ctx *ctx, pesto_cfg *cfg, op_error *err
         (st = op_options_double(o, "auto-seconds", 0.75 * cfg->budget, 0, 1e7, &cfg->auto_s,
                                 err)))
         return st;
+    double beside;
+    if ((st = op_options_double(o, "refine-seconds", 1, 0, 1e9, &beside, err)))
+        return st;
+    cfg->refine_beside = beside > 0;
     /* the coarse ILP runs to the deadline; the LNS sizes its windows itself
      * (pesto_lns_default_opts) */
     cfg->ilp.time_limit_s = cfg->budget;
@@ -420,6 +430,82 @@ done:
     return st;
 }
 
+/* Refinement on the other core while CBC solves an LNS window
+ * (pesto_lns_opts idle and sync).  CBC runs in a child process; rather
+ * than wait, the parent runs auto's finishing (op_finish: order, refine,
+ * order again) on its own copy of the incumbent until CBC answers.  After
+ * each window the better of the two (the simulator's ranking) becomes
+ * both.  `line` records what changed each of them since auto's answer,
+ * so the answer's `algorithm` names every stage in its lineage. */
+enum { LINE_COARSE = 1, LINE_ILP = 2, LINE_REFINE = 4 };
+
+typedef struct track {
+    op_place_ctx ctx; /* pesto's, quiet */
+    op_sim *sim;
+    op_placement pl;  /* the refinement's placement */
+    double step, over;
+    unsigned line, inc_line; /* of pl and of the LNS incumbent */
+    uint64_t seed;
+    int refined, adopted;    /* finishing calls that improved pl; times inc took pl */
+    op_status st;            /* an error inside idle, returned by the next sync */
+    op_error err;
+} track;
+
+static void track_idle(void *arg, int (*answered)(void *), void *answered_arg)
+{
+    track *T = arg;
+    if (T->st)
+        return;
+    op_finish_opts fo = {.order = 1, .refine = 1,
+                         .refine_opts = {.max_units = 2000, .seed = T->seed++,
+                                         .stop = answered, .stop_arg = answered_arg}};
+    op_stages stages = {0};
+    double step, over;
+    if ((T->st = op_finish(&T->ctx, &fo, &T->pl, &stages, NULL, &T->err)) ||
+        (T->st = pesto_simulate(T->ctx.p, T->sim, &T->pl, NULL, NULL, &step, &over, NULL,
+                                &T->err)))
+        return;
+    if (op_sim_ranks_before(over, step, T->over, T->step)) {
+        T->step = step;
+        T->over = over;
+        T->line |= LINE_REFINE;
+        T->refined++;
+    }
+}
+
+static op_status track_sync(void *arg, op_placement *inc, int kept, op_error *err)
+{
+    track *T = arg;
+    if (T->st) {
+        *err = T->err;
+        return T->st;
+    }
+    if (kept)
+        T->inc_line |= LINE_ILP;
+    double step, over;
+    op_status st = pesto_simulate(T->ctx.p, T->sim, inc, NULL, NULL, &step, &over, NULL, err);
+    if (st)
+        return st;
+    op_placement copy;
+    if (op_sim_ranks_before(T->over, T->step, over, step)) { /* the refinement is ahead */
+        if ((st = op_placement_copy(&copy, &T->pl, err)))
+            return st;
+        op_placement_destroy(inc);
+        *inc = copy;
+        T->inc_line = T->line;
+        T->adopted++;
+        return OP_OK;
+    }
+    if ((st = op_placement_copy(&copy, inc, err)))
+        return st;
+    op_placement_destroy(&T->pl);
+    T->pl = copy;
+    T->step = step;
+    T->over = over;
+    T->line = T->inc_line;
+    return OP_OK;
+}
+
 static const op_opt_decl PESTO_OPTIONS[] = {
     {"target", OP_OPT_INT, 1, 1073741824.0, "40", NULL, "coarsen to about this many groups"},
     {"auto-seconds", OP_OPT_NUM, 0, 1e6, "3/4 of the budget", NULL,
@@ -468,20 +554,42 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
     if (cfg.lns && op_seconds_left(&run) > 0.1) {
         pesto_lns_opts lo = cfg.lns_opts;
         lo.deadline = run.deadline;
+        track T = {.ctx = run, .sim = fsim, .step = best.step_us, .over = best.overflow,
+                   .seed = ctx->seed + 1};
+        T.ctx.progress = 0;
+        T.line = T.inc_line = strcmp(best.name, "ilp-coarse") == 0 ? LINE_COARSE : 0;
+        if (cfg.refine_beside) {
+            if ((st = op_placement_copy(&T.pl, &best.pl, err)))
+                goto done;
+            lo.idle = track_idle;
+            lo.sync = track_sync;
+            lo.arg = &T;
+        }
         pesto_lns_stats ls;
         double step = best.step_us, over = best.overflow;
-        if ((st = pesto_lns(&run, fsim, &lo, &best.pl, &step, &over, &ls, err)))
+        st = pesto_lns(&run, fsim, &lo, &best.pl, &step, &over, &ls, err);
+        op_placement_destroy(&T.pl);
+        if (st)
             goto done;
-        if (ls.improved > 0) {
+        if (!cfg.refine_beside && ls.improved > 0)
+            T.inc_line |= LINE_ILP;
+        if (T.inc_line & (LINE_ILP | LINE_REFINE)) {
             best.step_us = step;
             best.overflow = over;
             best.oom = over > 0;
-            snprintf(best.name, sizeof best.name, "ilp-lns");
+            snprintf(best.name, sizeof best.name, "%s%s%s%s",
+                     T.inc_line & LINE_COARSE ? "ilp-coarse+" : "",
+                     T.inc_line & LINE_ILP ? "ilp-lns" : "",
+                     (T.inc_line & LINE_ILP) && (T.inc_line & LINE_REFINE) ? "+" : "",
+                     T.inc_line & LINE_REFINE ? "refine" : "");
         }
         op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us; %d "
                     "below the incumbent in the model, not in the simulator%s",
                     ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us, ls.rejected,
                     ls.proven ? "; the result is proven optimal" : "");
+        if (cfg.refine_beside)
+            op_progress(ctx, "pesto: refinement beside CBC improved its copy %d times, taken "
+                        "over by the search %d times", T.refined, T.adopted);
     }
     op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
                 best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);

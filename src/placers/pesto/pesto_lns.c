@@ -95,6 +95,10 @@
  *   5. Window size adapts: a window solved to optimality grows by a quarter,
  *      one cut by the time limit shrinks by a fifth (within min..max); CBC
  *      gets an eighth of the time left per window (0.5..4 s).
+ *   6. Work beside (pesto_lns_opts idle/sync, pesto.c's refinement): idle
+ *      runs while CBC solves; after each window sync may hand over a
+ *      placement it ranks before the incumbent, which the search takes
+ *      (given its simulated order when it has none).
  * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
  * (busy time, waits after a cross-device predecessor, waits on a device,
  * and each wait over 20 us with its two ops: a wait behind a device
@@ -1419,7 +1423,8 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     }
     lp_solve_opts so = {.seconds = o->window_seconds, .deadline = o->deadline, .nstart = ns,
                         .verbose = getenv("PESTO_LNS_DEBUG") != NULL,
-                        .start_cols = b->cols, .start_vals = b->vals};
+                        .start_cols = b->cols, .start_vals = b->vals,
+                        .idle = o->idle, .idle_arg = o->arg};
     lp_solution sol;
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
@@ -1502,6 +1507,22 @@ done:
     return st;
 }
 
+/* Simulate inc into b->s and, when it has no order, give it the simulated
+ * one, so windows can keep it. */
+static op_status give_order(const op_problem *p, op_sim *sim, op_placement *inc, lns_buf *b,
+                            op_error *err)
+{
+    op_status st = simulate(p, sim, inc, &b->s, err);
+    if (st || inc->has_order)
+        return st;
+    for (int i = 0; i < p->n; i++)
+        b->seq[i] = i;
+    sort_ops(b->seq, p->n, b->s.start, p->g->topo_pos);
+    if ((st = op_placement_set_order_from_sequence(inc, b->seq, err)))
+        return st;
+    return simulate(p, sim, inc, &b->s, err);
+}
+
 void pesto_lns_default_opts(pesto_lns_opts *o)
 {
     *o = (pesto_lns_opts){.min_window = 8, .max_window = 120};
@@ -1524,16 +1545,8 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         st = op_fail(err, OP_ENOMEM, "pesto: out of memory for the LNS");
         goto done;
     }
-    if ((st = simulate(p, sim, inc, &b.s, err)))
+    if ((st = give_order(p, sim, inc, &b, err)))
         goto done;
-    if (!inc->has_order) { /* the simulated order, so windows can keep it */
-        for (int i = 0; i < p->n; i++)
-            b.seq[i] = i;
-        sort_ops(b.seq, p->n, b.s.start, p->g->topo_pos);
-        if ((st = op_placement_set_order_from_sequence(inc, b.seq, err)) ||
-            (st = simulate(p, sim, inc, &b.s, err)))
-            goto done;
-    }
     stats->first_step_us = b.s.step;
     int k = mink + (maxk - mink) / 4, next_anchor = 0, fails_here = 0, round = 0;
     uint64_t rng = ctx->seed * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -1598,6 +1611,9 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         }
         int improved, optimal, stopped;
         if ((st = one_window(ctx, sim, &wo, inc, &b, &improved, &optimal, &stopped, stats, err)))
+            goto done;
+        if (o->sync && ((st = o->sync(o->arg, inc, improved, err)) ||
+                        (!inc->has_order && (st = give_order(p, sim, inc, &b, err)))))
             goto done;
         stats->windows++;
         stats->improved += improved;

@@ -265,6 +265,20 @@ static double limit_seconds(const lp_solve_opts *o)
     return s;
 }
 
+typedef struct child_wait {
+    int fd;
+    double deadline;
+} child_wait;
+
+/* Has the child written, exited, or should the wait end (deadline, Ctrl-C)? */
+static int child_answered(void *arg)
+{
+    const child_wait *cw = arg;
+    struct pollfd pf = {.fd = cw->fd, .events = POLLIN};
+    return poll(&pf, 1, 0) != 0 || op_interrupted() ||
+           (cw->deadline > 0 && op_seconds_now() >= cw->deadline);
+}
+
 op_status lp_solve(const lp_model *m, const lp_solve_opts *o, lp_solution *s, op_error *err)
 {
     double t0 = op_seconds_now();
@@ -325,6 +339,10 @@ op_status lp_solve(const lp_model *m, const lp_solve_opts *o, lp_solution *s, op
         if (!buf) {
             kill(pid, SIGKILL);
             killed = 1;
+        }
+        if (!killed && o->idle) {
+            child_wait cw = {.fd = fds[0], .deadline = o->deadline};
+            o->idle(o->idle_arg, child_answered, &cw);
         }
         while (!killed) {
             struct pollfd pf = {.fd = fds[0], .events = POLLIN};

@@ -13,6 +13,7 @@
  * the child when either passes (a solve cut short that way returns no
  * solution; callers keep their incumbent).  CBC is given the same limit, so
  * a solve normally ends by itself with its best solution a little before.
+ * While it waits, the parent may do other work (lp_solve_opts.idle).
  */
 #ifndef OPPLACE_PESTO_LP_H
 #define OPPLACE_PESTO_LP_H
@@ -54,6 +55,11 @@ typedef struct lp_solve_opts {
     int nstart;             /* MIP start: nstart (column, value) pairs */
     const int *start_cols;
     const double *start_vals;
+    /* Non-NULL: the parent's work while the solver child runs, called once
+     * per solve; it should return when answered(answered_arg) turns nonzero
+     * (the child answered or exited, the deadline passed, or Ctrl-C). */
+    void (*idle)(void *arg, int (*answered)(void *), void *answered_arg);
+    void *idle_arg;
 } lp_solve_opts;
 
 typedef struct lp_solution {
