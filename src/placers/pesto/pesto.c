@@ -22,8 +22,8 @@
  *      CBC solves in its time) around the links of the incumbent's critical
  *      chain that can shrink are re-placed and re-ordered exactly by CBC,
  *      kept when the simulator agrees.  While CBC solves in its child, the
- *      parent refines a copy of the incumbent (track_idle: auto's
- *      finishing, stopped when CBC answers); after each window the better
+ *      parent refines a copy of the incumbent (track_idle: as auto
+ *      refines, stopped when CBC answers); after each window the better
  *      of the two becomes both (track_sync).  --refine-seconds 0 turns
  *      that off.
  *   4. --stage coarse: the paper's pipeline.  pesto_coarsen to --target
@@ -432,11 +432,15 @@ done:
 
 /* Refinement on the other core while CBC solves an LNS window
  * (pesto_lns_opts idle and sync).  CBC runs in a child process; rather
- * than wait, the parent runs auto's finishing (op_finish: order, refine,
- * order again) on its own copy of the incumbent until CBC answers.  After
- * each window the better of the two (the simulator's ranking) becomes
- * both.  `line` records what changed each of them since auto's answer,
- * so the answer's `algorithm` names every stage in its lineage. */
+ * than wait, the parent refines its own copy of the incumbent as auto does
+ * (op_finish: judged by the placement's best priority order) until CBC
+ * answers.  The order it judges by
+ * is screened once (track_prime), as auto does for its whole refinement,
+ * not at every window: on a 15k-op graph the screening costs more than a
+ * short window's solve.  After each window the better of the
+ * two (the simulator's ranking) becomes both.  `line` records what
+ * changed each of them since auto's answer, so the answer's `algorithm`
+ * names every stage in its lineage. */
 enum { LINE_COARSE = 1, LINE_ILP = 2, LINE_REFINE = 4 };
 
 typedef struct track {
@@ -446,33 +450,69 @@ typedef struct track {
     double step, over;
     unsigned line, inc_line; /* of pl and of the LNS incumbent */
     uint64_t seed;
+    int primed;              /* ord and fifo are set (from pl's starting point) */
+    op_reorder_stats ord;    /* its order stage (the judge of the refinement) */
+    op_judged fifo;          /* it, first-ready-first */
     int refined, adopted;    /* finishing calls that improved pl; times inc took pl */
+    double seconds;          /* spent in track_idle */
     op_status st;            /* an error inside idle, returned by the next sync */
     op_error err;
 } track;
 
-static void track_idle(void *arg, int (*answered)(void *), void *answered_arg)
+/* The order stage on the track's starting point, and that point judged
+ * first-ready-first: what op_finish would compute at every call. */
+static op_status track_prime(track *T)
 {
-    track *T = arg;
-    if (T->st)
+    const op_problem *p = T->ctx.p;
+    op_status st = op_placement_reorder(p, &T->pl, 0, &T->ord, &T->err);
+    if (st)
+        return st;
+    const op_placement fifo = {.n_ops = p->n, .n_dev = p->nd, .device_of = T->pl.device_of};
+    if ((st = pesto_simulate(p, T->sim, &fifo, NULL, NULL, &T->fifo.step, &T->fifo.over, NULL,
+                             &T->err)))
+        return st;
+    T->primed = 1;
+    if (T->ord.priority != OP_PRIORITY_FIFO) { /* a priority order beat pl's own: pl has it */
+        T->line |= LINE_REFINE;
+        T->refined++;
+    }
+    return pesto_simulate(p, T->sim, &T->pl, NULL, NULL, &T->step, &T->over, NULL, &T->err);
+}
+
+static void track_work(track *T, int (*answered)(void *), void *answered_arg)
+{
+    if (T->st || (!T->primed && (T->st = track_prime(T))))
         return;
-    op_finish_opts fo = {.order = 1, .refine = 1,
+    /* no order stage after the refinement: a refined placement carries the
+     * order it was judged by, and the screening would cost each window */
+    op_finish_opts fo = {.refine = 1,
                          .refine_opts = {.max_units = 2000, .seed = T->seed++,
-                                         .stop = answered, .stop_arg = answered_arg}};
-    op_stages stages = {0};
+                                         .stop = answered, .stop_arg = answered_arg},
+                         .ordered = &T->ord, .is_ordered = 1, .fifo = T->fifo};
+    op_stages stages = {{0}};
     double step, over;
     if ((T->st = op_finish(&T->ctx, &fo, &T->pl, &stages, NULL, &T->err)) ||
         (T->st = pesto_simulate(T->ctx.p, T->sim, &T->pl, NULL, NULL, &step, &over, NULL,
                                 &T->err)))
         return;
     if (op_sim_ranks_before(over, step, T->over, T->step)) {
-        T->step = step;
-        T->over = over;
         T->line |= LINE_REFINE;
         T->refined++;
     }
+    T->step = step;
+    T->over = over;
 }
 
+static void track_idle(void *arg, int (*answered)(void *), void *answered_arg)
+{
+    track *T = arg;
+    double t0 = op_seconds_now();
+    track_work(T, answered, answered_arg);
+    T->seconds += op_seconds_now() - t0;
+}
+
+/* After a window: the track's placement replaces the incumbent when it
+ * ranks first; an incumbent a window improved restarts the track. */
 static op_status track_sync(void *arg, op_placement *inc, int kept, op_error *err)
 {
     track *T = arg;
@@ -496,13 +536,15 @@ static op_status track_sync(void *arg, op_placement *inc, int kept, op_error *er
         T->adopted++;
         return OP_OK;
     }
+    if (!kept)
+        return OP_OK; /* level: the track goes on from where it is */
     if ((st = op_placement_copy(&copy, inc, err)))
         return st;
     op_placement_destroy(&T->pl);
     T->pl = copy;
     T->step = step;
     T->over = over;
-    T->line = T->inc_line;
+    T->line = T->inc_line; /* the judge stays: a window changes little */
     return OP_OK;
 }
 
@@ -566,7 +608,7 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
             lo.arg = &T;
         }
         pesto_lns_stats ls;
-        double step = best.step_us, over = best.overflow;
+        double step = best.step_us, over = best.overflow, lns_t0 = op_seconds_now();
         st = pesto_lns(&run, fsim, &lo, &best.pl, &step, &over, &ls, err);
         op_placement_destroy(&T.pl);
         if (st)
@@ -588,8 +630,9 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
                     ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us, ls.rejected,
                     ls.proven ? "; the result is proven optimal" : "");
         if (cfg.refine_beside)
-            op_progress(ctx, "pesto: refinement beside CBC improved its copy %d times, taken "
-                        "over by the search %d times", T.refined, T.adopted);
+            op_progress(ctx, "pesto: refinement beside CBC (%.1f s of the LNS's %.1f s) improved "
+                        "its copy %d times, taken over by the search %d times", T.seconds,
+                        op_seconds_now() - lns_t0, T.refined, T.adopted);
     }
     op_progress(ctx, "pesto: result from %s: %.1f us (auto %.1f us), %.1f s of %.1f s",
                 best.name, best.step_us, auto_step, op_seconds_now() - t0, end - t0);
