@@ -769,12 +769,15 @@ static void beside_idle(void *arg, int (*answered)(void *), void *answered_arg)
         }
 }
 
-static op_status beside_sync(void *arg, op_placement *inc, int kept, op_error *err)
+static op_status beside_sync(void *arg, op_placement *inc, double step, double over, int kept,
+                             op_error *err)
 {
     beside *B = arg;
     B->syncs++;
     B->kept_seen += kept;
-    if (simulate_placement(B->p, &B->offer) < simulate_placement(B->p, inc)) {
+    cr_assert_float_eq(step, simulate_placement(B->p, inc), 1e-9); /* inc's score, as given */
+    cr_assert_float_eq(over, 0, 1e-9);
+    if (simulate_placement(B->p, &B->offer) < step) {
         op_placement copy;
         op_status st = op_placement_copy(&copy, &B->offer, err);
         if (st)

@@ -513,7 +513,8 @@ static void track_idle(void *arg, int (*answered)(void *), void *answered_arg)
 
 /* After a window: the track's placement replaces the incumbent when it
  * ranks first; an incumbent a window improved restarts the track. */
-static op_status track_sync(void *arg, op_placement *inc, int kept, op_error *err)
+static op_status track_sync(void *arg, op_placement *inc, double step, double over, int kept,
+                            op_error *err)
 {
     track *T = arg;
     if (T->st) {
@@ -522,10 +523,7 @@ static op_status track_sync(void *arg, op_placement *inc, int kept, op_error *er
     }
     if (kept)
         T->inc_line |= LINE_ILP;
-    double step, over;
-    op_status st = pesto_simulate(T->ctx.p, T->sim, inc, NULL, NULL, &step, &over, NULL, err);
-    if (st)
-        return st;
+    op_status st;
     op_placement copy;
     if (op_sim_ranks_before(T->over, T->step, over, step)) { /* the refinement is ahead */
         if ((st = op_placement_copy(&copy, &T->pl, err)))

@@ -1612,7 +1612,8 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         int improved, optimal, stopped;
         if ((st = one_window(ctx, sim, &wo, inc, &b, &improved, &optimal, &stopped, stats, err)))
             goto done;
-        if (o->sync && ((st = o->sync(o->arg, inc, improved, err)) ||
+        /* b.s.step and b.s.over are inc's, kept or not (one_window) */
+        if (o->sync && ((st = o->sync(o->arg, inc, b.s.step, b.s.over, improved, err)) ||
                         (!inc->has_order && (st = give_order(p, sim, inc, &b, err)))))
             goto done;
         stats->windows++;

@@ -19,10 +19,12 @@ typedef struct pesto_lns_opts {
     int max_windows;            /* stop after this many windows (0: only the deadline) */
     /* Optional work beside the search (pesto.c: refinement on the other
      * core).  idle runs while CBC solves a window (lp_solve_opts.idle);
-     * after each window sync may replace *inc by a placement it ranks
-     * before it (kept: the window improved *inc).  arg is theirs. */
+     * after each window sync may replace *inc (simulated: step, over) by
+     * a placement it ranks before it (kept: the window improved *inc).
+     * arg is theirs. */
     void (*idle)(void *arg, int (*answered)(void *), void *answered_arg);
-    op_status (*sync)(void *arg, op_placement *inc, int kept, op_error *err);
+    op_status (*sync)(void *arg, op_placement *inc, double step, double over, int kept,
+                      op_error *err);
     void *arg;
 } pesto_lns_opts;
 
