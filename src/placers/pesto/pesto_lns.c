@@ -251,74 +251,36 @@ static void index_schedule(const op_problem *p, const op_placement *pl, sched *s
 }
 
 /* Latest starts: how late each op could start, everything else as
- * scheduled, without lengthening the step: before the next op on its
- * device, and before its transfers must start.  A transfer (one per
- * source op and destination device, formats.md 5.3) must end before the
- * latest start of each consumer there and before the next transfer of its
- * channel must start (first come first served, 5.4, in the incumbent's
- * order); it starts at the later of its op's finish and the previous
- * transfer's end, so its op may finish as late as the transfer may start.
- * A queued transfer thus counts its queue as the channel's, not as part of
- * its op's delay: an op that finishes earlier does not get its tensor there
- * earlier when the channel is busy.  Before, the incumbent's queue wait was
- * read as part of the transfer (end - finish), and the window's rows
- * promised that a consumer behind a queue would move earlier with its
- * producer (the gains the simulator then refused; the queue's own chain is
- * fixed_floor's).  Without a trace (no transfers known yet): each edge's
- * transfer time.  Ops in reverse finish order, so successors, device and
- * channel successors come first; scratch: order (p->n), tl (transfers). */
+ * scheduled, without lengthening the step (DAG successors with their
+ * transfer, the next op on the device; channel queues ignored).  Ops in
+ * reverse start order, so successors and device-successors come first. */
 static void slack(const op_problem *p, const op_placement *pl, sched *s, int *next_dev)
 {
     const op_graph *g = p->g;
-    int *order = malloc(((size_t)p->n + 1) * sizeof *order);
-    double *tl = s->tr ? malloc(((size_t)s->ntr + 1) * sizeof *tl) : NULL;
-    int *nxt = s->tr ? malloc(((size_t)s->ntr + 1) * sizeof *nxt) : NULL;
-    int queues = tl && nxt;
-    if (order) {
-        memcpy(order, s->by_start, (size_t)p->n * sizeof *order);
-        sort_ops(order, p->n, s->finish, p->g->topo_pos);
-    }
-    for (int j = 0; queues && j < s->ntr; j++)
-        nxt[j] = -1;
-    for (int c = 0; queues && c < p->c->n_chan; c++)
-        for (int q = s->chan_off[c]; q + 1 < s->chan_off[c + 1]; q++)
-            nxt[s->chan_ix[q]] = s->chan_ix[q + 1];
     for (int d = 0; d < p->nd; d++)
         next_dev[d] = -1;
     for (int k = p->n - 1; k >= 0; k--) {
-        int v = order ? order[k] : s->by_start[k], dv = pl->device_of[v];
+        int v = s->by_start[k], dv = pl->device_of[v];
         double len = s->finish[v] - s->start[v], lf = s->step;
         for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++) {
             int w = g->succ[e], dw = pl->device_of[w];
-            if (dw == dv || !queues) {
-                double x = dw == dv ? 0
-                           : op_cluster_transfer_us(p->c, dv, dw, g->edge_bytes[g->succ_edge[e]]);
-                lf = s->latest[w] - x < lf ? s->latest[w] - x : lf;
-            }
-        }
-        for (int q = queues ? s->src_off[v] : 0; queues && q < s->src_off[v + 1]; q++) {
-            int j = s->src_ix[q], dt = s->tr[j].dst_dev;
-            double end = s->step;
-            for (int e = g->succ_off[v]; e < g->succ_off[v + 1]; e++)
-                if (pl->device_of[g->succ[e]] == dt && s->latest[g->succ[e]] < end)
-                    end = s->latest[g->succ[e]];
-            if (nxt[j] >= 0) {
-                const op_sim_transfer *n = &s->tr[nxt[j]];
-                if (tl[nxt[j]] - (n->end_us - n->start_us) < end)
-                    end = tl[nxt[j]] - (n->end_us - n->start_us);
-            }
-            tl[j] = end;
-            end -= s->tr[j].end_us - s->tr[j].start_us;
-            lf = end < lf ? end : lf;
+            double x = dw == dv ? 0
+                                : op_cluster_transfer_us(p->c, dv, dw, g->edge_bytes[g->succ_edge[e]]);
+            /* the transfer as the incumbent ran it: its wait in the channel's queue
+             * counts as part of the delay (otherwise a tail op behind a queued
+             * transfer reads a latest start the step does not allow, and the
+             * window model promises what the simulator cannot give) */
+            for (int i = s->tr && dw != dv ? s->src_off[v] : 0; s->tr && dw != dv && i < s->src_off[v + 1]; i++)
+                if (s->tr[s->src_ix[i]].dst_dev == dw && s->tr[s->src_ix[i]].end_us - s->finish[v] > x)
+                    x = s->tr[s->src_ix[i]].end_us - s->finish[v];
+            if (s->latest[w] - x < lf)
+                lf = s->latest[w] - x;
         }
         if (next_dev[dv] >= 0 && s->latest[next_dev[dv]] < lf)
             lf = s->latest[next_dev[dv]];
         s->latest[v] = lf - len < s->start[v] ? s->start[v] : lf - len;
         next_dev[dv] = v;
     }
-    free(order);
-    free(tl);
-    free(nxt);
 }
 
 /* The critical chain, from the last op back; returns its length. */
@@ -647,105 +609,8 @@ static int far_member_rows(lp_model *m, const op_problem *p, const op_placement 
 }
 
 /* Build the window's model; returns 0 or -1 (out of memory). */
-/* What the window cannot shorten: the earliest the ops that stay (not in
- * the window, not moving with its groups) can all finish, the window's ops
- * and far members taken away.  Each keeps its device and duration, waits
- * for the staying op before it on its device (the candidate keeps their
- * order) and for its inputs from other staying ops; an input from another
- * device comes by the incumbent's transfer of its source to that device,
- * which queues on its channel behind the staying ops' earlier transfers
- * there, in the incumbent's order (formats.md 5.4), each of the largest
- * edge to a staying consumer.  The window's ops can only add work, waits
- * and traffic, so no candidate finishes before it (as far as the queues
- * keep their order: an approximation, like fixed_arrival's): Cmax's lower
- * bound.  Without it a window off the part that decides the step promised
- * gains the simulator could not give (the model's value of the incumbent
- * itself below its step: 3.7 us on exported GNMT, in 9 of 27 windows each
- * solved to CBC's time limit).  est: scratch of p->n; last: of p->nd. */
-static double fixed_floor(const op_problem *p, const op_placement *pl, const sched *s,
-                          const window *w, double *est, int *last)
-{
-    const op_graph *g = p->g;
-    int nc = p->c->n_chan;
-    double floor = 0, *tend = NULL, *cend = NULL;
-    int *cpos = NULL;
-    if (s->tr) {
-        tend = malloc(((size_t)s->ntr + 1) * sizeof *tend);
-        cend = calloc((size_t)nc + 1, sizeof *cend);
-        cpos = calloc((size_t)nc + 1, sizeof *cpos);
-        if (!tend || !cend || !cpos) { /* without the queues: still a bound */
-            free(tend);
-            free(cend);
-            free(cpos);
-            tend = cend = NULL;
-            cpos = NULL;
-        }
-    }
-    for (int v = 0; v < p->n; v++)
-        est[v] = 0;
-    for (int a = 0; a < w->k; a++) { /* -1: moves */
-        int v = w->ops[a], grp = p->group_of[v];
-        est[v] = -1;
-        for (int t = grp == OP_NONE ? 0 : p->group_off[grp]; grp != OP_NONE && t < p->group_off[grp + 1]; t++)
-            est[p->group_ops[t]] = -1;
-    }
-    for (int d = 0; d < p->nd; d++)
-        last[d] = -1;
-    for (int r = 0; r < p->n; r++) { /* start order: inputs and the device's earlier ops first */
-        int v = s->by_start[r], dv = pl->device_of[v];
-        if (est[v] < 0)
-            continue;
-        double t = last[dv] >= 0 ? est[last[dv]] : 0;
-        for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
-            int u = g->pred[e], du = pl->device_of[u];
-            if (est[u] < 0)
-                continue;
-            double arr = est[u];
-            if (du != dv) {
-                arr += op_cluster_transfer_us(p->c, du, dv, g->edge_bytes[g->pred_edge[e]]);
-                int i = -1;
-                for (int q = tend ? s->src_off[u] : 0; tend && q < s->src_off[u + 1]; q++)
-                    if (s->tr[s->src_ix[q]].dst_dev == dv)
-                        i = s->src_ix[q];
-                if (i >= 0) { /* the channel's queue up to u's transfer */
-                    int c = s->tr[i].chan;
-                    while (cpos[c] < s->chan_off[c + 1] - s->chan_off[c]) {
-                        int j = s->chan_ix[s->chan_off[c] + cpos[c]++], x = s->tr[j].src_op;
-                        int64_t bytes = 0;
-                        for (int f = est[x] < 0 ? 0 : g->succ_off[x]; est[x] >= 0 && f < g->succ_off[x + 1]; f++) {
-                            int y = g->succ[f];
-                            if (est[y] >= 0 && pl->device_of[y] == s->tr[j].dst_dev &&
-                                g->edge_bytes[g->succ_edge[f]] > bytes)
-                                bytes = g->edge_bytes[g->succ_edge[f]];
-                        }
-                        tend[j] = -1;
-                        if (bytes > 0) {
-                            double t0 = est[x] > cend[c] ? est[x] : cend[c];
-                            tend[j] = cend[c] = t0 + op_cluster_transfer_us(p->c, pl->device_of[x],
-                                                                           s->tr[j].dst_dev, bytes);
-                        }
-                        if (j == i)
-                            break;
-                    }
-                    if (tend[i] > arr)
-                        arr = tend[i];
-                }
-            }
-            t = arr > t ? arr : t;
-        }
-        est[v] = t + op_exec_us(p, v, dv); /* its earliest finish */
-        last[dv] = v;
-        floor = est[v] > floor ? est[v] : floor;
-    }
-    free(tend);
-    free(cend);
-    free(cpos);
-    return floor;
-}
-
-/* floor: fixed_floor's */
 static int build(lp_model *m, const op_problem *p, const op_placement *pl, const sched *s,
-                 window *w, double floor)
+                 window *w)
 {
     const op_graph *g = p->g;
     int nd = p->nd, k = w->k;
@@ -796,7 +661,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
         if (tailq[d] < 0)
             tailq[d] = s->step - s->latest[v];
     }
-    w->cmax = lp_col(m, floor, H + s->step + maxexec, 1, 0);
+    w->cmax = lp_col(m, 0, H + s->step + maxexec, 1, 0);
     w->pinned = 0;
     for (int a = 0; a < k; a++) {
         int v = w->ops[a], grp = p->group_of[v], far = 0;
@@ -1541,8 +1406,7 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     window_reach(p, inc, &b->s, w, b->slice_pos, b->bits);
     lp_model m = {0};
     op_status st = OP_OK;
-    double floor = fixed_floor(p, inc, &b->s, w, b->key, b->last);
-    if (build(&m, p, inc, &b->s, w, floor)) {
+    if (build(&m, p, inc, &b->s, w)) {
         st = op_fail(err, OP_ENOMEM, "pesto: out of memory building a window's ILP");
         goto done;
     }
@@ -1591,8 +1455,8 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                 fprintf(stderr, "  window op %s on %d at %.1f\n", p->g->op_name[w->ops[a]],
                         inc->device_of[w->ops[a]], b->s.start[w->ops[a]]);
         fprintf(stderr, "window of %d ops (%d with colocated ops outside it, moved along): CBC status %d, objective "
-                "%.3f, incumbent's model value %.3f, step %.3f, fixed floor %.3f, %d columns\n", w->k,
-                w->pinned, sol.status, sol.objective, m0, b->s.step, floor, m.ncol);
+                "%.3f, incumbent's model value %.3f, step %.3f, %d columns\n", w->k, w->pinned, sol.status,
+                sol.objective, m0, b->s.step, m.ncol);
     }
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
