@@ -957,16 +957,6 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             w->pair_delta[w->npairs] = delta;
             w->npairs++;
         }
-    /* second objective: the window's ops finish early (sum of C_v), weighed
-     * so it moves Cmax by at most 0.1 us; among windows of equal step it
-     * picks the one that leaves its devices free soonest */
-    double eps = 0.1 / ((double)k * (H + s->step + maxexec));
-    for (int a = 0; a < k && !m->oom; a++) {
-        m->obj[w->S[a]] += eps;
-        for (int d = 0; d < nd; d++)
-            if (w->X[a * nd + d] >= 0)
-                m->obj[w->X[a * nd + d]] += eps * op_exec_us(p, w->ops[a], d);
-    }
     free(rel);
     free(tailq);
     free(ycol);
@@ -1398,8 +1388,6 @@ static void explain_mismatch(const op_problem *p, op_sim *sim, const op_placemen
 }
 
 /* Solve one window; *improved when the candidate replaced *inc. */
-static int level_moves = -1;
-
 static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *o,
                             op_placement *inc, lns_buf *b, int *improved, int *optimal,
                             int *stopped, pesto_lns_stats *stats, op_error *err)
@@ -1407,8 +1395,6 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
     const op_problem *p = ctx->p;
     window *w = &b->w;
     *improved = *optimal = *stopped = 0;
-    if (level_moves < 0)
-        level_moves = getenv("PESTO_LEVEL") ? atoi(getenv("PESTO_LEVEL")) : 1;
     size_t rb = ((size_t)(w->hi - w->lo) + 7) / 8, need = (size_t)(w->hi - w->lo) * rb + 1;
     if (need > b->bits_cap) {
         unsigned char *nb = realloc(b->bits, need);
@@ -1488,13 +1474,7 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                 cs.start = cst;
                 cs.finish = cfi;
             }
-            double inc_sum = 0, cand_sum = 0;
-            int level = 0;
-            for (int v = 0; v < p->n; v++)
-                inc_sum += b->s.finish[v];
             st = simulate(p, sim, &cand, &cs, err);
-            for (int v = 0; !st && v < p->n; v++)
-                cand_sum += cs.finish[v];
             if (!st && cfi && cs.step > sol.objective + 1)
                 explain_mismatch(p, sim, &cand, w, &keep, cst, cfi, sol.x);
             free(cst);
@@ -1508,15 +1488,6 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                 b->s.step = cs.step;
                 b->s.over = cs.over;
                 *improved = 1;
-            } else if (!st && level_moves && cs.over == old_over && fabs(cs.step - old_step) <= 1e-9 * old_step &&
-                       cand_sum < inc_sum * (1 - 1e-9) - 1e-6) {
-                op_placement tmp = *inc; /* a level move: same step, ops finish earlier */
-                *inc = cand;
-                cand = tmp;
-                b->s.step = cs.step;
-                b->s.over = cs.over;
-                stats->level++;
-                level = 1;
             } else if (!st && sol.objective < old_step - 1e-6 * old_step) {
                 stats->rejected++; /* the model said better, the simulator did not */
             }
@@ -1524,7 +1495,7 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
                         "%.1f us, simulated %.1f us%s", w->k, w->dev_a, w->dev_b,
                         b->s.start[w->ops[0]],
                         *optimal ? "optimal" : "incumbent", sol.objective, cs.step,
-                        *improved ? " (kept)" : level ? " (level)" : "");
+                        *improved ? " (kept)" : "");
             op_placement_destroy(&cand);
         }
         free(sol.x);

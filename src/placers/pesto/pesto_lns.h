@@ -31,7 +31,6 @@ typedef struct pesto_lns_opts {
 typedef struct pesto_lns_stats {
     int windows, improved, optimal, stopped; /* stopped: solves cut by deadline/Ctrl-C */
     int proven;                              /* the incumbent was proven optimal */
-    int level;    /* windows kept at the same step, their ops finishing earlier */
     int rejected; /* windows the model ranked better than the incumbent, the simulator not */
     double model_us, sim_us;                 /* last window: ILP objective, its candidate simulated */
     double first_step_us, step_us;           /* simulated, before and after */
