@@ -195,8 +195,11 @@ expect "CSV time past 1e12" 1 "big.csv:3: bytes .0 to 2\\^50. and time_us" "$opp
 # crashed in CglPreProcess::postProcess under ASan; pesto now runs CBC in a
 # child process that it kills, tested in tests/test_pesto.c)
 "$opplace" zoo transformer --layers 2 --batch 32 -o "$tmp/tr.json" 2> /dev/null
-"$opplace" place "$tmp/tr.json" --budget-seconds 50 -o "$tmp/int.json" > /dev/null 2> "$tmp/int.err" &
-pid=$!; sleep 4; kill -INT $pid; wait $pid; rc=$?
+"$opplace" place "$tmp/tr.json" --budget-seconds 50 --progress -o "$tmp/int.json" > /dev/null 2> "$tmp/int.err" &
+# once the search runs (its first progress line; a loaded machine under ASan
+# may take seconds to get there), and a second more
+pid=$!; for _ in $(seq 100); do grep -q "^auto:" "$tmp/int.err" 2>/dev/null && break; sleep 0.3; done
+sleep 1; kill -INT $pid; wait $pid; rc=$?
 if [ $rc -eq 130 ] && grep -q opplace-placement "$tmp/int.json" 2>/dev/null && grep -q "interrupted" "$tmp/int.err"; then
   echo "ok   SIGINT: exit 130, best result written: $(tail -1 "$tmp/int.err")"
 else echo "FAIL SIGINT: exit $rc, $(tail -2 "$tmp/int.err" | tr '\n' ' ')"; fail=1; fi
