@@ -460,7 +460,8 @@ typedef struct track {
 } track;
 
 /* The order stage on the track's starting point, and that point judged
- * first-ready-first: what op_finish would compute at every call. */
+ * first-ready-first: what op_finish would compute at every call; the
+ * track's step and overflow are the order stage's result. */
 static op_status track_prime(track *T)
 {
     const op_problem *p = T->ctx.p;
@@ -476,7 +477,10 @@ static op_status track_prime(track *T)
         T->line |= LINE_REFINE;
         T->refined++;
     }
-    return pesto_simulate(p, T->sim, &T->pl, NULL, NULL, &T->step, &T->over, NULL, &T->err);
+    /* the order stage simulated pl as it left it */
+    T->step = T->ord.final_us;
+    T->over = T->ord.final_over;
+    return OP_OK;
 }
 
 static void track_work(track *T, int (*answered)(void *), void *answered_arg)
