@@ -269,7 +269,7 @@ def zero_dropout_config(cfg):
 
 class HF(nn.Module):
     """A transformers model called with keyword tensors from positional ones;
-    returns the first tensor of its output (logits, or the last hidden state)."""
+    returns the first tensor of its output (logits; no labels are given)."""
 
     def __init__(self, m, keys):
         super().__init__()
@@ -278,10 +278,7 @@ class HF(nn.Module):
 
     def forward(self, *args):
         out = self.m(**dict(zip(self.keys, args)), return_dict=True)
-        for v in out.values():
-            if isinstance(v, torch.Tensor):
-                return v
-        raise TypeError("no tensor in the output")
+        return out[0]  # a ModelOutput's first field that is not None
 
 
 LM = {  # decoder-only language models: (config class, model class, config kwargs)

@@ -203,9 +203,10 @@ def run_model(spec, workdir, opplace, cluster, record, save=lambda r: None, upto
             gr = json.load(f)
         rec["ops"] = len(gr["ops"])
         rec["edges"] = len(gr["edges"])
-        cap = (gr.get("torch") or {}).get("capture")
-        if cap:
-            rec["capture"] = cap
+        tg = gr.get("torch") or {}
+        for k in ("capture", "capture_mode"):
+            if tg.get(k):
+                rec[k] = tg[k]
 
     def run_bin(*args, timeout=120):
         r = subprocess.run([opplace] + list(args), capture_output=True, text=True,
