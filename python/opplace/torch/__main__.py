@@ -127,6 +127,7 @@ def cmd_export(a):
     try:
         export(model, _inputs(a.input, device), a.output, loss_fn=_loss(a.loss), times=a.times,
                optimizer=a.optimizer, repeat=a.repeat, name=a.name, clock=a.clock,
+               capture=a.capture,
                progress=lambda m: print("opplace.torch: " + m, file=sys.stderr))
     except TraceFailure as e:
         _die(str(e).replace("opplace.torch: ", "", 1))
@@ -192,6 +193,9 @@ def main(argv=None):
     e.add_argument("--optimizer", choices=("adam", "adamw", "momentum", "sgd"), default="adam")
     e.add_argument("--repeat", type=int, default=5, help="timed steps for --times measure")
     e.add_argument("--name", help="graph name")
+    e.add_argument("--capture", choices=("auto", "aten", "fx"), default="auto",
+                   help="aten (torch 2: the model runs as written), fx (torch.fx symbolic "
+                        "tracing) or auto (aten where torch has it; default)")
     e.add_argument("-o", "--output", required=True)
     m = sub.add_parser("measure", help="measured vs simulated step of a placement")
     common(m)

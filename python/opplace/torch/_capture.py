@@ -257,7 +257,8 @@ def _trace(model, example, loss_fn, mode):
         # undefined (and they exist on the CPU only): capture the portable ops
         with fxtb.preserve_node_meta(), torch.backends.mkldnn.flags(enabled=False):
             gm = make_fx(step, tracing_mode="real" if mode == "real" else "fake",
-                         _allow_non_fake_inputs=True)(*flat)
+                         _allow_non_fake_inputs=True,
+                         _error_on_data_dependent_ops=mode != "real")(*flat)
     except CaptureError:
         raise
     except Exception as e:
@@ -529,7 +530,9 @@ def _colocate(cap: Capture) -> None:
                 nm = ph_name.get(a)
                 if nm is None or nm in cap.input_names:
                     continue
-                if nm in buffers or cap.holder.get(nm) is g:
+                own = g.kind == "forward" and g.run < 0 and label(nm) == "param:" + (
+                    g.module or "<model>")       # every call of a module, with its weights
+                if nm in buffers or cap.holder.get(nm) is g or own:
                     union("op:" + g.name, label(nm))
     roots = {}
     for g in cap.groups:
