@@ -1,3 +1,4 @@
+# opplace-test: torch1.13
 """Placements of exported graphs are realizable in PyTorch: in the
 placement of EVERY algorithm of `opplace algos`, every backward op shares its
 forward op's device and every update its parameter holder's device."""

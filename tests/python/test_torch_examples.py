@@ -1,3 +1,4 @@
+# opplace-test: torch1.13
 """The benchmark's recurrent examples: `gnmt` (one LSTMCell per layer,
 unrolled) exposes the layer parallelism that `seq2seq` (one nn.LSTM per
 side) cannot, and the exporter keeps each layer's calls in one group."""

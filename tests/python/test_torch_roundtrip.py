@@ -1,3 +1,4 @@
+# opplace-test: torch1.13
 """opplace.torch round trip: export -> opplace place -> apply ->
 training that equals single-device training."""
 import copy
