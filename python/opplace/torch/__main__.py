@@ -196,6 +196,13 @@ def main(argv=None):
                         "{\"gpu:0\": \"cuda:0\", ...} (default cpu)")
     m.add_argument("--steps", type=int, default=10)
     m.add_argument("--warmup", type=int, default=3)
+    sub.add_parser("calibrate", add_help=False,
+                   help="under torchrun: measure the ranks' devices, links and shared compute; "
+                        "write a cluster file (calibrate --help)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "calibrate":
+        from . import _calibrate
+        sys.exit(_calibrate.main(argv[1:]))
     a = ap.parse_args(argv)
     if a.threads < 1:
         ap.error("--threads must be positive")
