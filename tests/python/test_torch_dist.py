@@ -105,6 +105,13 @@ def test_trace_layout():
     check(by[("a", "Op")]["ts"] == 0 and by[("b", "Op")]["ts"] == 30, by)
     check(by[("a", "transfer")]["args"] == {"peer": 1, "bytes": 1000, "to": "cpu:1"}, by)
     check(by[("a", "recv")]["pid"] == 1 and by[("a", "recv")]["tid"] == 1, by)
+    # opplace reads it back beside its simulation (--measured)
+    html = os.path.join(d, "r.html")
+    tt.opplace("simulate", paths["g"], "--cluster", paths["c"], "--placement", paths["p"],
+               "--report", html, "--measured", out)
+    page = open(html).read()
+    check("<td>measured step</td><td>60.0 us</td>" in page, "measured step not in the page")
+    check("<td>transfers measured</td><td>1 (simulated 1)</td>" in page, "transfer not read")
     try:
         D.write_trace(out, [[("x", "compute", 0, 1)], []], ["cpu:0", "cpu:1"])
     except ValueError as e:
