@@ -131,13 +131,13 @@ def test_fit_is_fit_comm(doc, csv, d):
         check(abs(f["latency_us"] - t["latency_us"]) <= 1e-6 * max(1.0, abs(t["latency_us"])),
               "latency %s->%s: %r vs %r" % (f["src"], f["dst"], f["latency_us"], t["latency_us"]))
         check(t["samples"] == f["samples"] == 4, "samples %r" % t)
-    # the written link is the fit, or the smallest size's time when noise
+    # the written link is the fit, or half the 4-byte round trip when noise
     # made the intercept negative
-    rows = [l.split(",") for l in open(csv).read().split()[1:]]
     for f, l in zip(mine, doc["links"]):
-        small = [float(r[3]) for r in rows if (r[0], r[1]) == (f["src"], f["dst"]) and r[2] == "4"]
-        want = f["latency_us"] if f["latency_us"] > 0 else max(small[0], 1e-3)
+        check(f["half_rtt_us"] > 0, "half round trip %r" % f)
+        want = f["latency_us"] if f["latency_us"] > 0 else max(f["half_rtt_us"], 1e-3)
         close(l["latency_us"], want, 1e-9, "written latency")
+        close(l["us_per_byte"], max(f["us_per_byte"], 0.0), 1e-12, "written us_per_byte")
 
 
 def test_without_torchrun_says_how():

@@ -180,13 +180,15 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
                 half = statistics.median(base) / 2.0
                 for b, ts in zip(sizes, meds):
                     rows.append({"src": names[s], "dst": names[d], "bytes": b,
-                                 "time_us": max(statistics.median(ts) - half, 0.0)})
+                                 "time_us": max(statistics.median(ts) - half, 0.0),
+                                 "half_rtt_us": half})
     return rows
 
 
 def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
-    """One link per ordered pair from its rows; a negative intercept (noise
-    at small sizes) is replaced by the smallest size's measured time."""
+    """One link per ordered pair from its rows; an intercept <= 0 (noise at
+    small sizes) is replaced by half the pair's 4-byte round trip, the
+    one-way time of the smallest message."""
     links = []
     for s in names:
         for d in names:
@@ -194,12 +196,10 @@ def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
             if s == d or not pts:
                 continue
             a, b, r2 = linear_fit([r["bytes"] for r in pts], [r["time_us"] for r in pts])
-            lat = a
-            if lat <= 0:
-                lat = max(min(pts, key=lambda r: r["bytes"])["time_us"], 1e-3)
+            lat = a if a > 0 else max(pts[0]["half_rtt_us"], 1e-3)
             links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": max(b, 0.0),
                           "fit": {"latency_us": a, "us_per_byte": b, "r2": r2,
-                                  "samples": len(pts)}})
+                                  "samples": len(pts), "half_rtt_us": pts[0]["half_rtt_us"]}})
     return links
 
 
@@ -264,6 +264,9 @@ def measure_compute(me: int, world: int, n: int, seconds: float, rounds: int, de
             _dist.barrier(timeout_s, "calibrate: compute alone")
             if me == r:
                 alone.append(_matmul_window(n, seconds, dev))
+        if world == 1:
+            together.append(alone[-1])  # one rank: all at once is alone
+            continue
         _dist.barrier(timeout_s, "calibrate: compute together")
         together.append(_matmul_window(n, seconds, dev))
     return statistics.median(alone), statistics.median(together)
