@@ -7,8 +7,8 @@
  * of process 1 are ops on the device of their track (tid = device index,
  * the track's thread_name its device name), those of process 2 transfers on
  * the channel of their track.  Ops are matched to the graph by name; events
- * the graph does not name, and category "recv" (a rank waiting for data),
- * are left out.  Times are shifted so the earliest event starts at 0.
+ * the graph does not name, and on the devices' tracks the categories "recv"
+ * (a rank waiting for data) and "send", are left out.  Times are shifted so the earliest event starts at 0.
  *
  * op_report_html_measured's section (rp_measured_section) compares the two:
  * step times, busy time per device, the ops whose durations differ most,
@@ -81,8 +81,8 @@ static op_status read_event(const op_problem *p, json_t *e, long i, const char *
         return bad(path, err, "an \"X\" event needs a name, an integer tid and finite ts and "
                    "dur >= 0", i);
     long tid = (long)json_integer_value(tid_j);
-    if (cat && !strcmp(cat, "recv"))
-        return OP_OK;
+    if (pid == 1 && cat && (!strcmp(cat, "recv") || !strcmp(cat, "send")))
+        return OP_OK; /* a rank waiting for data, or sending it from its own track */
     int op = op_graph_find(p->g, name);
     if (op < 0)
         return OP_OK;
