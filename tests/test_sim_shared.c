@@ -391,3 +391,106 @@ Test(shared, bad_files_name_the_key)
     cr_expect_null(op_cluster_read(write_tmp("bad.json", text), &err));
     cr_expect(strstr(err.msg, "devices[0].dispatch_us"), "%s", err.msg);
 }
+
+/* ---- allocation failures (as tests/test_alloc_failures.c): every checked
+ * allocation of reading a cluster with both fields, simulating on it with a
+ * trace, and reading a measured trace fails in turn; each run ends in
+ * OP_ENOMEM with a message or succeeds with the same result, never a crash
+ * or (under ASan) a leak. */
+
+#include "opplace/report.h"
+
+#define DATA OPPLACE_TEST_DATA
+
+static char shared_path[512], measured_path[512];
+
+static op_status sc_shared(double *result, op_error *err)
+{
+    op_graph *g = op_graph_read(DATA "/good_graph.json", err);
+    if (!g)
+        return err->code ? err->code : OP_ENOMEM;
+    op_cluster *c = op_cluster_read(shared_path, err);
+    if (!c) {
+        op_graph_free(g);
+        return err->code ? err->code : OP_ENOMEM;
+    }
+    op_problem p;
+    op_placement pl = {0};
+    op_sim_result r;
+    op_sim_trace t, m;
+    int have_p = 0, have_pl = 0, have_r = 0, have_t = 0, have_m = 0;
+    op_status st = op_problem_init(&p, g, c, err);
+    have_p = !st;
+    if (!st && !(st = op_placement_read(DATA "/good_placement.json", g, c, &pl, err)))
+        have_pl = 1;
+    if (!st) {
+        /* first-ready-first, so every device's op may overlap the others' */
+        op_placement_drop_order(&pl);
+    }
+    if (!st && !(st = op_sim_result_init(&r, &p, err)))
+        have_r = 1;
+    if (!st && !(st = op_sim_trace_init(&t, &p, err)))
+        have_t = 1;
+    if (!st && !(st = op_simulate(&p, &pl, &r, &t, err)))
+        *result = r.step_time_us + 1e-3 * (double)r.comm_bytes + (double)t.n_transfers;
+    if (!st && !(st = op_measured_read(&p, &pl, measured_path, &m, err))) {
+        have_m = 1;
+        *result += 1e6 * m.finish_us[0];
+    }
+    if (have_m)
+        op_sim_trace_destroy(&m);
+    if (have_t)
+        op_sim_trace_destroy(&t);
+    if (have_r)
+        op_sim_result_destroy(&r);
+    if (have_pl)
+        op_placement_destroy(&pl);
+    if (have_p)
+        op_problem_destroy(&p);
+    op_graph_free(g);
+    op_cluster_free(c);
+    return st;
+}
+
+Test(shared, allocation_failures)
+{
+    snprintf(shared_path, sizeof shared_path, "%s",
+             write_tmp("alloc_shared.json",
+                       "{\"format\": \"opplace-cluster\", \"version\": 1, \"devices\": ["
+                       "{\"name\": \"gpu:0\", \"kind\": \"gpu\", \"memory_bytes\": 1000000, "
+                       "\"dispatch_us\": 1.5},"
+                       "{\"name\": \"gpu:1\", \"kind\": \"gpu\", \"memory_bytes\": 1000000},"
+                       "{\"name\": \"cpu:0\", \"kind\": \"cpu\", \"memory_bytes\": 4000000}],"
+                       "\"default_link\": {\"latency_us\": 10, \"us_per_byte\": 0.0001},"
+                       "\"shared\": [{\"devices\": [\"gpu:0\", \"gpu:1\"], \"alone\": 2, "
+                       "\"all\": 1}]}"));
+    snprintf(measured_path, sizeof measured_path, "%s",
+             write_tmp("alloc_measured.json",
+                       "{\"traceEvents\": [{\"ph\": \"X\", \"pid\": 1, \"tid\": 0, \"ts\": 5, "
+                       "\"dur\": 7, \"name\": \"a\", \"cat\": \"Op\"}]}"));
+    op_error err = {0};
+    double want = NAN;
+    op_alloc_fail_after(0, 0);
+    cr_assert_eq(sc_shared(&want, &err), OP_OK, "without injection: %s", err.msg);
+    for (int sticky = 0; sticky <= 1; sticky++) {
+        long n;
+        for (n = 1; n < 100000; n++) {
+            op_error e = {0};
+            double got = NAN;
+            op_alloc_fail_after(n, sticky);
+            op_status st = sc_shared(&got, &e);
+            int failed = op_alloc_failed();
+            op_alloc_fail_after(0, 0);
+            if (!failed) {
+                cr_expect_eq(st, OP_OK, "%s", e.msg);
+                break;
+            }
+            if (st == OP_OK)
+                cr_expect(got == want, "allocation %ld failed, yet a different result", n);
+            else
+                cr_expect(e.code == OP_ENOMEM && e.msg[0], "allocation %ld failed%s: code %d, "
+                          "'%s'", n, sticky ? " (sticky)" : "", (int)e.code, e.msg);
+        }
+        cr_expect_gt(n, 10, "too few allocations tried");
+    }
+}
