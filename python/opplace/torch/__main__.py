@@ -166,6 +166,14 @@ def main(argv=None):
                                  description="PyTorch models in and out of opplace "
                                              "(docs/pytorch.md).")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    # calibrate parses its own options (_calibrate.main)
+    sub.add_parser("calibrate", add_help=False,
+                   help="under torchrun: measure the ranks' devices, links and shared compute; "
+                        "write a cluster file (calibrate --help)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "calibrate":
+        from . import _calibrate
+        sys.exit(_calibrate.main(argv[1:]))
 
     def common(p):
         p.add_argument("model", help="module:factory, e.g. torchvision.models:resnet50")
