@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/setup-python.sh   # .venv: PyTorch 2.x for the Python tests (quick when done)
 jobs=$(nproc)
 for variant in build build-asan; do
   flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)

@@ -46,6 +46,14 @@ typedef struct op_cluster_link {
     int named;             /* 1 when it names a shared channel */
 } op_cluster_link;
 
+/* Devices that share compute (formats.md 5.8): while m of the group's k
+ * devices compute, each progresses at op_share_rate(g, m) of its own speed. */
+typedef struct op_share_group {
+    int n;                 /* its devices (at least 2) */
+    int *dev;              /* their indices, in the file's order */
+    double alone, all;     /* throughput of one computing alone, of each when all compute */
+} op_share_group;
+
 typedef struct op_cluster {
     int n_dev;
     op_device *dev;
@@ -58,6 +66,11 @@ typedef struct op_cluster {
     int has_default_link;
     op_link_model default_link;
     void *name_ix;         /* device name -> index (private) */
+    int n_share;           /* shared-compute groups (0: every device computes alone) */
+    op_share_group *share;
+    int *share_of;         /* per device: its group, or -1; NULL when n_share == 0 */
+    double *dispatch_us;   /* per device: host cost paid before each op starts
+                              (formats.md 5.7); NULL when every device's is 0 */
 } op_cluster;
 
 /* A link as given in a file or by a preset. channel may be NULL. */
@@ -73,6 +86,30 @@ op_cluster *op_cluster_new(const op_device *devs, int n_dev, const op_link_spec 
                            int n_links, const op_link_model *default_link,
                            const char *origin, op_error *err);
 void op_cluster_free(op_cluster *c);
+
+/* Add a shared-compute group of n devices (indices) with measured
+ * throughputs alone and all (0 < all <= alone): at least 2 distinct devices,
+ * none already in a group.  origin and at (e.g. "shared[0]") prefix errors. */
+op_status op_cluster_add_share(op_cluster *c, const int *devs, int n, double alone, double all,
+                               const char *origin, const char *at, op_error *err);
+
+/* Set device d's dispatch_us (0 to 1e12 us, formats.md 5.7). */
+op_status op_cluster_set_dispatch(op_cluster *c, int d, double dispatch_us, const char *origin,
+                                  op_error *err);
+static inline double op_cluster_dispatch_us(const op_cluster *c, int d)
+{
+    return c->dispatch_us ? c->dispatch_us[d] : 0.0;
+}
+
+/* The rate (a factor on the device's speed) at which each computing member
+ * of group g progresses while m of its members compute (1 <= m <= n):
+ * linear from 1 (m = 1) to all / alone (m = n). */
+static inline double op_share_rate(const op_share_group *g, int m)
+{
+    if (m <= 1)
+        return 1.0;
+    return 1.0 - (1.0 - g->all / g->alone) * (double)(m - 1) / (double)(g->n - 1);
+}
 
 /* Device index by name (a hash lookup), or -1. */
 int op_cluster_find(const op_cluster *c, const char *device_name);

@@ -42,6 +42,25 @@ op_status op_report_html(const op_problem *p, const op_placement *pl, const op_s
                          const op_sim_trace *t, const char *algorithm, const char *path,
                          op_error *err);
 
+/* The same page with a "Measured vs simulated" section when measured is
+ * not NULL: a real run's timeline (op_measured_read) beside the simulated
+ * one, on one time scale, with the step times, busy time per device and the
+ * ops whose durations differ most. */
+op_status op_report_html_measured(const op_problem *p, const op_placement *pl,
+                                  const op_sim_result *r, const op_sim_trace *t,
+                                  const op_sim_trace *measured, const char *algorithm,
+                                  const char *path, op_error *err);
+
+/* Read a measured step: the Chrome/Perfetto trace of a real run in the
+ * layout `--report t.json` writes (opplace.torch's --trace): process 1's
+ * "X" events are ops on device tid, process 2's transfers on channel tid
+ * (args.to names the destination).  Ops are matched by name (the first
+ * event of each counts); ops the trace lacks get a non-finite start and
+ * their placed device; times are shifted to start at 0.  t is initialised
+ * here (op_sim_trace_destroy it). */
+op_status op_measured_read(const op_problem *p, const op_placement *pl, const char *path,
+                           op_sim_trace *t, op_error *err);
+
 op_status op_report_svg_timeline(const op_problem *p, const op_sim_trace *t, const char *path,
                                  op_error *err);
 

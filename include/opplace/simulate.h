@@ -7,7 +7,10 @@
  * edge's bytes; FIFO channels (ties by source op index, then destination
  * device index), optionally shared between links; compute and transfers
  * overlap; a per-device memory timeline with releases before allocations at
- * equal times.
+ * equal times; and the optional rules 5.7 (a device's dispatch_us before
+ * each op) and 5.8 (devices that share compute progress at a rate set by
+ * how many of their group compute; finishes are recomputed at each change).
+ * Clusters without them take exactly the original code path.
  *
  * Set-up and run are split (as in ggml): op_sim_new allocates every work
  * array once for a problem, and op_sim_run does no allocation, so placers and

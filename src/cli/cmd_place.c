@@ -35,6 +35,8 @@ static const char PLACE_HELP[] =
     "                   Chrome/Perfetto trace (ui.perfetto.dev), .svg the timeline\n"
     "                   alone, .dot the graph colored by device (Graphviz);\n"
     "                   several comma-separated: --report r.html,t.json\n"
+    "  --measured T     with an .html report: a real run's trace T (opplace.torch\n"
+    "                   run --trace) beside the simulated timeline\n"
     "  --json           print only the metrics object on stdout\n"
     "  --best-effort    return a placement even when memory does not suffice\n"
     "  --order fit      give each device the priority execution order (critical\n"
@@ -62,6 +64,8 @@ static const char SIMULATE_HELP[] =
     "  --json         print only the metrics object of formats.md section 3\n"
     "  --report FILE  write a report: .html page, .json Perfetto trace, .svg\n"
     "                 timeline or .dot graph by the extension (comma-separated list)\n"
+    "  --measured T   with an .html report: show the measured trace T of a real run\n"
+    "                 (opplace.torch run --trace) beside the simulated timeline\n"
     "  -o FILE        write the placement again with the recomputed metrics\n";
 
 /* The command's own options; op_place_options and the placer's table
@@ -77,6 +81,9 @@ static const op_opt_decl CLI_OPTIONS[] = {
     {"report", OP_OPT_TEXT, 0, 0, NULL, NULL,
      "write reports, comma-separated; .html page, .json trace, .svg timeline, .dot graph"},
     {"placement", OP_OPT_TEXT, 0, 0, NULL, NULL, "placement file (simulate)"},
+    {"measured", OP_OPT_TEXT, 0, 0, NULL, NULL,
+     "a real run's trace (opplace.torch --trace) shown beside the simulated one in the "
+     ".html report"},
     {"quiet", OP_OPT_FLAG, 0, 0, NULL, NULL, "no progress lines"},
     {"progress", OP_OPT_FLAG, 0, 0, NULL, NULL, "progress lines even when not a terminal"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
@@ -132,6 +139,7 @@ typedef struct outputs {
     const char *out;
     int json;
     const char *report[N_REPORTS]; /* NULL: not asked for */
+    const char *measured;          /* --measured trace for the HTML report, or NULL */
     char names[4096];              /* --report's value, split at the commas */
 } outputs;
 
@@ -152,7 +160,11 @@ static op_status read_outputs(cli_args *a, outputs *o, op_error *err)
     memset(o, 0, sizeof *o);
     o->out = op_options_str(a->opts, "output", NULL);
     o->json = op_options_has(a->opts, "json");
+    o->measured = op_options_str(a->opts, "measured", NULL);
     const char *list = op_options_str(a->opts, "report", NULL);
+    if (!list && o->measured)
+        return op_fail(err, OP_EUSAGE, "--measured %s: shown in the HTML report; add --report "
+                       "FILE.html", o->measured);
     if (!list)
         return OP_OK;
     if (strlen(list) >= sizeof o->names)
@@ -171,6 +183,9 @@ static op_status read_outputs(cli_args *a, outputs *o, op_error *err)
                            REPORT_EXT[k], o->report[k], s);
         o->report[k] = s;
     }
+    if (o->measured && !o->report[REPORT_HTML])
+        return op_fail(err, OP_EUSAGE, "--measured %s: shown in the HTML report; add --report "
+                       "FILE.html", o->measured);
     return OP_OK;
 }
 
@@ -207,8 +222,16 @@ static op_status judge(cli_args *a, const outputs *o, cli_problem *cp, const op_
         st = op_placement_write(pl, cp->g, cp->c, &m, out, err);
     if (!st && rep[REPORT_TRACE])
         st = op_trace_write(&t, &cp->p, rep[REPORT_TRACE], err);
-    if (!st && rep[REPORT_HTML])
+    if (!st && rep[REPORT_HTML] && o->measured) {
+        op_sim_trace mt;
+        if (!(st = op_measured_read(&cp->p, pl, o->measured, &mt, err))) {
+            st = op_report_html_measured(&cp->p, pl, &r, &t, &mt, pl->algorithm,
+                                         rep[REPORT_HTML], err);
+            op_sim_trace_destroy(&mt);
+        }
+    } else if (!st && rep[REPORT_HTML]) {
         st = op_report_html(&cp->p, pl, &r, &t, pl->algorithm, rep[REPORT_HTML], err);
+    }
     if (!st && rep[REPORT_SVG])
         st = op_report_svg_timeline(&cp->p, &t, rep[REPORT_SVG], err);
     if (!st && rep[REPORT_DOT])

@@ -31,6 +31,11 @@ void op_cluster_free(op_cluster *c)
     }
     for (int k = 0; k < c->n_named_chan; k++)
         free(c->named_chan[k]);
+    for (int k = 0; k < c->n_share; k++)
+        free(c->share[k].dev);
+    free(c->share);
+    free(c->share_of);
+    free(c->dispatch_us);
     free(c->named_chan);
     free(c->dev);
     free(c->link);
@@ -302,4 +307,72 @@ op_cluster *op_cluster_new(const op_device *devs, int n_dev, const op_link_spec 
     }
     c->n_chan = c->n_named_chan + n_dev * (n_dev - 1);
     return c;
+}
+
+op_status op_cluster_add_share(op_cluster *c, const int *devs, int n, double alone, double all,
+                               const char *origin, const char *at, op_error *err)
+{
+    if (n < 2)
+        return op_fail(err, OP_EINPUT, "%s: %s.devices: a shared group needs at least 2 devices",
+                       origin, at);
+    if (!(alone > 0 && alone <= OP_MAX_TIME_US && all > 0 && all <= alone))
+        return op_fail(err, OP_EINPUT,
+                       "%s: %s: alone and all must be positive numbers with all <= alone "
+                       "(sharing never speeds a device up; got alone %g, all %g)",
+                       origin, at, alone, all);
+    if (!c->share_of) {
+        c->share_of = op_malloc((size_t)c->n_dev * sizeof *c->share_of, err);
+        if (!c->share_of)
+            return OP_ENOMEM;
+        for (int d = 0; d < c->n_dev; d++)
+            c->share_of[d] = -1;
+    }
+    for (int i = 0; i < n; i++) {
+        int d = devs[i];
+        if (d < 0 || d >= c->n_dev)
+            return op_fail(err, OP_EINPUT, "%s: %s.devices[%d]: unknown device", origin, at, i);
+        for (int j = 0; j < i; j++)
+            if (devs[j] == d)
+                return op_fail(err, OP_EINPUT, "%s: %s.devices[%d]: '%s' is listed twice",
+                               origin, at, i, c->dev[d].name);
+        if (c->share_of[d] >= 0)
+            return op_fail(err, OP_EINPUT,
+                           "%s: %s.devices[%d]: '%s' is already in shared group %d; a device "
+                           "shares compute with one group at most", origin, at, i,
+                           c->dev[d].name, c->share_of[d]);
+    }
+    op_share_group *q = op_realloc(c->share, ((size_t)c->n_share + 1) * sizeof *q, err);
+    if (!q)
+        return OP_ENOMEM;
+    c->share = q;
+    op_share_group *g = &c->share[c->n_share];
+    g->dev = op_malloc((size_t)n * sizeof *g->dev, err);
+    if (!g->dev)
+        return OP_ENOMEM;
+    memcpy(g->dev, devs, (size_t)n * sizeof *devs);
+    g->n = n;
+    g->alone = alone;
+    g->all = all;
+    for (int i = 0; i < n; i++)
+        c->share_of[devs[i]] = c->n_share;
+    c->n_share++;
+    return OP_OK;
+}
+
+op_status op_cluster_set_dispatch(op_cluster *c, int d, double dispatch_us, const char *origin,
+                                  op_error *err)
+{
+    if (d < 0 || d >= c->n_dev || !op_valid_time(dispatch_us))
+        return op_fail(err, OP_EINPUT,
+                       "%s: devices[%d].dispatch_us: must be a number from 0 to %g (got %g)",
+                       origin, d, OP_MAX_TIME_US, dispatch_us);
+    if (!c->dispatch_us) {
+        if (dispatch_us == 0)
+            return OP_OK;
+        c->dispatch_us = op_calloc((size_t)c->n_dev, sizeof *c->dispatch_us, err);
+        if (!c->dispatch_us)
+            return OP_ENOMEM;
+    }
+    c->dispatch_us[d] = dispatch_us;
+    return OP_OK;
 }

@@ -1,4 +1,5 @@
 /* cluster_io.c - reading and writing opplace-cluster files (formats.md section 2). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +8,8 @@
 #include "io/json_in.h"
 #include "opplace/io.h"
 
-static op_status read_device(const json_doc *d, json_t *v, long i, op_device *out)
+static op_status read_device(const json_doc *d, json_t *v, long i, op_device *out,
+                             double *dispatch)
 {
     json_step at[2] = {{"devices", 0}, {NULL, i}};
     if (!json_is_object(v))
@@ -19,7 +21,8 @@ static op_status read_device(const json_doc *d, json_t *v, long i, op_device *ou
     if ((st = json_get_string(d, v, at, 2, "name", 1, &name)) ||
         (st = json_get_string(d, v, at, 2, "kind", 1, &kind)) ||
         (st = json_get_bytes(d, v, at, 2, "memory_bytes", 1, &mem)) ||
-        (st = json_get_amount(d, v, at, 2, "speed", 0, &speed)))
+        (st = json_get_amount(d, v, at, 2, "speed", 0, &speed)) ||
+        (st = json_get_time(d, v, at, 2, "dispatch_us", 0, dispatch)))
         return st;
     if (speed <= 0 || speed < OP_MIN_SPEED || speed > OP_MAX_SPEED) {
         json_step sp[3] = {at[0], at[1], {"speed", 0}};
@@ -78,11 +81,51 @@ static op_status read_link(const json_doc *d, json_t *v, long i, const op_name_i
     return OP_OK;
 }
 
+/* shared[i]: {"devices": [names...], "alone": x, "all": y} (formats.md 5.8) */
+static op_status read_share(const json_doc *d, json_t *v, long i, const op_name_index *ix,
+                            op_cluster *c)
+{
+    json_step at[3] = {{"shared", 0}, {NULL, i}, {"devices", 0}};
+    if (!json_is_object(v))
+        return json_fail(d, at, 2, "each shared group must be an object with devices, alone "
+                         "and all");
+    json_t *devs = json_object_get(v, "devices");
+    if (!devs || !json_is_array(devs))
+        return json_fail(d, at, 3, "must be an array of device names");
+    double alone, all;
+    op_status st;
+    if ((st = json_get_amount(d, v, at, 2, "alone", 1, &alone)) ||
+        (st = json_get_amount(d, v, at, 2, "all", 1, &all)))
+        return st;
+    size_t n = json_array_size(devs);
+    if (n < 2 || n > OP_MAX_DEVICES)
+        return json_fail(d, at, 3, "a shared group needs from 2 to %d devices", OP_MAX_DEVICES);
+    int *ids = op_malloc(n * sizeof *ids, d->err);
+    if (!ids)
+        return OP_ENOMEM;
+    for (size_t k = 0; k < n && !st; k++) {
+        json_t *e = json_array_get(devs, k);
+        json_step ep[4] = {at[0], at[1], at[2], {NULL, (long)k}};
+        if (!json_is_string(e))
+            st = json_fail(d, ep, 4, "must be a device name");
+        else if ((ids[k] = op_name_index_get(ix, json_string_value(e))) < 0)
+            st = json_fail(d, ep, 4, "unknown device '%s'", json_string_value(e));
+    }
+    if (!st) {
+        char where[48];
+        snprintf(where, sizeof where, "shared[%ld]", i);
+        st = op_cluster_add_share(c, ids, (int)n, alone, all, d->path, where, d->err);
+    }
+    free(ids);
+    return st;
+}
+
 op_cluster *op_cluster_read(const char *path, op_error *err)
 {
     json_doc d;
     json_t *devs_j, *links_j;
     op_device *devs = NULL;
+    double *dispatch = NULL;
     op_link_spec *links = NULL;
     op_cluster *c = NULL;
     op_name_index ix = {0};
@@ -101,13 +144,14 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
         goto done;
     }
     devs = op_calloc(nd, sizeof *devs, err);
+    dispatch = op_calloc(nd, sizeof *dispatch, err);
     links = op_calloc(nl + 1, sizeof *links, err);
-    if (!devs || !links || op_name_index_init(&ix, nd, err))
+    if (!devs || !dispatch || !links || op_name_index_init(&ix, nd, err))
         goto done;
     /* names resolve through a hash index: linear in devices + links;
      * op_cluster_new refuses repeated links */
     for (size_t i = 0; i < nd; i++) {
-        if (read_device(&d, json_array_get(devs_j, i), (long)i, &devs[i]))
+        if (read_device(&d, json_array_get(devs_j, i), (long)i, &devs[i], &dispatch[i]))
             goto done;
         int old = op_name_index_put(&ix, devs[i].name, (int)i, err);
         if (old == -2)
@@ -140,10 +184,27 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
         defp = &def;
     }
     c = op_cluster_new(devs, (int)nd, links, (int)nl, defp, path, err);
+    for (size_t i = 0; c && i < nd; i++)
+        if (op_cluster_set_dispatch(c, (int)i, dispatch[i], path, err)) {
+            op_cluster_free(c);
+            c = NULL;
+        }
+    json_t *sh = c ? json_object_get(d.root, "shared") : NULL;
+    if (sh && !json_is_null(sh)) {
+        json_step at[1] = {{"shared", 0}};
+        op_status st = json_is_array(sh) ? OP_OK : json_fail(&d, at, 1, "must be an array");
+        for (size_t i = 0; !st && i < json_array_size(sh); i++)
+            st = read_share(&d, json_array_get(sh, i), (long)i, &ix, c);
+        if (st) {
+            op_cluster_free(c);
+            c = NULL;
+        }
+    }
 done:
     if (ix.keys)
         op_name_index_destroy(&ix);
     free(devs);
+    free(dispatch);
     free(links);
     json_doc_destroy(&d);
     return c;
@@ -171,6 +232,10 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
         op_json_put_string(f, c->dev[i].kind);
         fprintf(f, ", \"memory_bytes\": %lld, \"speed\": ", (long long)c->dev[i].memory_bytes);
         op_json_put_number(f, c->dev[i].speed);
+        if (op_cluster_dispatch_us(c, i) > 0) {
+            fputs(", \"dispatch_us\": ", f);
+            op_json_put_number(f, op_cluster_dispatch_us(c, i));
+        }
         fputs(i + 1 < c->n_dev ? "},\n" : "}\n", f);
     }
     fputs("  ],\n  \"links\": [", f);
@@ -195,6 +260,24 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
         fputs(",\n  \"default_link\": {", f);
         put_link(f, c->default_link.latency_us, c->default_link.us_per_byte);
         fputc('}', f);
+    }
+    if (c->n_share) {
+        fputs(",\n  \"shared\": [", f);
+        for (int k = 0; k < c->n_share; k++) {
+            const op_share_group *g = &c->share[k];
+            fputs(k ? ",\n    {\"devices\": [" : "\n    {\"devices\": [", f);
+            for (int i = 0; i < g->n; i++) {
+                if (i)
+                    fputs(", ", f);
+                op_json_put_string(f, c->dev[g->dev[i]].name);
+            }
+            fputs("], \"alone\": ", f);
+            op_json_put_number(f, g->alone);
+            fputs(", \"all\": ", f);
+            op_json_put_number(f, g->all);
+            fputc('}', f);
+        }
+        fputs("\n  ]", f);
     }
     fputs("\n}\n", f);
     return op_atomic_commit(&a, err);

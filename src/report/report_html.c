@@ -42,6 +42,9 @@ typedef struct html_ctx {
     rp_tracks tr;
     rp_types ty;
     rp_graph_view gv;
+    const op_sim_trace *measured; /* or NULL */
+    op_error *err;
+    op_status st;                 /* of the measured section */
 } html_ctx;
 
 static void put_time_num(FILE *f, double x)
@@ -387,7 +390,7 @@ static void put_data(const html_ctx *c)
     fputs("]};</script>\n", f);
 }
 
-static void write_page(const html_ctx *c)
+static void write_page(html_ctx *c)
 {
     FILE *f = c->f;
     char a[64];
@@ -412,6 +415,8 @@ static void write_page(const html_ctx *c)
     put_summary(c);
     put_devices(c);
     put_channels(c);
+    if (c->measured)
+        c->st = rp_measured_section(f, c->p, c->pl, c->r, c->t, c->measured, c->err);
     put_timeline(c);
     put_memory(c);
     put_graph(c);
@@ -424,12 +429,20 @@ op_status op_report_html(const op_problem *p, const op_placement *pl, const op_s
                          const op_sim_trace *t, const char *algorithm, const char *path,
                          op_error *err)
 {
+    return op_report_html_measured(p, pl, r, t, NULL, algorithm, path, err);
+}
+
+op_status op_report_html_measured(const op_problem *p, const op_placement *pl,
+                                  const op_sim_result *r, const op_sim_trace *t,
+                                  const op_sim_trace *measured, const char *algorithm,
+                                  const char *path, op_error *err)
+{
     if (r->nd != p->nd)
         return op_fail(err, OP_EINPUT, "report: the result has %d devices, the cluster %d",
                        r->nd, p->nd);
     if ((pl->n_ops != p->n || pl->n_dev != p->nd))
         return op_fail(err, OP_EINPUT, "report: the placement does not fit the problem");
-    html_ctx c = {.p = p, .pl = pl, .r = r, .t = t};
+    html_ctx c = {.p = p, .pl = pl, .r = r, .t = t, .measured = measured, .err = err};
     c.algorithm = algorithm ? algorithm : pl->algorithm ? pl->algorithm : "?";
     op_status st = rp_tracks_build(&c.tr, p, t, err);
     if (st)
@@ -443,7 +456,12 @@ op_status op_report_html(const op_problem *p, const op_placement *pl, const op_s
         if (!(st = op_atomic_open(&a, path, err))) {
             c.f = a.f;
             write_page(&c);
-            st = op_atomic_commit(&a, err);
+            if (c.st) {
+                op_atomic_abort(&a);
+                st = c.st;
+            } else {
+                st = op_atomic_commit(&a, err);
+            }
         }
         rp_graph_view_destroy(&c.gv);
     }

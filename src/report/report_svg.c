@@ -28,6 +28,7 @@ typedef struct svg_ctx {
     const op_sim_trace *t;
     const rp_types *ty;
     double scale; /* pixels per microsecond */
+    double end_us; /* the time the width spans */
 } svg_ctx;
 
 /* One rectangle being grown from consecutive items of a track. */
@@ -111,6 +112,8 @@ static void put_track_items(const svg_ctx *c, int is_op, const int *ids, int n, 
     for (int k = 0; k < n; k++) {
         double s, e;
         item_span(c, is_op, ids[k], &s, &e);
+        if (!isfinite(s) || !isfinite(e))
+            continue; /* a measured trace lacks it (report_measured.c) */
         double a = px(c, s), z = px(c, e);
         int tiny = z - a < 1.0;
         if (b.n > 0 && tiny && (b.x1 - b.x0 < 1.0 || b.n > 1) && a - b.x1 < 1.0) {
@@ -183,22 +186,27 @@ static void put_label(FILE *f, const char *kind, const char *name, double y)
     fputs("</text>\n", f);
 }
 
-static void write_svg(const svg_ctx *c, const rp_tracks *tr)
+/* The <svg> element; with title NULL, "graph: step T". */
+static void write_svg(const svg_ctx *c, const rp_tracks *tr, const char *title)
 {
     FILE *f = c->f;
     int n_tracks = tr->n_dev + tr->n_chan;
     double axis_y = TOP + n_tracks * (TRACK + GAP) + 4;
     int legend_rows = c->ty->n > 12 ? 3 : (c->ty->n + 5) / 6;
     double height = axis_y + 30 + legend_rows * 16 + 10;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n"
                "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
                "<text x=\"6\" y=\"20\" font-size=\"15\" font-weight=\"bold\">",
             WIDTH, height, WIDTH, height);
-    rp_put_text(f, c->p->g->name, RP_XML);
     char a[32];
-    fprintf(f, ": step %s</text>\n", rp_time(a, sizeof a, tr->end_us));
+    if (title) {
+        rp_put_text(f, title, RP_XML);
+        fputs("</text>\n", f);
+    } else {
+        rp_put_text(f, c->p->g->name, RP_XML);
+        fprintf(f, ": step %s</text>\n", rp_time(a, sizeof a, tr->end_us));
+    }
     double y = TOP;
     for (int d = 0; d < tr->n_dev; d++, y += TRACK + GAP) {
         put_label(f, "device", c->p->c->dev[d].name, y);
@@ -213,13 +221,13 @@ static void write_svg(const svg_ctx *c, const rp_tracks *tr)
                         tr->chan_off[s + 1] - tr->chan_off[s], y);
         fputs("</g>\n", f);
     }
-    put_axis(c, tr->end_us, axis_y);
+    put_axis(c, c->end_us, axis_y);
     put_legend(c, axis_y + 28);
     fputs("</svg>\n", f);
 }
 
-op_status op_report_svg_timeline(const op_problem *p, const op_sim_trace *t, const char *path,
-                                 op_error *err)
+op_status rp_svg_timeline(FILE *f, const op_problem *p, const op_sim_trace *t, const char *title,
+                          double end_us, op_error *err)
 {
     rp_tracks tr;
     rp_types ty;
@@ -230,13 +238,25 @@ op_status op_report_svg_timeline(const op_problem *p, const op_sim_trace *t, con
         rp_tracks_destroy(&tr);
         return st;
     }
-    op_atomic a;
-    if (!(st = op_atomic_open(&a, path, err))) {
-        svg_ctx c = {a.f, p, t, &ty, (WIDTH - LABEL - RIGHT) / tr.end_us};
-        write_svg(&c, &tr);
-        st = op_atomic_commit(&a, err);
-    }
+    double end = end_us > 0 ? end_us : tr.end_us;
+    svg_ctx c = {f, p, t, &ty, (WIDTH - LABEL - RIGHT) / end, end};
+    write_svg(&c, &tr, title);
     rp_types_destroy(&ty);
     rp_tracks_destroy(&tr);
-    return st;
+    return OP_OK;
+}
+
+op_status op_report_svg_timeline(const op_problem *p, const op_sim_trace *t, const char *path,
+                                 op_error *err)
+{
+    op_atomic a;
+    op_status st = op_atomic_open(&a, path, err);
+    if (st)
+        return st;
+    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", a.f);
+    if ((st = rp_svg_timeline(a.f, p, t, NULL, 0, err))) {
+        op_atomic_abort(&a);
+        return st;
+    }
+    return op_atomic_commit(&a, err);
 }

@@ -95,6 +95,17 @@ void rp_graph_node_label(FILE *f, const rp_graph_view *v, const op_problem *p, i
 /* The drawing as an <svg> element (layered left to right). */
 void rp_graph_view_svg(FILE *f, const rp_graph_view *v, const op_problem *p);
 
+/* A static timeline as one <svg> element (report_svg.c): title (NULL:
+ * "graph: step T"), end_us the time the width spans (0: the trace's end);
+ * ops with a non-finite start are left out. */
+op_status rp_svg_timeline(FILE *f, const op_problem *p, const op_sim_trace *t, const char *title,
+                          double end_us, op_error *err);
+
+/* The "Measured vs simulated" section of the HTML page (report_measured.c). */
+op_status rp_measured_section(FILE *f, const op_problem *p, const op_placement *pl,
+                              const op_sim_result *r, const op_sim_trace *sim,
+                              const op_sim_trace *meas, op_error *err);
+
 /* The HTML page's style sheet and scripts (report_html_assets.c). */
 extern const char rp_html_css[], rp_html_early_js[], rp_html_main_js[];
 

@@ -2,13 +2,16 @@
  * event_heap.h - the simulator's pending events, earliest first.
  *
  * At most one op runs per device and one transfer per channel, so the heap
- * never holds more than devices + channels events.  Ties are broken by kind,
+ * never holds more than devices + channels live events (with shared compute,
+ * stale op-finish events too; the simulator compacts them away).  Ties are broken by kind,
  * then id, so a run is fully deterministic.
  */
 #ifndef OPPLACE_EVENT_HEAP_H
 #define OPPLACE_EVENT_HEAP_H
 
-typedef enum { EV_OP_FINISH = 0, EV_TRANSFER_DONE = 1 } ev_kind;
+/* EV_COMPUTE_BEGIN: a shared-compute device's op ends its dispatch and
+ * starts computing (formats.md 5.7, 5.8). */
+typedef enum { EV_OP_FINISH = 0, EV_TRANSFER_DONE = 1, EV_COMPUTE_BEGIN = 2 } ev_kind;
 
 typedef struct sim_event {
     double t;

@@ -46,6 +46,18 @@ struct op_sim {
     const int64_t *pick_cap;  /* per device: memory the dispatch tries to stay under */
     int *held;                /* scratch of pick_under_cap */
     int *started, n_started;  /* ops in the order they started (with prio only) */
+    /* shared compute (formats.md 5.8), only when the cluster has groups:
+     * each computing device's op has rem[d] microseconds of work left at
+     * its device speed as of upd[d], progressing at rate[d] (0 before its
+     * first scheduling); its finish event is at sched[op], and a popped
+     * finish event whose time differs is stale (dropped). */
+    int has_share;
+    int ev_cap;        /* the event heap's capacity (stale events take room) */
+    double *rem, *upd, *rate, *sched;
+    int *computing;    /* per device: its op is in its compute phase */
+    int *active;       /* per group: members computing */
+    int *dirty, n_dirty; /* groups whose active count changed at the current time */
+    int *is_dirty;
 };
 
 typedef struct run {

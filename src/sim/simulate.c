@@ -54,8 +54,17 @@ op_sim *op_sim_new(const op_problem *p, op_error *err)
     ALLOC(next_pos, nd);
     ALLOC(mem, nd); ALLOC(peak, nd); ALLOC(last_logged, nd);
     ALLOC(dev_bytes, nd); ALLOC(dev_count, nd); ALLOC(touched, nd);
-    ALLOC(ev.a, nd + nc + 1);
     ALLOC(held, n); ALLOC(started, n);
+    s->has_share = p->c->n_share > 0;
+    /* live events: one per device and per channel; with shared compute as
+     * many stale ones again before a compaction (push_event) */
+    s->ev_cap = s->has_share ? 2 * (nd + nc) + 2 : nd + nc + 1;
+    ALLOC(ev.a, s->ev_cap);
+    if (s->has_share) {
+        int ng = p->c->n_share;
+        ALLOC(rem, nd); ALLOC(upd, nd); ALLOC(rate, nd); ALLOC(sched, n);
+        ALLOC(computing, nd); ALLOC(active, ng); ALLOC(dirty, ng); ALLOC(is_dirty, ng);
+    }
 #undef ALLOC
     return s;
 fail:
@@ -76,6 +85,8 @@ void op_sim_free(op_sim *s)
     free(s->dev_bytes); free(s->dev_count); free(s->touched);
     free(s->ev.a);
     free(s->held); free(s->started);
+    free(s->rem); free(s->upd); free(s->rate); free(s->sched);
+    free(s->computing); free(s->active); free(s->dirty); free(s->is_dirty);
     sim_checkpoints_free(s->ckpt);
     free(s);
 }
@@ -264,6 +275,100 @@ static void issue_transfers(run *R, int op, double t)
     }
 }
 
+/* ---- shared compute (formats.md 5.8) ----------------------------------- */
+
+/* A finish event that a later rescheduling replaced, or of a finished op. */
+static int ev_stale(const op_sim *s, const sim_event *e)
+{
+    return e->kind == EV_OP_FINISH && (s->finish[e->id] >= 0 || s->sched[e->id] != e->t);
+}
+
+/* Push an event; with shared compute, first drop the stale events when the
+ * heap is full (at most devices + channels are live, half the capacity). */
+static void push_event(op_sim *s, sim_event e)
+{
+    if (s->has_share && s->ev.n == s->ev_cap) {
+        int n = s->ev.n;
+        s->ev.n = 0;
+        for (int i = 0; i < n; i++) {
+            sim_event k = s->ev.a[i];
+            if (!ev_stale(s, &k))
+                ev_push(&s->ev, k); /* in place: the write index never passes i */
+        }
+    }
+    assert(s->ev.n < s->ev_cap);
+    ev_push(&s->ev, e);
+}
+
+static void mark_dirty(op_sim *s, int grp)
+{
+    if (!s->is_dirty[grp]) {
+        s->is_dirty[grp] = 1;
+        s->dirty[s->n_dirty++] = grp;
+    }
+}
+
+/* d's op enters its compute phase at t with dur of work at its speed. */
+static void begin_compute(run *R, int d, double dur, double t)
+{
+    op_sim *s = R->s;
+    int grp = s->p->c->share_of[d];
+    s->rem[d] = dur;
+    s->upd[d] = t;
+    s->rate[d] = 0; /* not scheduled yet */
+    if (grp < 0 || dur <= 0) {
+        /* alone, or no work: it cannot slow anyone down */
+        int op = s->running[d];
+        s->sched[op] = t + dur;
+        push_event(s, (sim_event){s->sched[op], EV_OP_FINISH, op});
+        return;
+    }
+    s->sched[s->running[d]] = -1; /* no event yet (times are never negative) */
+    s->computing[d] = 1;
+    s->active[grp]++;
+    mark_dirty(s, grp);
+}
+
+/* Every group whose count of computing members changed at t: advance each
+ * computing member's work at its old rate to t, then give it the new rate
+ * and a new finish event (the old one goes stale).  Members whose rate did
+ * not change keep their event. */
+static void reschedule_shared(run *R, double t)
+{
+    op_sim *s = R->s;
+    const op_cluster *c = s->p->c;
+    for (int k = 0; k < s->n_dirty; k++) {
+        int grp = s->dirty[k];
+        const op_share_group *g = &c->share[grp];
+        double r = op_share_rate(g, s->active[grp]);
+        s->is_dirty[grp] = 0;
+        for (int i = 0; i < g->n; i++) {
+            int d = g->dev[i];
+            if (!s->computing[d] || s->rate[d] == r)
+                continue;
+            double left = s->rem[d] - (t - s->upd[d]) * s->rate[d];
+            s->rem[d] = left > 0 ? left : 0;
+            s->upd[d] = t;
+            s->rate[d] = r;
+            int op = s->running[d];
+            double at = t + s->rem[d] / r;
+            if (at != s->sched[op]) {
+                s->sched[op] = at;
+                push_event(s, (sim_event){at, EV_OP_FINISH, op});
+            }
+        }
+    }
+    s->n_dirty = 0;
+}
+
+/* The dispatch of d's op ended at t: it starts computing. */
+static void compute_begins(run *R, int op, double t)
+{
+    op_sim *s = R->s;
+    int d = R->dev[op];
+    begin_compute(R, d, op_exec_us(s->p, op, d), t);
+}
+
 static void finish_op(run *R, int op, double t)
 {
     op_sim *s = R->s;
@@ -275,6 +380,15 @@ static void finish_op(run *R, int op, double t)
     s->running[d] = -1;
     s->finish[op] = t;
     R->done++;
+    if (s->has_share) {
+        R->r->busy_us[d] += t - s->start[op];
+        if (s->computing[d]) {
+            int grp = s->p->c->share_of[d];
+            s->computing[d] = 0;
+            s->active[grp]--;
+            mark_dirty(s, grp);
+        }
+    }
     s->mem[d] -= g->temp_bytes[op];
     /* inputs this op held: local producers' outputs and received tensors */
     for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
@@ -373,7 +487,7 @@ static void start_transfers(run *R, double t)
         R->r->chan_busy_us[ch] += dur;
         R->r->chan_bytes[ch] += tr->bytes;
         R->r->comm_bytes += tr->bytes;
-        ev_push(&s->ev, (sim_event){tr->end, EV_TRANSFER_DONE, x});
+        push_event(s, (sim_event){tr->end, EV_TRANSFER_DONE, x});
     }
 }
 
@@ -462,16 +576,28 @@ static void start_ops(run *R, double t)
         int op = next_op_for(R, d);
         if (op < 0)
             continue;
-        double dur = op_exec_us(s->p, op, d);
+        double dur = op_exec_us(s->p, op, d), disp = op_cluster_dispatch_us(s->p->c, d);
         /* starts once, when every input has arrived; times are finite */
         assert(s->start[op] < 0 && s->pending[op] == 0 && dur >= 0 && isfinite(t + dur));
         s->running[d] = op;
         s->start[op] = t;
         s->out_refs[op] = 1;
         s->mem[d] += start_bytes(s, op);
-        R->r->busy_us[d] += dur;
         if (s->prio)
             s->started[s->n_started++] = op;
+        if (s->has_share) {
+            /* busy time is added at the finish: sharing stretches it */
+            if (disp > 0)
+                push_event(s, (sim_event){t + disp, EV_COMPUTE_BEGIN, op});
+            else
+                begin_compute(R, d, dur, t);
+            continue;
+        }
+        /* formats.md 5.7: the dispatch comes first (0 by default: then the
+         * sums below are exactly those of a cluster without the field) */
+        if (disp > 0)
+            dur = disp + dur;
+        R->r->busy_us[d] += dur;
         ev_push(&s->ev, (sim_event){t + dur, EV_OP_FINISH, op});
     }
 }
@@ -501,6 +627,13 @@ op_status sim_reset(run *R)
     memset(r->chan_bytes, 0, (size_t)s->n_chan * sizeof *r->chan_bytes);
     s->n_xf = s->n_new = s->n_started = 0;
     s->ev.n = 0;
+    if (s->has_share) {
+        s->n_dirty = 0;
+        for (int d = 0; d < p->nd; d++)
+            s->computing[d] = 0;
+        for (int k = 0; k < p->c->n_share; k++)
+            s->active[k] = s->is_dirty[k] = 0;
+    }
     R->done = 0;
     for (int c = 0; c < s->n_chan; c++) {
         s->chan_head[c] = s->chan_tail[c] = -1;
@@ -589,6 +722,12 @@ op_status sim_event_loop(run *R, double t, int resume)
             start_ops(R, t);
         }
         resume = 0;
+        if (s->has_share) {
+            if (s->n_dirty)
+                reschedule_shared(R, t);
+            while (s->ev.n > 0 && ev_stale(s, &s->ev.a[0]))
+                ev_pop(&s->ev);
+        }
         if (s->ev.n == 0 || s->ev.a[0].t > t) {
             if ((st = log_memory(R, t)) || (st = sim_maybe_checkpoint(R, t)))
                 return st;
@@ -602,10 +741,14 @@ op_status sim_event_loop(run *R, double t, int resume)
         }
         while (s->ev.n > 0 && s->ev.a[0].t == t) {
             sim_event e = ev_pop(&s->ev);
+            if (s->has_share && ev_stale(s, &e))
+                continue;
             if (e.kind == EV_OP_FINISH)
                 finish_op(R, e.id, t);
-            else
+            else if (e.kind == EV_TRANSFER_DONE)
                 transfer_done(R, e.id, t);
+            else
+                compute_begins(R, e.id, t);
         }
     }
     return OP_OK;

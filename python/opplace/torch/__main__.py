@@ -127,6 +127,7 @@ def cmd_export(a):
     try:
         export(model, _inputs(a.input, device), a.output, loss_fn=_loss(a.loss), times=a.times,
                optimizer=a.optimizer, repeat=a.repeat, name=a.name, clock=a.clock,
+               capture=a.capture,
                progress=lambda m: print("opplace.torch: " + m, file=sys.stderr))
     except TraceFailure as e:
         _die(str(e).replace("opplace.torch: ", "", 1))
@@ -153,11 +154,26 @@ def cmd_measure(a):
                                          "steps", "measured_phase_us", "graph_phase_us")}))
 
 
+def cmd_run(a):
+    import torch
+    from ._run import run_cli
+    sys.exit(run_cli(a, lambda: _build_model(a.model, a.kwargs, False),
+                     lambda: _inputs(a.input, "cpu"), _loss(a.loss)))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m opplace.torch",
                                  description="PyTorch models in and out of opplace "
                                              "(docs/pytorch.md).")
     sub = ap.add_subparsers(dest="cmd", required=True)
+    # calibrate parses its own options (_calibrate.main)
+    sub.add_parser("calibrate", add_help=False,
+                   help="under torchrun: measure the ranks' devices, links and shared compute; "
+                        "write a cluster file (calibrate --help)")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "calibrate":
+        from . import _calibrate
+        sys.exit(_calibrate.main(argv[1:]))
 
     def common(p):
         p.add_argument("model", help="module:factory, e.g. torchvision.models:resnet50")
@@ -185,6 +201,9 @@ def main(argv=None):
     e.add_argument("--optimizer", choices=("adam", "adamw", "momentum", "sgd"), default="adam")
     e.add_argument("--repeat", type=int, default=5, help="timed steps for --times measure")
     e.add_argument("--name", help="graph name")
+    e.add_argument("--capture", choices=("auto", "aten", "fx"), default="auto",
+                   help="aten (torch 2: the model runs as written), fx (torch.fx symbolic "
+                        "tracing) or auto (aten where torch has it; default)")
     e.add_argument("-o", "--output", required=True)
     m = sub.add_parser("measure", help="measured vs simulated step of a placement")
     common(m)
@@ -196,6 +215,20 @@ def main(argv=None):
                         "{\"gpu:0\": \"cuda:0\", ...} (default cpu)")
     m.add_argument("--steps", type=int, default=10)
     m.add_argument("--warmup", type=int, default=3)
+    r = sub.add_parser("run", help="run a placement for real: one process per device, "
+                                   "started by torchrun (docs/pytorch.md \"Run a placement\")")
+    common(r)
+    r.add_argument("--graph", required=True)
+    r.add_argument("--placement", required=True)
+    r.add_argument("--cluster", required=True, help="rank i runs device i of this file")
+    r.add_argument("--steps", type=int, default=10, help="timed steps (default 10)")
+    r.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    r.add_argument("--json", help="write the results (measured and simulated step, losses)")
+    r.add_argument("--trace", help="write each rank's measured timeline (Perfetto JSON)")
+    r.add_argument("--save-params", help="write every parameter after the last step "
+                                         "(torch.save of a name -> tensor dict)")
+    r.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds any wait may take before every rank stops (default 300)")
     a = ap.parse_args(argv)
     if a.threads < 1:
         ap.error("--threads must be positive")
@@ -203,6 +236,10 @@ def main(argv=None):
         if a.repeat < 1:
             ap.error("--repeat must be positive")
         cmd_export(a)
+    elif a.cmd == "run":
+        if a.steps < 1 or a.warmup < 0:
+            ap.error("--steps must be positive and --warmup not negative")
+        cmd_run(a)
     else:
         cmd_measure(a)
 

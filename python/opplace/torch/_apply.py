@@ -236,6 +236,12 @@ def apply(model, graph_path, placement_path, device_map, copy=True):
     if copy:
         import copy as _copy
         model = _copy.deepcopy(model)
+    if (graph.get("torch") or {}).get("capture") == "aten":
+        from ._route import apply_routed
+        placed = apply_routed(model, graph, device_of, tdev)
+        object.__setattr__(placed, "opplace_placement", placement)
+        placed.train(model.training)
+        return placed
     example = _example_from(graph, graph_path)
     with meta_tensors(model):
         gm, names = trace(model, example)

@@ -158,7 +158,8 @@ def _input_spec(x):
 
 
 def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
-           optimizer="adam", repeat=5, name=None, progress=None, clock="wall"):
+           optimizer="adam", repeat=5, name=None, progress=None, clock="wall",
+           capture="auto"):
     """Write the opplace-graph file of one training step of
     `model(*example_inputs)` to `path` and return the graph as a dict.
 
@@ -169,7 +170,12 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
     {"cpu": t}).  optimizer: adam, adamw, momentum or sgd (state bytes and
     update cost).  progress: a callable taking a message, or None.
     clock (measure): "wall" (default) or "cpu", the process's CPU time, for
-    one-thread CPU timing on a machine shared with other work."""
+    one-thread CPU timing on a machine shared with other work.
+    capture: "aten" (torch 2.x: the model runs as written under make_fx on
+    fake tensors, or on real ones where its control flow needs values;
+    docs/pytorch.md "Captures"), "fx" (torch.fx symbolic tracing, module
+    granularity; the only one on torch 1.x) or "auto" (aten where torch has
+    it, else fx).  The graph file says which one made it (torch.capture)."""
     say = progress or (lambda msg: None)
     if isinstance(example_inputs, torch.Tensor):
         example_inputs = (example_inputs,)
@@ -196,8 +202,13 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
         warnings.append(msg)
         say("warning: " + msg)
 
+    how = _choose_capture(capture)
     try:
-        if measure:
+        if how == "aten":
+            use_clock(clock)
+            graph, how_mode = _export_aten(model, example, loss_fn, optimizer, profile, repeat,
+                                           device, kind, say)
+        elif measure:
             use_clock(clock)
             gm, names = trace(model, example)
             say("traced %s: %d fx nodes" % (type(model).__name__, len(gm.graph.nodes)))
@@ -221,7 +232,10 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
     graph["batch_size"] = int(example[0].shape[0]) if example and example[0].dim() else 1
     graph["torch"] = {"inputs": [_input_spec(x) for x in example], "times": times,
                       "clock": clock if measure else None,
-                      "time_kind": kind, "optimizer": optimizer, "torch_version": torch.__version__}
+                      "time_kind": kind, "optimizer": optimizer, "torch_version": torch.__version__,
+                      "capture": how}
+    if how == "aten":
+        graph["torch"]["capture_mode"] = how_mode
     if warnings:
         graph["torch"]["warnings"] = warnings
     graph = {k: graph[k] for k in ("format", "version", "name", "batch_size", "torch",
@@ -239,6 +253,85 @@ def export(model, example_inputs, path, loss_fn=None, times="estimate:v100",
                                              len(graph["edges"]), times, kind,
                                              time.perf_counter() - t_start))
     return graph
+
+
+def _choose_capture(capture):
+    """The capture to use: 'aten' needs torch 2 (make_fx with fake tensors and
+    torch.func.functional_call); 'fx' works everywhere."""
+    if capture not in ("auto", "aten", "fx"):
+        raise ValueError("opplace.torch: capture must be 'auto', 'aten' or 'fx', not %r"
+                         % (capture,))
+    has_aten = int(torch.__version__.split(".")[0]) >= 2
+    if capture == "aten" and not has_aten:
+        raise ValueError("opplace.torch: capture='aten' needs torch 2.x (this is %s); use "
+                         "capture='fx'" % torch.__version__)
+    if capture == "auto":
+        return "aten" if has_aten else "fx"
+    return capture
+
+
+def _export_aten(model, example, loss_fn, optimizer, profile, repeat, device, kind, say):
+    """(graph dict, capture mode) from the dispatcher-level capture."""
+    from ._capture import capture, graph_ops, is_costless, node_flops, node_io_bytes
+    t0 = time.perf_counter()
+    cap = capture(model, example, loss_fn, say=say)
+    n_nodes = sum(len(g.nodes) for g in cap.groups)
+    say("captured %s on %s tensors: %d aten ops in %d groups, %.1f s"
+        % (type(model).__name__, cap.mode, n_nodes, len(cap.groups), time.perf_counter() - t0))
+    state = OPTIMIZER_STATE[optimizer]
+    if profile is not None:
+        zero = {p.kind: 0.0 for p in profile.list}
+
+        def node_time(n):
+            if n is None or is_costless(n):
+                return zero
+            return profile.time_us(node_flops(n), node_io_bytes(n))
+
+        def update_time(p):
+            shape, dtype, _ = cap.param_meta[p]
+            numel = math.prod(shape)
+            nb = numel * torch.empty((), dtype=dtype).element_size()
+            return {k: round(v, 3) for k, v in
+                    profile.time_us(OPTIMIZER_FLOPS[optimizer] * numel,
+                                    (3 + 2 * state) * nb).items()}
+    else:
+        node_us = _measure_aten(model, cap, example, repeat, device, say)
+        upd = _time_updates(list(model.named_parameters()), optimizer, repeat, device)
+
+        def node_time(n):
+            return {kind: node_us.get(n, 0.0) if n is not None else 0.0}
+
+        def update_time(p):
+            return {kind: round(upd.get(p, 0.0), 3)}
+    ops, edges = graph_ops(cap, node_time, update_time, state)
+    merged = {(e["src"], e["dst"]): e["bytes"] for e in edges}
+    ops = _topological(ops, merged)
+    return ({"format": "opplace-graph", "version": 1, "name": "", "batch_size": 1,
+             "ops": ops, "edges": edges}, cap.mode)
+
+
+def _measure_aten(model, cap, example, repeat, device, say):
+    """Each aten node's time: the median over `repeat` replays of the joint
+    graph on the model's real tensors (after one warm-up replay)."""
+    from ._capture import Replay, bind
+    params = {n: p.detach() for n, p in model.named_parameters()}
+    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
+    rep = Replay(cap)
+    times = {}
+    order = [n for g in sorted(cap.groups, key=lambda g: g.first) for n in g.nodes
+             if n.op != "placeholder"]
+    with torch.no_grad():
+        for r in range(repeat + 1):
+            env = bind(cap, params, buffers, example)
+            for n in order:
+                _sync_dev(device)
+                t0 = now()
+                env[n] = rep.run_node(n, env)
+                _sync_dev(device)
+                if r:
+                    times.setdefault(n, []).append((now() - t0) * 1e6)
+            say("measured step %d of %d%s" % (r + 1, repeat + 1, " (warm-up)" if r == 0 else ""))
+    return {n: _median(v) for n, v in times.items()}
 
 
 def _optimizer_for(name, params):

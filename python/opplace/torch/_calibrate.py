@@ -1,0 +1,445 @@
+"""torchrun --nproc-per-node N -m opplace.torch calibrate -o cluster.json
+
+Measures the machine the ranks run on and writes an opplace-cluster file
+(docs/formats.md section 2):
+
+- devices: rank i is device i; a rank on a GPU (the first --gpus local ranks
+  of each node, default: as many as the node has) is `gpu:k` with the card's
+  memory, any other `cpu:k` with the node's memory divided by its cpu ranks;
+- links: for each ordered pair of ranks, point-to-point transfers over a
+  range of sizes, fitted to latency_us + us_per_byte * bytes by least
+  squares (the model and the fit of `opplace fit-comm`; --csv writes the
+  measurements in its CSV, device names in the kind columns);
+- shared (formats.md 5.8): a fixed single-precision matmul stream timed on
+  each cpu rank alone and on all ranks at once (barrier-synchronised);
+  cpu ranks of one node form a group with the measured throughputs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+
+from . import _dist
+
+DEFAULT_SIZES = [4, 1 << 10, 1 << 14, 1 << 17, 1 << 20, 1 << 22, 1 << 24]
+
+
+def _log(rank: int, msg: str) -> None:
+    if rank == 0:
+        print("opplace.torch calibrate: " + msg, file=sys.stderr, flush=True)
+
+
+def _size(text: str) -> int:
+    """'4', '64K', '1M', '16MiB' -> bytes."""
+    t = text.strip().upper().replace("IB", "").replace("B", "")
+    mult = 1
+    if t and t[-1] in "KMG":
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[t[-1]]
+        t = t[:-1]
+    try:
+        n = int(float(t) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError("size %r: give bytes, e.g. 4, 64K, 1M" % text)
+    if n < 4 or n > 1 << 31:
+        raise argparse.ArgumentTypeError("size %r: must be from 4 bytes to 2 GiB" % text)
+    return n
+
+
+# ---------------------------------------------------------------- fitting
+
+
+def linear_fit(x: Sequence[float], y: Sequence[float]) -> Tuple[float, float, float]:
+    """Ordinary least squares y = a + b x: (a, b, R^2), as op_linear_fit
+    (src/cost/comm_fit.c) computes it for `opplace fit-comm`."""
+    n = len(x)
+    if n < 2 or len(set(x)) < 2:
+        raise ValueError("a linear fit needs at least 2 distinct sizes")
+    mx, my = sum(x) / n, sum(y) / n
+    sxx = sum((v - mx) ** 2 for v in x)
+    sxy = sum((u - mx) * (v - my) for u, v in zip(x, y))
+    b = sxy / sxx
+    a = my - b * mx
+    ss_tot = sum((v - my) ** 2 for v in y)
+    ss_res = sum((v - a - b * u) ** 2 for u, v in zip(x, y))
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    return a, b, r2
+
+
+# ---------------------------------------------------------------- devices
+
+
+def _node_memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    raise _dist.DistError("cannot read this machine's memory size")
+
+
+def _my_device(local_rank: int, gpus: Optional[int]) -> Tuple[str, str, int]:
+    """(kind, torch device, memory_bytes) of this rank; cpu memory is
+    filled in later (the node's divided by its cpu ranks)."""
+    n_cuda = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    g = n_cuda if gpus is None else gpus
+    if local_rank < g:
+        if local_rank >= n_cuda:
+            raise _dist.DistError("--gpus %d: local rank %d has no CUDA device (this node has "
+                                  "%d)" % (g, local_rank, n_cuda))
+        torch.cuda.set_device(local_rank)
+        mem = torch.cuda.get_device_properties(local_rank).total_memory
+        return "gpu", "cuda:%d" % local_rank, int(mem)
+    return "cpu", "cpu", 0
+
+
+def describe_ranks(infos: List[dict]) -> List[dict]:
+    """Device entries of the cluster file, rank order: names kind:k with k
+    counted per kind; a cpu rank gets its node's memory / its node's cpu ranks."""
+    per_node_cpu = {}
+    for r in infos:
+        if r["kind"] == "cpu":
+            per_node_cpu[r["host"]] = per_node_cpu.get(r["host"], 0) + 1
+    count = {}
+    out = []
+    for r in infos:
+        k = count.get(r["kind"], 0)
+        count[r["kind"]] = k + 1
+        mem = r["mem"] if r["kind"] == "gpu" else r["node_mem"] // per_node_cpu[r["host"]]
+        out.append({"name": "%s:%d" % (r["kind"], k), "kind": r["kind"], "memory_bytes": int(mem),
+                    "speed": 1.0})
+    return out
+
+
+# ---------------------------------------------------------------- transfers
+
+
+def _send(t: torch.Tensor, dst: int, staged: bool, group) -> None:
+    """staged: a GPU tensor over gloo goes through the CPU, as the executor sends it."""
+    dist.send(t.cpu() if staged else t, dst, group=group)
+
+
+def _recv(t: torch.Tensor, src: int, staged: bool, group) -> None:
+    if staged:
+        buf = torch.empty(t.shape, dtype=t.dtype)
+        dist.recv(buf, src, group=group)
+        t.copy_(buf)
+    else:
+        dist.recv(t, src, group=group)
+
+
+def _pingpong(me: int, s: int, d: int, nbytes: int, reps: int, dev: str, staged: bool,
+              ack: torch.Tensor, group=None) -> List[float]:
+    """s sends nbytes to d, d answers with 4 bytes; s times each round (us)."""
+    buf = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
+    times = []
+    for i in range(reps + 1):  # the first round warms up
+        if me == s:
+            if dev.startswith("cuda"):
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            _send(buf, d, staged, group)
+            _recv(ack, d, staged, group)
+            if dev.startswith("cuda"):
+                torch.cuda.synchronize()
+            if i:
+                times.append((time.perf_counter() - t0) * 1e6)
+        elif me == d:
+            _recv(buf, s, staged, group)
+            _send(ack, s, staged, group)
+    return times
+
+
+def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str,
+                  staged: bool, timeout_s: float, names: Sequence[str],
+                  group=None) -> List[dict]:
+    """Every ordered pair's one-way transfer time per size (median of reps):
+    round trip of (size there, 4 bytes back) less half the 4-byte round trip."""
+    ack = torch.zeros(1, dtype=torch.float32, device=dev)
+    rows = []
+    for s in range(world):
+        for d in range(world):
+            if s == d:
+                continue
+            _dist.barrier(timeout_s, "calibrate: transfers %s->%s" % (names[s], names[d]))
+            # warm up the pair's connection and buffers at the largest size
+            _pingpong(me, s, d, max(sizes), 2, dev, staged, ack, group)
+            base = _pingpong(me, s, d, 4, reps, dev, staged, ack, group)
+            meds = [_pingpong(me, s, d, b, reps, dev, staged, ack, group) for b in sizes]
+            if me == s:
+                half = statistics.median(base) / 2.0
+                for b, ts in zip(sizes, meds):
+                    rows.append({"src": names[s], "dst": names[d], "bytes": b,
+                                 "time_us": max(statistics.median(ts) - half, 0.0),
+                                 "half_rtt_us": half})
+    return rows
+
+
+def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
+    """One link per ordered pair from its rows; an intercept <= 0 (noise at
+    small sizes) is replaced by half the pair's 4-byte round trip, the
+    one-way time of the smallest message."""
+    links = []
+    for s in names:
+        for d in names:
+            pts = [r for r in rows if r["src"] == s and r["dst"] == d]
+            if s == d or not pts:
+                continue
+            a, b, r2 = linear_fit([r["bytes"] for r in pts], [r["time_us"] for r in pts])
+            lat = a if a > 0 else max(pts[0]["half_rtt_us"], 1e-3)
+            links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": max(b, 0.0),
+                          "fit": {"latency_us": a, "us_per_byte": b, "r2": r2,
+                                  "samples": len(pts), "half_rtt_us": pts[0]["half_rtt_us"]}})
+    return links
+
+
+def write_csv(path: str, rows: Sequence[dict]) -> None:
+    """formats.md section 4, with device names in the kind columns."""
+    with open(path, "w") as f:
+        f.write("src_kind,dst_kind,bytes,time_us\n")
+        for r in rows:
+            f.write("%s,%s,%d,%.17g\n" % (r["src"], r["dst"], r["bytes"], r["time_us"]))
+
+
+# ---------------------------------------------------------------- shared compute
+
+
+def _matmul_window(n: int, seconds: float, dev: str) -> float:
+    """GFLOP/s of a stream of n x n fp32 matmuls for `seconds`."""
+    a = torch.randn(n, n, device=dev)
+    b = torch.randn(n, n, device=dev)
+    c = torch.empty(n, n, device=dev)
+    torch.mm(a, b, out=c)
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize()
+    k = 0
+    t0 = time.perf_counter()
+    end = t0 + seconds
+    while True:
+        for _ in range(8):
+            torch.mm(a, b, out=c)
+        k += 8
+        if dev.startswith("cuda"):
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        if t >= end:
+            break
+    return 2.0 * n ** 3 * k / (t - t0) / 1e9
+
+
+def tiny_op_us(dev: str, calls: int = 2000) -> float:
+    """Mean time of one 1-element torch.add from Python: the per-op issue
+    cost of one host thread (reported, not written as dispatch_us: measured
+    op times already include it)."""
+    a = torch.ones(1, device=dev)
+    c = torch.empty(1, device=dev)
+    for _ in range(100):
+        torch.add(a, a, out=c)
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        torch.add(a, a, out=c)
+    if dev.startswith("cuda"):
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e6 / calls
+
+
+def measure_compute(me: int, world: int, n: int, seconds: float, rounds: int, dev: str,
+                    timeout_s: float) -> Tuple[float, float]:
+    """(alone, all) GFLOP/s of this rank: medians over rounds of a window
+    with every other rank idle at a barrier, and of one with every rank
+    computing at once."""
+    alone, together = [], []
+    for _ in range(rounds):
+        for r in range(world):
+            _dist.barrier(timeout_s, "calibrate: compute alone")
+            if me == r:
+                alone.append(_matmul_window(n, seconds, dev))
+        if world == 1:
+            together.append(alone[-1])  # one rank: all at once is alone
+            continue
+        _dist.barrier(timeout_s, "calibrate: compute together")
+        together.append(_matmul_window(n, seconds, dev))
+    return statistics.median(alone), statistics.median(together)
+
+
+def shared_groups(infos: Sequence[dict], names: Sequence[str]) -> List[dict]:
+    """cpu ranks of one node share compute: a group per node with >= 2 of
+    them, alone and all the means of its ranks' throughputs (all <= alone:
+    sharing never speeds a device up; the raw numbers stay in
+    calibration)."""
+    groups = []
+    hosts = []
+    for r in infos:
+        if r["kind"] == "cpu" and r["host"] not in hosts:
+            hosts.append(r["host"])
+    for h in hosts:
+        ranks = [i for i, r in enumerate(infos) if r["kind"] == "cpu" and r["host"] == h]
+        if len(ranks) < 2:
+            continue
+        alone = statistics.mean(infos[i]["alone"] for i in ranks)
+        every = statistics.mean(infos[i]["all"] for i in ranks)
+        groups.append({"devices": [names[i] for i in ranks], "alone": alone,
+                       "all": min(every, alone), "host": h, "measured_all": every})
+    return groups
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="torchrun --nproc-per-node N -m opplace.torch calibrate",
+        description="Measure the ranks' devices, the transfers between them and the compute "
+                    "they share; write an opplace-cluster file (docs/formats.md).")
+    ap.add_argument("-o", "--output", required=True, help="cluster file to write")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per cpu rank (1)")
+    ap.add_argument("--sizes", type=_size, nargs="+", default=DEFAULT_SIZES, metavar="BYTES",
+                    help="transfer sizes (default 4 1K 16K 128K 1M 4M 16M)")
+    ap.add_argument("--repeat", type=int, default=7, help="timed round trips per size (7)")
+    ap.add_argument("--matmul", type=int, default=128, help="n of the n x n fp32 matmul (128)")
+    ap.add_argument("--seconds", type=float, default=0.3,
+                    help="length of one compute window (0.3 s)")
+    ap.add_argument("--rounds", type=int, default=3, help="compute windows per phase (3)")
+    ap.add_argument("--gpus", type=int, default=None,
+                    help="local ranks 0..G-1 run a GPU (default: every CUDA device the node has)")
+    ap.add_argument("--timeout", type=float, default=300.0,
+                    help="seconds any rank waits for another before all stop (300)")
+    ap.add_argument("--csv", help="also write the measured transfers (fit-comm's CSV)")
+    a = ap.parse_args(argv)
+    if a.threads < 1 or a.repeat < 1 or a.matmul < 1 or a.rounds < 1 or a.seconds <= 0:
+        ap.error("--threads, --repeat, --matmul, --rounds and --seconds must be positive")
+    if len(set(a.sizes)) < 2:
+        ap.error("--sizes: give at least 2 distinct sizes (a line needs two points)")
+    return a
+
+
+def run(a: argparse.Namespace) -> Optional[dict]:
+    info = _dist.env_ranks()
+    kind, dev, mem = _my_device(info.local_rank, a.gpus)
+    if kind == "cpu":
+        torch.set_num_threads(a.threads)
+    # gloo for the barriers and the gathered results; an extra nccl group
+    # carries the transfers when every rank has a GPU
+    info = _dist.init(a.timeout, backend="gloo")
+    me, world = info.rank, info.world
+    mine = {"kind": kind, "mem": mem, "host": socket.gethostname(),
+            "node_mem": _node_memory_bytes()}
+    infos: List[Optional[dict]] = [None] * world
+    dist.all_gather_object(infos, mine)
+    kinds = [r["kind"] for r in infos]
+    if all(k == "gpu" for k in kinds) and world > 1:
+        # NCCL for the transfers a GPU cluster will use
+        nccl = dist.new_group(backend="nccl")
+    else:
+        nccl = None
+    devices = describe_ranks(infos)
+    names = [d["name"] for d in devices]
+    _log(me, "%d rank(s): %s; %d torch thread(s) per cpu rank" % (
+        world, ", ".join("%s on %s" % (n, r["host"]) for n, r in zip(names, infos)), a.threads))
+    rows: List[dict] = []
+    if world > 1:
+        _log(me, "transfers: %d ordered pairs x %d sizes x %d round trips" % (
+            world * (world - 1), len(a.sizes), a.repeat))
+        staged = kind == "gpu" and nccl is None
+        rows_mine = measure_links(me, world, a.sizes, a.repeat, dev, staged, a.timeout, names,
+                                  nccl)
+        gathered: List[Optional[list]] = [None] * world
+        dist.all_gather_object(gathered, rows_mine)
+        rows = [r for g in gathered for r in g]
+    _log(me, "compute: %dx%d fp32 matmuls, %g s windows, %d round(s), each rank alone then all "
+         "at once" % (a.matmul, a.matmul, a.seconds, a.rounds))
+    alone, together = measure_compute(me, world, a.matmul, a.seconds, a.rounds, dev, a.timeout)
+    tiny = tiny_op_us(dev)
+    perf: List[Optional[tuple]] = [None] * world
+    dist.all_gather_object(perf, (alone, together, tiny))
+    for r, (al, tg, ty) in zip(infos, perf):
+        r["alone"], r["all"], r["tiny_op_us"] = al, tg, ty
+    doc = None
+    if me == 0:
+        links = fit_links(rows, names)
+        groups = shared_groups(infos, names)
+        doc = {"format": "opplace-cluster", "version": 1, "devices": devices,
+               "links": [{k: l[k] for k in ("src", "dst", "latency_us", "us_per_byte")}
+                         for l in links]}
+        if groups:
+            doc["shared"] = [{k: g[k] for k in ("devices", "alone", "all")} for g in groups]
+        doc["calibration"] = {
+            "tool": "opplace.torch calibrate", "threads": a.threads, "sizes": list(a.sizes),
+            "repeat": a.repeat, "matmul_n": a.matmul, "window_s": a.seconds,
+            "rounds": a.rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "fits": [dict(src=l["src"], dst=l["dst"], **l["fit"]) for l in links],
+            "compute_gflops": [{"device": n, "host": r["host"], "alone": r["alone"],
+                                "all": r["all"]} for n, r in zip(names, infos)],
+            "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
+            "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
+                                 "all": g["measured_all"]} for g in groups]}
+        _write_json(a.output, doc)
+        if a.csv:
+            write_csv(a.csv, rows)
+        _report(doc, a.output)
+    _dist.barrier(a.timeout, "calibrate: end")
+    if nccl is not None:
+        dist.destroy_process_group(nccl)
+    dist.destroy_process_group()
+    return doc
+
+
+def _write_json(path: str, doc: dict) -> None:
+    tmp = "%s.tmp%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _report(doc: dict, path: str) -> None:
+    cal = doc["calibration"]
+    print("devices:")
+    for d in doc["devices"]:
+        print("  %-8s %-4s %8.2f GiB" % (d["name"], d["kind"], d["memory_bytes"] / 2 ** 30))
+    if cal["fits"]:
+        print("links (fit of the per-size medians):")
+        print("  %-16s %12s %14s %10s %8s" % ("pair", "latency_us", "us_per_byte", "GB/s",
+                                               "R^2"))
+        for f, l in zip(cal["fits"], doc["links"]):
+            bw = 1e-3 / l["us_per_byte"] if l["us_per_byte"] > 0 else float("inf")
+            print("  %-16s %12.3f %14.4g %10.3f %8.4f" % (
+                "%s->%s" % (f["src"], f["dst"]), l["latency_us"], l["us_per_byte"], bw, f["r2"]))
+    print("compute (GFLOP/s of %dx%d fp32 matmul, %d thread(s)):" % (
+        cal["matmul_n"], cal["matmul_n"], cal["threads"]))
+    for c in cal["compute_gflops"]:
+        print("  %-8s alone %8.2f   all at once %8.2f   (%.2f)" % (
+            c["device"], c["alone"], c["all"], c["all"] / c["alone"]))
+    print("per-op issue cost (1-element add from Python): %s" % ", ".join(
+        "%s %.2f us" % kv for kv in cal["tiny_op_us"].items()))
+    for g in doc.get("shared", []):
+        print("shared: %s: alone %.2f, all %.2f (all/alone %.3f)" % (
+            ", ".join(g["devices"]), g["alone"], g["all"], g["all"] / g["alone"]))
+    print("wrote %s" % path)
+    sys.stdout.flush()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    a = parse(argv)
+    try:
+        _dist.env_ranks()
+    except _dist.DistError as e:
+        print("opplace.torch calibrate: %s" % e, file=sys.stderr)
+        return 2
+    with _dist.guard("calibrate"):
+        run(a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

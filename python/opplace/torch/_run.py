@@ -1,0 +1,544 @@
+"""Run a placement for real: one process per device (torchrun), each
+executing its ops of the joint graph (forward, backward and optimizer
+updates) in the placement's order, and sending every tensor that crosses
+devices with torch.distributed's point-to-point operations.
+
+Deadlock-free by construction: every send is non-blocking (isend, issued as
+soon as the value exists); every receive is posted at the start of the step
+(irecv, in the order its sender produces the values, the only order NCCL can
+match) and waited for only when an op needs it; and each rank runs its ops
+in the placement's order, which the simulator has already run as a schedule
+of the same dependencies.  Every wait has a timeout.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import statistics
+import time
+from typing import Any, Callable, Optional
+
+import torch
+import torch.distributed as dist
+import torch.fx as fx
+import torch.nn as nn
+
+from ._capture import Capture, Replay, capture
+
+
+class RunError(RuntimeError):
+    """Bad input or a failed peer: one clear message, the same on every rank."""
+
+
+@dataclasses.dataclass
+class Transfer:
+    tid: int
+    key: Any              # fx node (a value) or ("param", name)
+    src: int
+    dst: int
+    shape: tuple
+    dtype: torch.dtype
+    after: str            # the op after which the sender sends it ("" = step start)
+    needed_by: str        # the first op on dst that needs it
+
+
+@dataclasses.dataclass
+class Plan:
+    rank_of: dict         # op name -> rank
+    order: dict           # rank -> [op names]
+    transfers: list       # Transfer, in each sender's production order
+    home: dict            # param/buffer name -> rank
+    loss_rank: int
+    input_rank: dict      # input name -> rank
+
+
+def _load(path: str, fmt: str) -> dict:
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise RunError("cannot read %s: %s" % (path, e.strerror)) from None
+    except json.JSONDecodeError as e:
+        raise RunError("%s: line %d: not JSON (%s)" % (path, e.lineno, e.msg)) from None
+    if doc.get("format") != fmt:
+        raise RunError("%s: key 'format' is %r, expected %r" % (path, doc.get("format"), fmt))
+    return doc
+
+
+def _val(n: fx.Node) -> Any:
+    return n.meta.get("val")
+
+
+def plan(cap: Capture, graph: dict, placement: dict, cluster: dict, world: int,
+         paths: tuple = ("graph", "placement", "cluster")) -> Plan:
+    """Who runs what, in which order, and every transfer of one step."""
+    gpath, ppath, cpath = paths
+    devices = [d["name"] for d in cluster.get("devices", [])]
+    index = {d: i for i, d in enumerate(devices)}
+    device_of = placement.get("device_of")
+    if not isinstance(device_of, dict):
+        raise RunError("%s: key 'device_of' missing or not an object" % ppath)
+    gnames = {o["name"] for o in graph.get("ops", [])}
+    cnames = {g.name for g in cap.groups} | {"u/" + p for p in cap.grad_node}
+    if gnames != cnames:
+        extra = sorted(gnames - cnames)[:3]
+        missing = sorted(cnames - gnames)[:3]
+        raise RunError("%s does not match the model: ops only in the file %s, ops only in the "
+                       "model's step %s; export the graph again from this model and inputs"
+                       % (gpath, extra, missing))
+    for op in gnames:
+        d = device_of.get(op)
+        if d is None:
+            raise RunError("%s: 'device_of' has no device for op '%s' of %s" % (ppath, op, gpath))
+        if d not in index:
+            raise RunError("%s: op '%s' is placed on '%s', which %s does not list (devices: %s)"
+                           % (ppath, op, d, cpath, ", ".join(devices)))
+        if index[d] >= world:
+            raise RunError("%s places op '%s' on '%s' (device %d of %s) but only %d ranks run; "
+                           "start torchrun with --nproc-per-node %d (rank i runs device i)"
+                           % (ppath, op, d, index[d], cpath, world,
+                              1 + max(index[device_of[o]] for o in gnames)))
+    rank_of = {op: index[device_of[op]] for op in gnames}
+    pos = {g.name: g.first for g in cap.groups}
+    for p in cap.grad_node:  # an update right after the op computing its gradient
+        pos["u/" + p] = cap.group_of[cap.grad_node[p]].first + 0.5
+    order = {r: [] for r in range(world)}
+    given = placement.get("order") or {}
+    for d, names in given.items():
+        if d in index and index[d] < world:
+            order[index[d]] = [n for n in names if n in rank_of and rank_of[n] == index[d]]
+    for r in range(world):
+        mine = [op for op in gnames if rank_of[op] == r]
+        if sorted(order[r]) != sorted(mine):
+            order[r] = sorted(mine, key=lambda n: pos[n])  # no (complete) order: program order
+    home = {}
+    for nm, g in cap.holder.items():
+        home[nm] = rank_of[g.name]
+    for p in cap.grad_node:
+        home[p] = rank_of["u/" + p]
+    input_rank = {n: rank_of[n] for n in cap.input_names}
+    transfers = _transfers(cap, rank_of, order, home)
+    return Plan(rank_of, order, transfers, home, rank_of["loss"], input_rank)
+
+
+def _transfers(cap: Capture, rank_of: dict, order: dict, home: dict) -> list:
+    ph_name = {v: k for k, v in cap.placeholders.items()}
+    step_pos = {op: i for r, ops in order.items() for i, op in enumerate(ops)}
+    need: dict = {}   # (key, dst) -> (first consumer position, consumer op, src, after)
+    for g in cap.groups:
+        r = rank_of[g.name]
+        for n in g.nodes:
+            for a in n.all_input_nodes:
+                if a.op == "placeholder":
+                    nm = ph_name[a]
+                    if nm in cap.input_names:
+                        src, after, key = rank_of[nm], nm, a
+                    else:
+                        src, after, key = home[nm], "", ("param", nm)
+                else:
+                    src, after, key = rank_of[cap.group_of[a].name], cap.group_of[a].name, a
+                if src == r:
+                    continue
+                k = (key, r)
+                if k not in need or step_pos[g.name] < need[k][0]:
+                    need[k] = (step_pos[g.name], g.name, src, after)
+    for p, gn in cap.grad_node.items():
+        src, dst = rank_of[cap.group_of[gn].name], rank_of["u/" + p]
+        if src != dst:
+            need[(gn, dst)] = (step_pos["u/" + p], "u/" + p, src, cap.group_of[gn].name)
+    out = []
+    for (key, dst), (_, consumer, src, after) in need.items():
+        if isinstance(key, tuple):
+            shape, dtype, _ = cap.param_meta.get(key[1], (None, None, None))
+            if shape is None:  # a buffer
+                v = _val(cap.placeholders[key[1]])
+                shape, dtype = tuple(v.shape), v.dtype
+        else:
+            v = _val(key)
+            if not isinstance(v, torch.Tensor):
+                raise RunError("value '%s' crossing from rank %d to %d is not a tensor (%s)"
+                               % (key.name, src, dst, type(v).__name__))
+            shape, dtype = tuple(v.shape), v.dtype
+        out.append(Transfer(0, key, src, dst, shape, dtype, after, consumer))
+
+    def production(t: Transfer):
+        idx = -1 if t.after == "" else step_pos[t.after]
+        node_idx = t.key.meta.get("_idx", 0) if isinstance(t.key, fx.Node) else 0
+        name = t.key[1] if isinstance(t.key, tuple) else t.key.name
+        return (t.src, idx, node_idx, name, t.dst)
+    for i, n in enumerate(cap.gm.graph.nodes):
+        n.meta["_idx"] = i
+    out.sort(key=production)
+    for i, t in enumerate(out):
+        t.tid = i
+    return out
+
+
+# ----------------------------------------------------------------- a step
+
+class PlacedStep:
+    """One training step of a placed model on this rank.  Every rank
+    builds it with the same model (same weights) and files; then
+    `loss = step(inputs)` runs forward, backward and the updates of this
+    rank's parameters.  `inputs` are read on the rank holding the graph's
+    input ops (others may pass None); the loss is returned on the rank
+    holding 'loss' (None elsewhere)."""
+
+    def __init__(self, model: nn.Module, example_inputs: tuple, graph_path: str,
+                 placement_path: str, cluster_path: str, loss_fn: Callable,
+                 optimizer: Callable[[list], torch.optim.Optimizer], device: torch.device,
+                 timeout_s: float = 300.0, say: Callable[[str], None] = lambda m: None):
+        self.rank = dist.get_rank()
+        self.world = dist.get_world_size()
+        self.device = device
+        self.timeout = datetime.timedelta(seconds=timeout_s)
+        graph = _load(graph_path, "opplace-graph")
+        placement = _load(placement_path, "opplace-placement")
+        cluster = _load(cluster_path, "opplace-cluster")
+        if (graph.get("torch") or {}).get("capture") != "aten":
+            raise RunError("%s was not made by the aten capture (torch.capture is %r); export "
+                           "it again with torch 2.x (capture='aten')"
+                           % (graph_path, (graph.get("torch") or {}).get("capture")))
+        t0 = time.perf_counter()
+        self.cap = capture(model, tuple(example_inputs), loss_fn, say=say)
+        say("captured the step in %.1f s" % (time.perf_counter() - t0))
+        self.plan = plan(self.cap, graph, placement, cluster, self.world,
+                         (graph_path, placement_path, cluster_path))
+        self.replay = Replay(self.cap)
+        self.mutated = _mutated_values(self.cap)
+        self._own_state(model, optimizer)
+        self.incoming = [t for t in self.plan.transfers if t.dst == self.rank]
+        self.outgoing = {}
+        for t in self.plan.transfers:
+            if t.src == self.rank:
+                self.outgoing.setdefault(t.after, []).append(t)
+        self.needs = {}
+        for t in self.incoming:
+            self.needs.setdefault(t.needed_by, []).append(t)
+        self.timeline: list = []
+        self.record = False
+
+    def _own_state(self, model: nn.Module, optimizer) -> None:
+        named_p = dict(model.named_parameters())
+        named_b = dict(model.named_buffers())
+        self.params: dict[str, torch.Tensor] = {}
+        self.buffers: dict[str, torch.Tensor] = {}
+        for name, r in self.plan.home.items():
+            if r != self.rank:
+                continue
+            if name in named_p:
+                self.params[name] = named_p[name].detach().to(self.device).clone()
+            elif name in named_b:
+                self.buffers[name] = named_b[name].detach().to(self.device).clone()
+        for name, p in named_p.items():  # parameters no op reads
+            if name not in self.plan.home and self.rank == 0:
+                self.params[name] = p.detach().to(self.device).clone()
+        self.opt = {}
+        for name in self.cap.grad_node:
+            if name in self.params:
+                self.params[name].requires_grad_(True)
+                self.opt[name] = optimizer([self.params[name]])
+
+    def _wire(self, x: torch.Tensor) -> torch.Tensor:
+        """The tensor as the process group sends it (gloo: CPU, contiguous)."""
+        if dist.get_backend() != "nccl" and x.device.type != "cpu":
+            return x.cpu()
+        return x.contiguous()
+
+    def _post_receives(self) -> dict:
+        handles = {}
+        dev = self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+        for t in self.incoming:
+            buf = torch.empty(t.shape, dtype=t.dtype, device=dev)
+            handles[t.tid] = (dist.irecv(buf, src=t.src, tag=t.tid), buf, t)
+        return handles
+
+    def _wait(self, work, what: str, peer: int) -> None:
+        try:
+            ok = work.wait(self.timeout)
+        except Exception as e:
+            raise RunError("rank %d: waiting for %s with rank %d failed: %s (did rank %d fail? "
+                           "see its error)" % (self.rank, what, peer, str(e).split("\n")[0], peer))
+        if ok is False:
+            raise RunError("rank %d: timed out after %.0f s waiting for %s with rank %d"
+                           % (self.rank, self.timeout.total_seconds(), what, peer))
+
+    def _send(self, t: Transfer, value: torch.Tensor, sends: list) -> None:
+        x = self._wire(value)
+        if isinstance(t.key, fx.Node) and t.key in self.mutated and x is value:
+            x = x.clone()  # a later in-place op must not change what is in flight
+        sends.append((dist.isend(x, dst=t.dst, tag=t.tid), x, t))
+
+    def __call__(self, inputs: Optional[tuple]) -> Optional[torch.Tensor]:
+        cap, plan_ = self.cap, self.plan
+        env: dict = {}
+        for n, p in self.params.items():
+            env[cap.placeholders[n]] = p.detach()
+        for n, b in self.buffers.items():
+            env[cap.placeholders[n]] = b
+        recvs = self._post_receives()
+        sends: list = []
+        t_start = time.perf_counter()
+        clock = (lambda: (time.perf_counter() - t_start) * 1e6)
+        for t in self.outgoing.get("", []):
+            self._send(t, self.params[t.key[1]].detach() if t.key[1] in self.params
+                       else self.buffers[t.key[1]], sends)
+        loss = None
+        for op in plan_.order[self.rank]:
+            for t in self.needs.get(op, []):
+                work, buf, _ = recvs[t.tid]
+                b0 = clock()
+                self._wait(work, "'%s'" % _key_name(t.key), t.src)
+                if self.record:
+                    self.timeline.append((_key_name(t.key), "recv", b0, clock() - b0))
+                v = buf.to(self.device)
+                if isinstance(t.key, tuple):
+                    env[cap.placeholders[t.key[1]]] = v
+                else:
+                    env[t.key] = v
+            a0 = clock()
+            if op.startswith("u/"):
+                self._update(op[2:], env, sends)
+            elif op in cap.input_names:
+                if inputs is None:
+                    raise RunError("rank %d holds input '%s' but was given no inputs"
+                                   % (self.rank, op))
+                x = inputs[cap.input_names.index(op)]
+                env[cap.placeholders[op]] = x.to(self.device)
+            else:
+                with torch.no_grad():
+                    self.replay.run_group(op, env)
+                if op == "loss":
+                    loss = env[cap.loss_node]
+            if self.record:
+                self.timeline.append((op, "op", a0, clock() - a0))
+            for t in self.outgoing.get(op, []):
+                if isinstance(t.key, tuple):
+                    continue
+                self._send(t, env[t.key] if t.key.op != "placeholder" else
+                           env[cap.placeholders[op]], sends)
+        for work, _, t in sends:  # a gloo work must be waited for exactly once
+            if work is not None:
+                self._wait(work, "sending '%s'" % _key_name(t.key), t.dst)
+        return loss.detach() if loss is not None else None
+
+    def _update(self, name: str, env: dict, sends: list) -> None:
+        for i, (work, x, t) in enumerate(sends):  # what was sent must be out first
+            if work is not None and isinstance(t.key, tuple) and t.key[1] == name:
+                self._wait(work, "sending parameter '%s'" % name, t.dst)
+                sends[i] = (None, x, t)
+        p = self.params[name]
+        p.grad = env[self.cap.grad_node[name]].to(p.device)
+        self.opt[name].step()
+        p.grad = None
+
+
+def _key_name(key: Any) -> str:
+    return key[1] if isinstance(key, tuple) else key.name
+
+
+def _mutated_values(cap: Capture) -> set:
+    """fx nodes that an in-place aten op writes to."""
+    out = set()
+    for n in cap.gm.graph.nodes:
+        t = n.target
+        if not isinstance(t, torch._ops.OpOverload):
+            continue
+        for i, arg in enumerate(t._schema.arguments):
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                v = n.args[i] if i < len(n.args) else n.kwargs.get(arg.name)
+                if isinstance(v, fx.Node):
+                    out.add(v)
+    return out
+
+
+# --------------------------------------------------------------- the command
+
+def gather_params(step: PlacedStep) -> Optional[dict]:
+    """Every parameter's value, on rank 0 (None elsewhere)."""
+    mine = {n: p.detach().cpu() for n, p in step.params.items()}
+    allp = [None] * step.world
+    dist.all_gather_object(allp, mine)
+    if step.rank != 0:
+        return None
+    out = {}
+    for d in allp:
+        out.update(d)
+    return out
+
+
+def median(xs: list) -> float:
+    return float(statistics.median(xs)) if xs else 0.0
+
+
+def _rank_env() -> tuple[int, int, int]:
+    try:
+        return (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
+                int(os.environ.get("LOCAL_RANK", os.environ["RANK"])))
+    except KeyError:
+        raise RunError("run is started by torchrun, one process per device: "
+                       "torchrun --nproc-per-node N -m opplace.torch run ...") from None
+
+
+def _device_for(cluster: dict, rank: int, local_rank: int, cpath: str) -> torch.device:
+    devs = cluster.get("devices") or []
+    if rank >= len(devs):
+        raise RunError("%s lists %d devices but this is rank %d: start at most %d ranks "
+                       "(rank i runs device i of the cluster file)"
+                       % (cpath, len(devs), rank, len(devs)))
+    kind = devs[rank].get("kind", "cpu")
+    if kind == "gpu":
+        if not torch.cuda.is_available():
+            raise RunError("rank %d runs %s device '%s' but torch sees no CUDA device"
+                           % (rank, kind, devs[rank]["name"]))
+        return torch.device("cuda", local_rank)
+    return torch.device("cpu")
+
+
+def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) -> int:
+    """`torchrun ... -m opplace.torch run`: returns the process exit code."""
+    import sys
+    rank = -1
+    try:
+        rank, world, local_rank = _rank_env()
+        cluster = _load(a.cluster, "opplace-cluster")
+        device = _device_for(cluster, rank, local_rank, a.cluster)
+        torch.set_num_threads(a.threads)
+        all_gpu = all(d.get("kind") == "gpu" for d in cluster["devices"][:world])
+        backend = "nccl" if all_gpu and device.type == "cuda" else "gloo"
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=a.timeout))
+    except RunError as e:
+        print("opplace.torch run: %s" % e, file=sys.stderr)
+        return 2
+    try:
+        return _run(a, rank, world, device, build_model, make_inputs, loss_fn)
+    except RunError as e:
+        if rank == 0 or "rank %d" % rank in str(e):
+            print("opplace.torch run: %s" % e, file=sys.stderr)
+        return 1
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _say_rank0(rank: int) -> Callable[[str], None]:
+    import sys
+    return (lambda m: print("opplace.torch run: " + m, file=sys.stderr, flush=True)) \
+        if rank == 0 else (lambda m: None)
+
+
+def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
+    from ._export import _optimizer_for
+    say = _say_rank0(rank)
+    torch.manual_seed(a.seed)
+    model = build_model()
+    model.train()
+    torch.manual_seed(a.seed + 1)
+    inputs = make_inputs()
+    graph = _load(a.graph, "opplace-graph")
+    opt_name = (graph.get("torch") or {}).get("optimizer", "adam")
+    step = PlacedStep(model, inputs, a.graph, a.placement, a.cluster, loss_fn,
+                      lambda ps: _optimizer_for(opt_name, ps), device,
+                      timeout_s=a.timeout, say=say)
+    mine = [op for op in step.plan.order[rank]]
+    say("%d ranks; rank 0 runs %d ops; %d transfers per step"
+        % (world, len(mine), len(step.plan.transfers)))
+    holds_inputs = any(r == rank for r in step.plan.input_rank.values())
+    steps_us, losses = [], []
+    for s in range(a.warmup + a.steps):
+        timed = s >= a.warmup
+        step.record = timed and s == a.warmup + a.steps - 1  # the last step's timeline
+        if step.record:
+            step.timeline.clear()
+        dist.barrier()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        loss = step(inputs if holds_inputs else None)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        el = torch.tensor([(time.perf_counter() - t0) * 1e6,
+                           float(loss) if loss is not None else 0.0], dtype=torch.float64)
+        mx = el.clone()
+        dist.all_reduce(mx[:1], op=dist.ReduceOp.MAX)
+        dist.all_reduce(mx[1:], op=dist.ReduceOp.SUM)
+        losses.append(float(mx[1]))
+        if timed:
+            steps_us.append(float(mx[0]))
+        say("step %d of %d%s: %.0f us, loss %.6g" % (s + 1, a.warmup + a.steps,
+                                                   "" if timed else " (warm-up)",
+                                                   float(mx[0]), float(mx[1])))
+    timelines = [None] * world
+    dist.all_gather_object(timelines, step.timeline)
+    params = gather_params(step) if a.save_params else None
+    if rank != 0:
+        return 0
+    result = {"measured_step_us": median(steps_us), "steps_us": steps_us, "losses": losses,
+              "ranks": world, "threads": a.threads, "warmup": a.warmup,
+              "placement": a.placement, "graph": a.graph, "cluster": a.cluster}
+    result.update(_simulated(a, step))
+    if result.get("simulated_step_us"):
+        result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
+    if a.trace:
+        write_trace(a.trace, timelines, [d["name"] for d in
+                                         _load(a.cluster, "opplace-cluster")["devices"]])
+    if a.save_params:
+        torch.save(params, a.save_params)
+    text = json.dumps(result, indent=1)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(text + "\n")
+    print(json.dumps({k: result[k] for k in ("measured_step_us", "simulated_step_us")
+                      if k in result}))
+    return 0
+
+
+def _simulated(a, step: PlacedStep) -> dict:
+    """opplace's simulation of the schedule this run executed."""
+    import subprocess
+    import tempfile
+    from ._measure import opplace_binary
+    placement = _load(a.placement, "opplace-placement")
+    cluster = _load(a.cluster, "opplace-cluster")
+    names = [d["name"] for d in cluster["devices"]]
+    order = {names[r]: ops for r, ops in step.plan.order.items() if ops}
+    same = all(placement.get("order", {}).get(d) == ops for d, ops in order.items())
+    out = {"order": "placement" if same else "program"}
+    try:
+        binary = opplace_binary()
+    except RuntimeError as e:
+        out["simulated_error"] = str(e)
+        return out
+    with tempfile.TemporaryDirectory() as tmp:
+        p = dict(placement)
+        p["order"] = order
+        ppath = os.path.join(tmp, "p.json")
+        with open(ppath, "w") as f:
+            json.dump(p, f)
+        r = subprocess.run([binary, "simulate", a.graph, "--placement", ppath, "--cluster",
+                            a.cluster, "--json"], capture_output=True, text=True)
+    if r.returncode != 0:
+        out["simulated_error"] = r.stderr.strip()
+        return out
+    m = json.loads(r.stdout)
+    out["simulated_step_us"] = m.get("step_time_us", m.get("makespan_us"))
+    out["simulated"] = m
+    return out
+
+
+def write_trace(path: str, timelines: list, device_names: list) -> None:
+    """Each rank's measured ops and waits, in the Chrome/Perfetto trace
+    format of `opplace place --report t.json` (pid 1: devices)."""
+    events = []
+    for r, tl in enumerate(timelines):
+        events.append({"ph": "M", "pid": 1, "tid": r, "name": "thread_name",
+                       "args": {"name": device_names[r] if r < len(device_names) else str(r)}})
+        for name, cat, start, dur in tl or []:
+            events.append({"ph": "X", "pid": 1, "tid": r, "ts": round(start, 3),
+                           "dur": round(dur, 3), "name": name, "cat": cat})
+    with open(path, "w") as f:
+        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)

@@ -1,0 +1,177 @@
+"""The aten capture (torch 2.x): the graph of a training step captured by
+running the model as written, its ops grouped back into module calls, and
+apply(): every engine placement trains exactly like the unplaced model."""
+import copy
+import os
+import sys
+import unittest
+
+import torchtest as tt
+import torch
+import torch.nn as nn
+
+if int(torch.__version__.split(".")[0]) < 2:
+    print("SKIPPED: the aten capture needs torch 2.x (this is %s)" % torch.__version__)
+    sys.exit(77)
+
+import opplace.torch as ot  # noqa: E402
+from opplace.torch._capture import CaptureError  # noqa: E402
+from roundtrip_model import RoundTrip, example  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+class Lengths(nn.Module):
+    """Masks padding from the values of `lengths` (Python control flow on a
+    tensor's value, as torchaudio's Conformer does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x, lengths):
+        t = int(lengths.max().item())
+        x = self.proj(x[:, :t])
+        mask = torch.arange(t)[None, :] < lengths[:, None]
+        return self.out(x * mask[..., None])
+
+
+def step(module, inputs):
+    out = module(*inputs)
+    loss = ot.default_loss(out)
+    loss.backward()
+    return loss.detach(), {n: p.grad.detach().clone() for n, p in module.named_parameters()
+                           if p.grad is not None}
+
+
+class CaptureTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tt.tmpdir()
+        torch.manual_seed(0)
+        cls.model = RoundTrip()
+        cls.path = os.path.join(cls.dir, "g.json")
+        cls.graph = ot.export(cls.model, example(), cls.path, times="estimate:v100")
+        cls.ops = {o["name"]: o for o in cls.graph["ops"]}
+
+    def test_structure(self):
+        self.assertEqual(self.graph["torch"]["capture"], "aten")
+        self.assertEqual(self.graph["torch"]["capture_mode"], "fake")
+        ops = self.ops
+        for name in ("tokens", "image", "embed", "lstm", "cell", "cell#3", "conv", "bn", "mix",
+                     "norm", "head", "loss", "b/head", "b/cell#3", "u/embed.weight"):
+            self.assertIn(name, ops)
+        self.assertNotIn("u/head.weight", ops)  # tied to embed.weight: one update
+        # every call of the shared cell, its backward ops and updates: one group
+        groups = {ops[n]["colocate"] for n in ("cell", "cell#1", "cell#2", "cell#3",
+                                               "b/cell", "b/cell#3", "u/cell.weight_ih")}
+        self.assertEqual(len(groups), 1)
+        # the tied weight reaches the head from its holder, the embedding
+        edges = {(e["src"], e["dst"]): e["bytes"] for e in self.graph["edges"]}
+        self.assertEqual(edges[("embed", "head")], 50 * 16 * 4)
+        # each forward op's source is a module call
+        self.assertEqual(ops["cell#2"]["source"], {"module": "cell", "call": 2})
+        self.assertEqual(ops["bn"]["type"], "BatchNorm2d")
+        self.assertIn("bn.running_mean", ops["bn"]["source"]["holds"])
+        # flops: head is a 8 x 16 -> 50 matmul (+ bias): at least 2*8*16*50 FLOPs
+        info = tt.opplace("info", self.path).stdout
+        self.assertIn("ops / edges", info)
+
+    def test_every_placement_trains_like_the_model(self):
+        c = os.path.join(self.dir, "c.json")
+        tt.opplace("cluster", "--preset", "v100-nvlink", "--gpus", "3", "-o", c)
+        for algo in ("auto", "single", "round-robin", "m-topo", "m-etf", "heft"):
+            with self.subTest(algo=algo):
+                p = os.path.join(self.dir, "p_%s.json" % algo)
+                extra = ["--budget-seconds", "1"] if algo == "auto" else []
+                tt.opplace("place", self.path, "--cluster", c, "--algo", algo, "-o", p, *extra)
+                placed = ot.apply(self.model, self.path, p, "cpu")
+                ref = copy.deepcopy(self.model)
+                l1, g1 = step(placed, example())
+                l2, g2 = step(ref, example())
+                torch.testing.assert_close(l1, l2, rtol=1e-5, atol=1e-6)
+                self.assertEqual(sorted(g1), sorted(g2))
+                for n in g2:
+                    torch.testing.assert_close(g1[n], g2[n], rtol=1e-5, atol=1e-6, msg=n)
+
+    def test_routing_follows_the_placement(self):
+        """The device each torch call is sent to is its op's placed device."""
+        from opplace.torch import _route
+        import json
+        placement = {"format": "opplace-placement", "version": 1,
+                     "device_of": {o["name"]: "gpu:%d" % (i % 2)
+                                   for i, o in enumerate(self.graph["ops"])}}
+        pp = os.path.join(self.dir, "alt.json")
+        with open(pp, "w") as f:
+            json.dump(placement, f)
+        placed = ot.apply(self.model, self.path, pp, "cpu")
+        router = placed._opplace_router
+        seen = {}
+        tdev = {}
+
+        def fake_dev(d):  # a distinct marker per placement device
+            return tdev.setdefault(d, object())
+        router.leaf_dev = {k: ("leaf", k) for k in router.leaf_dev}
+        router.run_dev = {k: ("run", k) for k in router.run_dev}
+        orig = router.device_now
+
+        def log():
+            d = orig()
+            if d is not None:
+                seen[d] = True
+            return None  # run everything where it is
+        router.device_now = log
+        placed(*example())
+        want = set()
+        for o in self.graph["ops"]:
+            src = o.get("source") or {}
+            if "module" in src:
+                k = (src["module"], src["call"])
+                want.add(("run", k + (src["run"],)) if "run" in src else ("leaf", k))
+        self.assertTrue(want.issubset(set(seen)), sorted(want - set(seen))[:3])
+
+    def test_values_decide_control_flow(self):
+        torch.manual_seed(1)
+        m = Lengths()
+        x = (torch.randn(3, 6, 8), torch.tensor([6, 4, 2]))
+        path = os.path.join(self.dir, "len.json")
+        msgs = []
+        g = ot.export(m, x, path, times="estimate:v100", progress=msgs.append)
+        self.assertEqual(g["torch"]["capture_mode"], "real")
+        self.assertTrue(any("real tensors" in s for s in msgs), msgs)
+        c = os.path.join(self.dir, "c2.json")
+        tt.opplace("cluster", "--preset", "v100-nvlink", "--gpus", "2", "-o", c)
+        p = os.path.join(self.dir, "len.p.json")
+        tt.opplace("place", path, "--cluster", c, "--algo", "round-robin", "-o", p)
+        placed = ot.apply(m, path, p, "cpu")
+        l1, g1 = step(placed, x)
+        l2, g2 = step(copy.deepcopy(m), x)
+        torch.testing.assert_close(l1, l2)
+        # other lengths than the example's: the model's own code still decides
+        y = (torch.randn(2, 6, 8), torch.tensor([5, 3]))
+        torch.testing.assert_close(placed(*y), m(*y))
+
+    def test_meta_model_with_value_control_flow_is_a_clear_error(self):
+        with torch.device("meta"):
+            m = Lengths()
+        x = (torch.randn(3, 6, 8), torch.tensor([6, 4, 2]))
+        with self.assertRaises(CaptureError) as cm:
+            ot.export(m, x, os.path.join(self.dir, "meta.json"), times="estimate:v100")
+        msg = str(cm.exception)
+        self.assertIn("Lengths", msg)
+        self.assertIn("What to do", msg)
+        self.assertIn("meta", msg)
+
+    def test_measured_times(self):
+        path = os.path.join(self.dir, "m.json")
+        g = ot.export(self.model, example(), path, times="measure", repeat=1)
+        ops = {o["name"]: o for o in g["ops"]}
+        self.assertEqual(g["torch"]["time_kind"], "cpu")
+        self.assertGreater(ops["lstm"]["time_us"]["cpu"], 0)
+        self.assertGreater(ops["b/lstm"]["time_us"]["cpu"], 0)
+        self.assertGreater(ops["u/embed.weight"]["time_us"]["cpu"], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
