@@ -13,7 +13,7 @@ each failure recorded with its exception type and first line:
   apply   opplace.torch.apply(model, g.json, p.json, "cpu")
   step    one training step of the placed model: loss_fn(output).backward();
           loss and gradients equal the reference's (assert_close, rtol 1e-4,
-          atol 1e-5 x the largest |gradient| of that parameter, at least 1e-7)
+          atol 1e-4 x the largest |gradient| of that parameter, at least 1e-8)
 
 Every model runs in its own forked process (the libraries are imported once,
 before the fork) with a timeout and an address-space cap, so one bad model
@@ -138,10 +138,13 @@ def _compare(ref_loss, ref_grads, loss, placed):
                                         "none" if pg is None else "one"))
             continue
         pg = pg.detach().cpu()
-        atol = max(1e-7, 1e-5 * float(g.abs().max()))
+        # float32 sums in another order (gradient accumulation, BatchNorm) differ by
+        # a few 1e-5 of the tensor's largest element: atol scales with it
+        atol = max(1e-8, 1e-4 * float(g.abs().max()))
         torch.testing.assert_close(pg, g, rtol=1e-4, atol=atol,
-                                   msg=lambda m, n=n: "gradient of %s: %s" % (n, m.splitlines()[0]
-                                                                           if m else ""))
+                                   msg=lambda m, n=n: "gradient of %s: %s" % (
+                                       n, "; ".join(x.strip() for x in m.splitlines()[1:4]
+                                                    if x.strip())))
         d = (pg - g).abs()
         max_abs = max(max_abs, float(d.max()) if d.numel() else 0.0)
         max_rel = max(max_rel, float((d / g.abs().clamp_min(1e-12)).max()) if d.numel() else 0.0)
