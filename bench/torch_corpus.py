@@ -151,6 +151,28 @@ def _compare(ref_loss, ref_grads, loss, placed):
     return max_abs, max_rel
 
 
+class ModelChanged(AssertionError):
+    """export left the model's parameters or buffers changed."""
+
+
+def _tensors_of(model):
+    """(path, tensor) of every parameter and buffer, aliases included."""
+    return [(n, t) for n, t in list(model.named_parameters(remove_duplicate=False)) +
+            list(model.named_buffers(remove_duplicate=False))]
+
+
+def _check_untouched(before, model):
+    """export must leave every parameter and buffer the tensor it was (the same
+    object, under every path of a module registered twice)."""
+    after = dict(_tensors_of(model))
+    for n, t in before:
+        a = after.get(n)
+        if a is not t:
+            raise ModelChanged("after export, %s of the model is %s (was %s %s)"
+                               % (n, "missing" if a is None else "a %s on %s" % (
+                                   type(a).__name__, a.device), type(t).__name__, t.device))
+
+
 def run_model(spec, workdir, opplace, cluster, record, save=lambda r: None, upto="step"):
     """All stages of one model; fills `record` (stage -> {ok, s, error}), calls
     save(record) after each stage.  Returns record."""
@@ -201,7 +223,10 @@ def run_model(spec, workdir, opplace, cluster, record, save=lambda r: None, upto
         state["model"], state["inputs"] = model, inputs
 
     def export():
-        ot.export(state["model"], state["inputs"], g, loss_fn=loss_fn, times="estimate:v100")
+        model = state["model"]
+        before = _tensors_of(model)
+        ot.export(model, state["inputs"], g, loss_fn=loss_fn, times="estimate:v100")
+        _check_untouched(before, model)
         with open(g) as f:
             gr = json.load(f)
         rec["ops"] = len(gr["ops"])
