@@ -200,7 +200,7 @@ class RunTest(unittest.TestCase):
                            run_args(self.d, os.path.join(self.d, "p.json")),
                            capture_output=True, text=True, env=env(), timeout=300)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("only 1 ranks run", r.stderr)
+        self.assertIn("2 devices but torchrun started 1 ranks", r.stderr)
         self.assertIn("--nproc-per-node 2", r.stderr)
 
     def test_graph_of_another_model(self):
