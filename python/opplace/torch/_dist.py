@@ -245,6 +245,17 @@ def stop_watchdog() -> None:
     _watchdog_started = False
 
 
+def shutdown(*groups) -> None:
+    """End this rank's part: the watchdog first, then the given groups and
+    the default one (the one way out for every torchrun command)."""
+    stop_watchdog()
+    for g in groups:
+        if g is not None:
+            dist.destroy_process_group(g)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 @contextlib.contextmanager
 def guard(what: str = "") -> Iterator[None]:
     """Any exception inside ends every rank with one message (abort_all);

@@ -395,9 +395,7 @@ def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) 
             print("opplace.torch run: %s" % e, file=sys.stderr)
         return 1
     finally:
-        _dist.stop_watchdog()
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        _dist.shutdown()
 
 
 def _say_rank0(rank: int) -> Callable[[str], None]:
