@@ -188,6 +188,15 @@ def apply_routed(model: nn.Module, graph: dict, device_of: dict, tdev: dict) -> 
                 homes.setdefault(h, d)
         elif "param" in src:
             homes[src["param"]] = d       # a parameter lives with its update
+    apart = [op["name"] for op in graph["ops"]
+             if "backward_of" in (op.get("source") or {})
+             and device_of.get(op["source"]["backward_of"]) != device_of.get(op["name"])]
+    if apart:
+        import warnings
+        warnings.warn("opplace.torch: %d backward ops are placed away from their forward op "
+                      "(e.g. '%s'); autograd runs them where the forward op ran, so the "
+                      "measured step will differ from the simulated one (opplace.torch run "
+                      "executes such a placement as placed)" % (len(apart), apart[0]))
     named_p = dict(model.named_parameters())
     named_b = dict(model.named_buffers())
     with torch.no_grad():
