@@ -147,13 +147,8 @@ class RoutedModule(nn.Module):
 
     def __init__(self, model: nn.Module, router: Router, loss_device: Optional[torch.device]):
         super().__init__()
-        for n, c in model.named_children():
-            self.add_module(n, c)
-        for n, p in model._parameters.items():
-            self.register_parameter(n, p)
-        for n, b in model._buffers.items():
-            self.register_buffer(n, b)
-        object.__setattr__(self, "_opplace_model", model)
+        from ._apply import adopt
+        adopt(self, model)
         object.__setattr__(self, "_opplace_router", router)
         object.__setattr__(self, "_opplace_loss_device", loss_device)
 

@@ -55,16 +55,8 @@ class Plan:
 
 
 def _load(path: str, fmt: str) -> dict:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise RunError("cannot read %s: %s" % (path, e.strerror)) from None
-    except json.JSONDecodeError as e:
-        raise RunError("%s: line %d: not JSON (%s)" % (path, e.lineno, e.msg)) from None
-    if doc.get("format") != fmt:
-        raise RunError("%s: key 'format' is %r, expected %r" % (path, doc.get("format"), fmt))
-    return doc
+    from ._apply import _load as load
+    return load(path, fmt, RunError)
 
 
 def _val(n: fx.Node) -> Any:
@@ -386,13 +378,15 @@ def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) 
         device = torch.device(devs.device)
     except (RunError, _dist.DistError) as e:
         if rank <= 0:
-            print("opplace.torch run: %s" % e, file=sys.stderr)
+            print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
+                  file=sys.stderr)
         return 2
     try:
         return _run(a, rank, world, device, build_model, make_inputs, loss_fn)
     except RunError as e:
         if rank == 0 or "rank %d" % rank in str(e):
-            print("opplace.torch run: %s" % e, file=sys.stderr)
+            print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
+                  file=sys.stderr)
         return 1
     finally:
         _dist.shutdown()
