@@ -5,10 +5,13 @@ devices with torch.distributed's point-to-point operations.
 
 Deadlock-free by construction: every send is non-blocking (isend, issued as
 soon as the value exists); every receive is posted at the start of the step
-(irecv, in the order its sender produces the values, the only order NCCL can
-match) and waited for only when an op needs it; and each rank runs its ops
-in the placement's order, which the simulator has already run as a schedule
-of the same dependencies.  Every wait has a timeout.
+(irecv, tagged with the transfer's number, in the order its sender produces
+the values) and waited for only when an op needs it; and each rank runs its
+ops in the placement's order, which the simulator has already run as a
+schedule of the same dependencies.  Every wait has a timeout.  The group is
+gloo's on every rank (a GPU rank stages its tensors through host memory):
+NCCL runs a pair's sends and receives on one stream, in the order they are
+posted, so receives posted early would wait behind the other direction.
 """
 from __future__ import annotations
 
@@ -233,15 +236,14 @@ class PlacedStep:
                 self.params[name].requires_grad_(True)
                 self.opt[name] = optimizer([self.params[name]])
 
-    def _wire(self, x: torch.Tensor) -> torch.Tensor:
-        """The tensor as the process group sends it (gloo: CPU, contiguous)."""
-        if dist.get_backend() != "nccl" and x.device.type != "cpu":
-            return x.cpu()
-        return x.contiguous()
+    @staticmethod
+    def _wire(x: torch.Tensor) -> torch.Tensor:
+        """The tensor as gloo sends it: in host memory, contiguous."""
+        return x.cpu() if x.device.type != "cpu" else x.contiguous()
 
     def _post_receives(self) -> dict:
         handles = {}
-        dev = self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+        dev = torch.device("cpu")
         for t in self.incoming:
             buf = torch.empty(t.shape, dtype=t.dtype, device=dev)
             handles[t.tid] = (dist.irecv(buf, src=t.src, tag=t.tid), buf, t)
@@ -374,7 +376,10 @@ def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) 
         rank, world = info.rank, info.world
         cluster = _load(a.cluster, "opplace-cluster")
         devs = _dist.rank_devices(cluster, world, a.threads, rank, info.local_rank)
-        _dist.init(a.timeout, devs.device, devs.backend)
+        # gloo for every rank, GPU tensors staged through host memory: receives are
+        # posted when the step starts, which NCCL's one stream per pair would
+        # serialise against the sends the other way (a deadlock)
+        _dist.init(a.timeout, devs.device, "gloo")
         device = torch.device(devs.device)
     except (RunError, _dist.DistError) as e:
         if rank <= 0:
