@@ -133,7 +133,7 @@ static op_graph *grouped_dag(int n, double p, uint64_t seed)
 {
     op_graph_builder *b = op_graph_builder_new("grouped", NULL);
     for (int i = 0; i < n; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "v%d", i);
         uint64_t r = tk_rand(&seed) % 4;
         op_op_spec s = {.name = name, .time_us = 1 + (double)(tk_rand(&seed) % 100),
@@ -375,7 +375,7 @@ Test(bound, lns_window_reaches_the_exhaustive_optimum)
     int root = tk_op(b, "root", 10, 100), sink = tk_op(b, "sink", 10, 100);
     const double len[4] = {40, 30, 20, 10};
     for (int k = 0; k < 4; k++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "b%d", k);
         int v = tk_op(b, name, len[k], 100);
         tk_edge(b, root, v, 100);

@@ -71,7 +71,7 @@ Test(orders, levels_and_cpd_topo_match_hand_computation)
 Test(orders, dfs_topo_follows_chains)
 {
     op_graph_builder *b = op_graph_builder_new("chains", NULL);
-    char name[8];
+    char name[16];
     for (int i = 0; i < 6; i++) {
         snprintf(name, sizeof name, "x%d", i);
         tk_op(b, name, 1, 1);

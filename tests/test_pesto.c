@@ -381,7 +381,7 @@ Test(ilp, congestion_constraints_matter, .timeout = 120)
     int R = tk_op_full(b, &(op_op_spec){.name = "R", .time_us = 1, .device = "d0"});
     int Z = tk_op_full(b, &(op_op_spec){.name = "Z", .time_us = 1, .device = "d0"});
     for (int i = 0; i < N_PAR; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "P%d", i);
         int P = tk_op(b, name, P_TIME + i, P_BYTES);
         tk_edge(b, R, P, 0);
@@ -419,7 +419,7 @@ Test(ilp, memory_capacity_holds, .timeout = 120)
     op_graph_builder *b = op_graph_builder_new("mem", NULL);
     int prev = -1;
     for (int i = 0; i < 6; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "c%d", i);
         int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 10, .output_bytes = 10,
                                             .param_bytes = 100});

@@ -123,7 +123,7 @@ Test(refine, moves_out_of_memory_when_it_can)
 {
     op_graph_builder *b = op_graph_builder_new("mem", NULL);
     for (int i = 0; i < 6; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "w%d", i);
         tk_op_full(b, &(op_op_spec){.name = name, .time_us = 1, .param_bytes = 400});
     }
@@ -149,7 +149,7 @@ Test(refine, colocation_groups_move_together)
     op_graph_builder *b = op_graph_builder_new("coloc", NULL);
     int prev = -1;
     for (int i = 0; i < 12; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "o%d", i);
         int v = tk_op_full(b, &(op_op_spec){.name = name, .time_us = 5 + i,
                                              .colocate = i % 3 == 0 ? "g" : NULL});

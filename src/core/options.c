@@ -128,7 +128,7 @@ op_status op_options_int(op_options *o, const char *name, long def, long lo, lon
                          op_error *err)
 {
     entry *e = take(o, name);
-    double v;
+    double v = (double)def;
     *out = def;
     op_status st = e ? parse_number(name, e->value, 1, (double)lo, (double)hi, &v, err) : OP_OK;
     if (e && !st)

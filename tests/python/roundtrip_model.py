@@ -37,3 +37,13 @@ def example(batch=2, seq=4, vocab=50):
     tokens = torch.randint(0, vocab, (batch, seq), generator=g)
     image = torch.randn(batch, 3, 8, 8, generator=g)
     return tokens, image
+
+
+def dying(seconds=3.0):
+    """RoundTrip, but the process of rank 1 (torchrun's RANK) exits with
+    status 3 `seconds` after building it: a rank that dies mid-run."""
+    import os
+    import threading
+    if os.environ.get("RANK") == "1":
+        threading.Timer(seconds, lambda: os._exit(3)).start()
+    return RoundTrip()

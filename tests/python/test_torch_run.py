@@ -200,8 +200,21 @@ class RunTest(unittest.TestCase):
                            run_args(self.d, os.path.join(self.d, "p.json")),
                            capture_output=True, text=True, env=env(), timeout=300)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("only 1 ranks run", r.stderr)
+        self.assertIn("2 devices but torchrun started 1 ranks", r.stderr)
         self.assertIn("--nproc-per-node 2", r.stderr)
+
+    def test_a_rank_that_dies_ends_every_rank(self):
+        import time
+        a = run_args(self.d, os.path.join(self.d, "p.json"))
+        a[a.index(MODEL)] = "roundtrip_model:dying"
+        a[a.index("--steps") + 1] = "100000"  # would run for hours
+        t0 = time.time()
+        r = subprocess.run(TORCHRUN + ["--nproc-per-node", "2", "--master-port",
+                                       str(free_port())] + a,
+                           capture_output=True, text=True, env=env(), timeout=300)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertLess(time.time() - t0, 120, "the surviving rank hung")
+        self.assertIn("exitcode  : 3", r.stderr)
 
     def test_graph_of_another_model(self):
         other = os.path.join(self.d, "other.json")

@@ -124,11 +124,24 @@ def cmd_export(a):
     device = "meta" if meta else a.device
     if not meta:
         model = model.to(device)
-    try:
+    from ._capture import CaptureError
+
+    def run(model, device):
         export(model, _inputs(a.input, device), a.output, loss_fn=_loss(a.loss), times=a.times,
                optimizer=a.optimizer, repeat=a.repeat, name=a.name, clock=a.clock,
                capture=a.capture,
                progress=lambda m: print("opplace.torch: " + m, file=sys.stderr))
+    try:
+        try:
+            run(model, device)
+        except CaptureError as e:
+            if not meta or "meta device" not in str(e):
+                raise
+            # its control flow needs values: build it for real, as the capture says
+            print("opplace.torch: the model's control flow needs real values; building it "
+                  "with real parameters on the CPU and capturing again", file=sys.stderr)
+            torch.manual_seed(a.seed)
+            run(_build_model(a.model, a.kwargs, False), "cpu")
     except TraceFailure as e:
         _die(str(e).replace("opplace.torch: ", "", 1))
     except (ValueError, TypeError, RuntimeError) as e:

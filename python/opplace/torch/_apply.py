@@ -10,18 +10,33 @@ import torch.nn as nn
 from ._trace import meta_tensors, refresh_flat_weights, trace
 
 
-def _load(path, fmt):
+def _load(path, fmt, error=ValueError):
+    """The JSON document of an opplace file of format `fmt`; `error` (with
+    the file, the line or the key) otherwise."""
     try:
         with open(path) as f:
             doc = json.load(f)
     except OSError as e:
-        raise ValueError("opplace.torch: cannot read %s: %s" % (path, e.strerror)) from None
+        raise error("opplace.torch: cannot read %s: %s" % (path, e.strerror)) from None
     except json.JSONDecodeError as e:
-        raise ValueError("opplace.torch: %s: line %d: not JSON (%s)" % (path, e.lineno, e.msg)) from None
-    if doc.get("format") != fmt:
-        raise ValueError("opplace.torch: %s: key 'format' is %r, expected %r"
-                         % (path, doc.get("format"), fmt))
+        raise error("opplace.torch: %s: line %d: not JSON (%s)"
+                    % (path, e.lineno, e.msg)) from None
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise error("opplace.torch: %s: key 'format' is %r, expected %r"
+                    % (path, doc.get("format") if isinstance(doc, dict) else None, fmt))
     return doc
+
+
+def adopt(module, model):
+    """Give `module` the model's submodules, parameters and buffers under
+    their names (so state_dict() and parameters() are the model's)."""
+    for n, c in model.named_children():
+        module.add_module(n, c)
+    for n, p in model._parameters.items():
+        module.register_parameter(n, p)
+    for n, b in model._buffers.items():
+        module.register_buffer(n, b)
+    object.__setattr__(module, "_opplace_model", model)
 
 
 def _example_from(graph, graph_path):
@@ -105,13 +120,7 @@ class PlacedModule(nn.Module):
 
     def __init__(self, model, gm, names, op_device, loss_device, order, param_home):
         super().__init__()
-        for n, c in model.named_children():
-            self.add_module(n, c)
-        for n, p in model._parameters.items():
-            self.register_parameter(n, p)
-        for n, b in model._buffers.items():
-            self.register_buffer(n, b)
-        object.__setattr__(self, "_opplace_model", model)
+        adopt(self, model)
         object.__setattr__(self, "_opplace_gm", gm)
         object.__setattr__(self, "_opplace_names", names)
         object.__setattr__(self, "_opplace_op_device", op_device)

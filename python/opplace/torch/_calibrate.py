@@ -188,7 +188,8 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
 def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
     """One link per ordered pair from its rows; an intercept <= 0 (noise at
     small sizes) is replaced by half the pair's 4-byte round trip, the
-    one-way time of the smallest message."""
+    one-way time of the smallest message, and a slope <= 0 (a disturbed
+    large transfer) by the largest transfer's time per byte."""
     links = []
     for s in names:
         for d in names:
@@ -197,7 +198,10 @@ def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
                 continue
             a, b, r2 = linear_fit([r["bytes"] for r in pts], [r["time_us"] for r in pts])
             lat = a if a > 0 else max(pts[0]["half_rtt_us"], 1e-3)
-            links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": max(b, 0.0),
+            if b <= 0:  # a slope no wire has (a disturbed sample): the largest transfer's
+                big = max(pts, key=lambda r: r["bytes"])
+                b = max(big["time_us"] - lat, big["time_us"] / 2) / big["bytes"]
+            links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": b,
                           "fit": {"latency_us": a, "us_per_byte": b, "r2": r2,
                                   "samples": len(pts), "half_rtt_us": pts[0]["half_rtt_us"]}})
     return links
@@ -388,9 +392,7 @@ def run(a: argparse.Namespace) -> Optional[dict]:
             write_csv(a.csv, rows)
         _report(doc, a.output)
     _dist.barrier(a.timeout, "calibrate: end")
-    if nccl is not None:
-        dist.destroy_process_group(nccl)
-    dist.destroy_process_group()
+    _dist.shutdown(nccl)
     return doc
 
 

@@ -709,22 +709,63 @@ def _group_memory(g: Group, cap: Capture) -> tuple[int, int]:
 
 # ----------------------------------------------------------- running it
 
+def _slots(args: tuple) -> tuple:
+    """(template, slots): the node arguments' positions, top level or one
+    list deep (the shapes aten calls take), to fill from the environment."""
+    tmpl, slots = list(args), []
+    for i, a in enumerate(args):
+        if isinstance(a, fx.Node):
+            slots.append((i, -1, a))
+        elif isinstance(a, (list, tuple)):
+            for j, b in enumerate(a):
+                if isinstance(b, fx.Node):
+                    slots.append((i, j, b))
+                elif isinstance(b, (list, tuple, dict)):
+                    return None
+        elif isinstance(a, dict):
+            return None
+    return tmpl, slots
+
+
 class Replay:
-    """Runs the joint graph's nodes on real tensors, group by group."""
+    """Runs the joint graph's nodes on real tensors, group by group (each
+    node's argument fetching planned once: the replay's own cost per op is
+    part of what the ranks and the measured op times pay)."""
 
     def __init__(self, cap: Capture):
         self.cap = cap
         self.nodes_of = {g.name: g.nodes for g in cap.groups}
+        self.plan = {}
+        for n in cap.gm.graph.nodes:
+            if n.op == "call_function" and all(not isinstance(v, fx.Node)
+                                               for v in n.kwargs.values()):
+                sl = _slots(n.args)
+                if sl is not None:
+                    self.plan[n] = (n.target, sl[0], sl[1], dict(n.kwargs))
 
-    @staticmethod
-    def run_node(n: fx.Node, env: dict) -> Any:
-        args = fx.node.map_arg(n.args, lambda a: env[a])
-        kwargs = fx.node.map_arg(n.kwargs, lambda a: env[a])
-        return n.target(*args, **kwargs)
+    def run_node(self, n: fx.Node, env: dict) -> Any:
+        p = self.plan.get(n)
+        if p is None:
+            args = fx.node.map_arg(n.args, lambda a: env[a])
+            kwargs = fx.node.map_arg(n.kwargs, lambda a: env[a])
+            return n.target(*args, **kwargs)
+        target, tmpl, slots, kwargs = p
+        args = list(tmpl)
+        copied = set()
+        for i, j, node in slots:
+            if j < 0:
+                args[i] = env[node]
+            else:
+                if i not in copied:
+                    args[i] = list(args[i])
+                    copied.add(i)
+                args[i][j] = env[node]
+        return target(*args, **kwargs)
 
     def run_group(self, name: str, env: dict) -> None:
+        run = self.run_node
         for n in self.nodes_of[name]:
-            env[n] = self.run_node(n, env)
+            env[n] = run(n, env)
 
 
 def bind(cap: Capture, params: dict, buffers: dict, inputs: tuple) -> dict:

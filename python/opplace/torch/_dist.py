@@ -200,12 +200,15 @@ def abort_all(msg: str, code: int = 1) -> NoReturn:
     os._exit(code)  # no destructors: a process group with pending work can hang in them
 
 
+_watch_stop = threading.Event()
+_watch_thread: Optional[threading.Thread] = None
+
+
 def _watch(rank: int, poll_s: float) -> None:
     store = _store()
     if store is None:
         return
-    while True:
-        time.sleep(poll_s)
+    while not _watch_stop.wait(poll_s):
         try:
             if not store.check([_ABORT_KEY]):
                 continue
@@ -226,8 +229,31 @@ def _start_watchdog(rank: int, poll_s: float = 0.5) -> None:
     if _watchdog_started:
         return
     _watchdog_started = True
-    threading.Thread(target=_watch, args=(rank, poll_s), daemon=True,
-                     name="opplace-abort-watch").start()
+    global _watch_thread
+    _watch_thread = threading.Thread(target=_watch, args=(rank, poll_s), daemon=True,
+                                     name="opplace-abort-watch")
+    _watch_thread.start()
+
+
+def stop_watchdog() -> None:
+    """Before the process group goes: its store must not be read from the
+    watchdog thread while it is torn down."""
+    global _watchdog_started
+    _watch_stop.set()
+    if _watch_thread is not None:
+        _watch_thread.join()
+    _watchdog_started = False
+
+
+def shutdown(*groups) -> None:
+    """End this rank's part: the watchdog first, then the given groups and
+    the default one (the one way out for every torchrun command)."""
+    stop_watchdog()
+    for g in groups:
+        if g is not None:
+            dist.destroy_process_group(g)
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 @contextlib.contextmanager

@@ -147,13 +147,8 @@ class RoutedModule(nn.Module):
 
     def __init__(self, model: nn.Module, router: Router, loss_device: Optional[torch.device]):
         super().__init__()
-        for n, c in model.named_children():
-            self.add_module(n, c)
-        for n, p in model._parameters.items():
-            self.register_parameter(n, p)
-        for n, b in model._buffers.items():
-            self.register_buffer(n, b)
-        object.__setattr__(self, "_opplace_model", model)
+        from ._apply import adopt
+        adopt(self, model)
         object.__setattr__(self, "_opplace_router", router)
         object.__setattr__(self, "_opplace_loss_device", loss_device)
 
@@ -188,6 +183,15 @@ def apply_routed(model: nn.Module, graph: dict, device_of: dict, tdev: dict) -> 
                 homes.setdefault(h, d)
         elif "param" in src:
             homes[src["param"]] = d       # a parameter lives with its update
+    apart = [op["name"] for op in graph["ops"]
+             if "backward_of" in (op.get("source") or {})
+             and device_of.get(op["source"]["backward_of"]) != device_of.get(op["name"])]
+    if apart:
+        import warnings
+        warnings.warn("opplace.torch: %d backward ops are placed away from their forward op "
+                      "(e.g. '%s'); autograd runs them where the forward op ran, so the "
+                      "measured step will differ from the simulated one (opplace.torch run "
+                      "executes such a placement as placed)" % (len(apart), apart[0]))
     named_p = dict(model.named_parameters())
     named_b = dict(model.named_buffers())
     with torch.no_grad():

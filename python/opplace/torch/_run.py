@@ -5,10 +5,13 @@ devices with torch.distributed's point-to-point operations.
 
 Deadlock-free by construction: every send is non-blocking (isend, issued as
 soon as the value exists); every receive is posted at the start of the step
-(irecv, in the order its sender produces the values, the only order NCCL can
-match) and waited for only when an op needs it; and each rank runs its ops
-in the placement's order, which the simulator has already run as a schedule
-of the same dependencies.  Every wait has a timeout.
+(irecv, tagged with the transfer's number, in the order its sender produces
+the values) and waited for only when an op needs it; and each rank runs its
+ops in the placement's order, which the simulator has already run as a
+schedule of the same dependencies.  Every wait has a timeout.  The group is
+gloo's on every rank (a GPU rank stages its tensors through host memory):
+NCCL runs a pair's sends and receives on one stream, in the order they are
+posted, so receives posted early would wait behind the other direction.
 """
 from __future__ import annotations
 
@@ -55,16 +58,8 @@ class Plan:
 
 
 def _load(path: str, fmt: str) -> dict:
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except OSError as e:
-        raise RunError("cannot read %s: %s" % (path, e.strerror)) from None
-    except json.JSONDecodeError as e:
-        raise RunError("%s: line %d: not JSON (%s)" % (path, e.lineno, e.msg)) from None
-    if doc.get("format") != fmt:
-        raise RunError("%s: key 'format' is %r, expected %r" % (path, doc.get("format"), fmt))
-    return doc
+    from ._apply import _load as load
+    return load(path, fmt, RunError)
 
 
 def _val(n: fx.Node) -> Any:
@@ -241,15 +236,14 @@ class PlacedStep:
                 self.params[name].requires_grad_(True)
                 self.opt[name] = optimizer([self.params[name]])
 
-    def _wire(self, x: torch.Tensor) -> torch.Tensor:
-        """The tensor as the process group sends it (gloo: CPU, contiguous)."""
-        if dist.get_backend() != "nccl" and x.device.type != "cpu":
-            return x.cpu()
-        return x.contiguous()
+    @staticmethod
+    def _wire(x: torch.Tensor) -> torch.Tensor:
+        """The tensor as gloo sends it: in host memory, contiguous."""
+        return x.cpu() if x.device.type != "cpu" else x.contiguous()
 
     def _post_receives(self) -> dict:
         handles = {}
-        dev = self.device if dist.get_backend() == "nccl" else torch.device("cpu")
+        dev = torch.device("cpu")
         for t in self.incoming:
             buf = torch.empty(t.shape, dtype=t.dtype, device=dev)
             handles[t.tid] = (dist.irecv(buf, src=t.src, tag=t.tid), buf, t)
@@ -280,8 +274,7 @@ class PlacedStep:
             env[cap.placeholders[n]] = b
         recvs = self._post_receives()
         sends: list = []
-        t_start = time.perf_counter()
-        clock = (lambda: (time.perf_counter() - t_start) * 1e6)
+        from ._dist import now_us as clock
         for t in self.outgoing.get("", []):
             self._send(t, self.params[t.key[1]].detach() if t.key[1] in self.params
                        else self.buffers[t.key[1]], sends)
@@ -373,56 +366,35 @@ def median(xs: list) -> float:
     return float(statistics.median(xs)) if xs else 0.0
 
 
-def _rank_env() -> tuple[int, int, int]:
-    try:
-        return (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
-                int(os.environ.get("LOCAL_RANK", os.environ["RANK"])))
-    except KeyError:
-        raise RunError("run is started by torchrun, one process per device: "
-                       "torchrun --nproc-per-node N -m opplace.torch run ...") from None
-
-
-def _device_for(cluster: dict, rank: int, local_rank: int, cpath: str) -> torch.device:
-    devs = cluster.get("devices") or []
-    if rank >= len(devs):
-        raise RunError("%s lists %d devices but this is rank %d: start at most %d ranks "
-                       "(rank i runs device i of the cluster file)"
-                       % (cpath, len(devs), rank, len(devs)))
-    kind = devs[rank].get("kind", "cpu")
-    if kind == "gpu":
-        if not torch.cuda.is_available():
-            raise RunError("rank %d runs %s device '%s' but torch sees no CUDA device"
-                           % (rank, kind, devs[rank]["name"]))
-        return torch.device("cuda", local_rank)
-    return torch.device("cpu")
-
-
 def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) -> int:
     """`torchrun ... -m opplace.torch run`: returns the process exit code."""
     import sys
+    from . import _dist
     rank = -1
     try:
-        rank, world, local_rank = _rank_env()
+        info = _dist.env_ranks()
+        rank, world = info.rank, info.world
         cluster = _load(a.cluster, "opplace-cluster")
-        device = _device_for(cluster, rank, local_rank, a.cluster)
-        torch.set_num_threads(a.threads)
-        all_gpu = all(d.get("kind") == "gpu" for d in cluster["devices"][:world])
-        backend = "nccl" if all_gpu and device.type == "cuda" else "gloo"
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
-        dist.init_process_group(backend, timeout=datetime.timedelta(seconds=a.timeout))
-    except RunError as e:
-        print("opplace.torch run: %s" % e, file=sys.stderr)
+        devs = _dist.rank_devices(cluster, world, a.threads, rank, info.local_rank)
+        # gloo for every rank, GPU tensors staged through host memory: receives are
+        # posted when the step starts, which NCCL's one stream per pair would
+        # serialise against the sends the other way (a deadlock)
+        _dist.init(a.timeout, devs.device, "gloo")
+        device = torch.device(devs.device)
+    except (RunError, _dist.DistError) as e:
+        if rank <= 0:
+            print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
+                  file=sys.stderr)
         return 2
     try:
         return _run(a, rank, world, device, build_model, make_inputs, loss_fn)
     except RunError as e:
         if rank == 0 or "rank %d" % rank in str(e):
-            print("opplace.torch run: %s" % e, file=sys.stderr)
+            print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
+                  file=sys.stderr)
         return 1
     finally:
-        if dist.is_initialized():
-            dist.destroy_process_group()
+        _dist.shutdown()
 
 
 def _say_rank0(rank: int) -> Callable[[str], None]:
@@ -484,6 +456,7 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     if result.get("simulated_step_us"):
         result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
     if a.trace:
+        from ._dist import write_trace
         write_trace(a.trace, timelines, [d["name"] for d in
                                          _load(a.cluster, "opplace-cluster")["devices"]])
     if a.save_params:
@@ -528,17 +501,3 @@ def _simulated(a, step: PlacedStep) -> dict:
     out["simulated_step_us"] = m.get("step_time_us", m.get("makespan_us"))
     out["simulated"] = m
     return out
-
-
-def write_trace(path: str, timelines: list, device_names: list) -> None:
-    """Each rank's measured ops and waits, in the Chrome/Perfetto trace
-    format of `opplace place --report t.json` (pid 1: devices)."""
-    events = []
-    for r, tl in enumerate(timelines):
-        events.append({"ph": "M", "pid": 1, "tid": r, "name": "thread_name",
-                       "args": {"name": device_names[r] if r < len(device_names) else str(r)}})
-        for name, cat, start, dur in tl or []:
-            events.append({"ph": "X", "pid": 1, "tid": r, "ts": round(start, 3),
-                           "dur": round(dur, 3), "name": name, "cat": cat})
-    with open(path, "w") as f:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ms"}, f)

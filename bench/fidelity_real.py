@@ -1,0 +1,177 @@
+"""Real runs against the simulator (issue 31): on this machine, 2 ranks x 1
+thread under torchrun, a cluster calibrated by `opplace.torch calibrate`,
+each model exported with op times measured on one CPU thread, placed by
+every fast placer and auto, and run for real by `opplace.torch run`.
+
+Per model and placement: the simulated step (with the calibrated cluster,
+and without its `shared` key, the simulator's model before rule 5.8), the
+measured step (median of the timed steps) and the error; per model the
+Spearman rank correlation of simulated and measured steps over the distinct
+placements; and whether every placement simulated >= 20 % faster than one
+device was measured faster than one device.
+
+usage: python bench/fidelity_real.py [--models a,b] [--placers a,b]
+           [--steps N] [--warmup N] [--out DIR]   (bench/fidelity_real.sh)
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+PLACERS = ["single", "expert", "round-robin", "m-topo", "m-etf", "m-sct", "heft", "metis",
+           "celeritas", "order-place", "dfs-topo", "auto"]
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise RuntimeError("%s failed (%d):\n%s" % (" ".join(cmd), r.returncode, r.stderr[-3000:]))
+    return r.stdout
+
+
+def env():
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE])
+    e["OMP_NUM_THREADS"] = "1"
+    return e
+
+
+def spearman(xs, ys):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2.0
+            i = j + 1
+        return r
+    if len(xs) < 2:
+        return float("nan")
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return num / den if den else float("nan")
+
+
+def main():
+    from fidelity_models import MODELS
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--placers", default=",".join(PLACERS))
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fidelity_real"))
+    ap.add_argument("--opplace", default=os.environ.get("OPPLACE",
+                                                        os.path.join(ROOT, "build", "opplace")))
+    ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
+    ap.add_argument("--cluster", help="a calibrated cluster to use instead of calibrating")
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    opp, py = a.opplace, a.python
+    torchrun = [py, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone"]
+    say = lambda m: print("fidelity_real: " + m, file=sys.stderr, flush=True)  # noqa: E731
+    c = a.cluster or os.path.join(a.out, "cluster.json")
+    if not a.cluster:
+        say("calibrating 2 ranks x 1 thread")
+        sh(torchrun + ["-m", "opplace.torch", "calibrate", "--threads", "1", "-o", c], env=env())
+    cdoc = json.load(open(c))
+    plain = dict(cdoc)
+    plain.pop("shared", None)
+    c0 = os.path.join(a.out, "cluster_noshared.json")
+    json.dump(plain, open(c0, "w"))
+    rows = []
+    for name in a.models.split(","):
+        factory, inputs = MODELS[name]
+        ins = [x for i in inputs for x in ("--input", i)]
+        g = os.path.join(a.out, name + ".json")
+        say("%s: export, op times measured on 1 thread" % name)
+        sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
+            "--threads", "1", "--repeat", "5", "-o", g], env=env())
+        seen = {}
+        for algo in a.placers.split(","):
+            p = os.path.join(a.out, "%s.%s.json" % (name, algo))
+            extra = ["--budget-seconds", "5"] if algo == "auto" else []
+            try:
+                sh([opp, "place", g, "--cluster", c, "--algo", algo, "-o", p, "--quiet", *extra])
+            except RuntimeError as e:
+                say("%s %s: %s" % (name, algo, str(e).splitlines()[-1]))
+                continue
+            pd = json.load(open(p))
+            key = json.dumps([pd["device_of"], pd.get("order")], sort_keys=True)
+            if key in seen:
+                seen[key]["placers"].append(algo)
+                continue
+            sim0 = json.loads(sh([opp, "simulate", g, "--placement", p, "--cluster", c0,
+                                  "--json"]))["step_time_us"]
+            r = os.path.join(a.out, "%s.%s.run.json" % (name, algo))
+            t0 = time.time()
+            sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
+                           "--placement", p, "--cluster", c, "--threads", "1",
+                           "--steps", str(a.steps), "--warmup", str(a.warmup), "--json", r],
+               env=env(), timeout=1800)
+            res = json.load(open(r))
+            row = {"model": name, "placers": [algo], "devices": len(set(pd["device_of"].values())),
+                   "simulated_us": res["simulated_step_us"], "simulated_noshared_us": sim0,
+                   "measured_us": res["measured_step_us"], "steps_us": res["steps_us"],
+                   "order": res["order"]}
+            seen[key] = row
+            rows.append(row)
+            say("%s %-12s simulated %9.0f us (no shared %9.0f)  measured %9.0f us  (%.0f s)"
+                % (name, algo, row["simulated_us"], sim0, row["measured_us"], time.time() - t0))
+    json.dump(rows, open(os.path.join(a.out, "results.json"), "w"), indent=1)
+    report(rows, a)
+
+
+def err(r, key="simulated_us"):
+    return (r[key] - r["measured_us"]) / r["measured_us"]
+
+
+def report(rows, a):
+    print("| model | placers | devices | simulated (us) | measured (us) | error | "
+          "simulated without `shared` | its error |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print("| %s | %s | %d | %.0f | %.0f | %+.1f %% | %.0f | %+.1f %% |"
+              % (r["model"], ", ".join(r["placers"]), r["devices"], r["simulated_us"],
+                 r["measured_us"], 100 * err(r), r["simulated_noshared_us"],
+                 100 * err(r, "simulated_noshared_us")))
+    errs = [abs(err(r)) for r in rows]
+    errs0 = [abs(err(r, "simulated_noshared_us")) for r in rows]
+    print()
+    print("| model | Spearman (simulated vs measured) | without `shared` | one device measured (us) "
+          "| simulated >= 20 % faster than one device, measured faster? |")
+    print("|---|---:|---:|---:|---|")
+    for m in dict.fromkeys(r["model"] for r in rows):
+        rs = [r for r in rows if r["model"] == m]
+        one = next((r for r in rs if "single" in r["placers"]), None)
+        promise = []
+        if one:
+            for r in rs:
+                if r is not one and r["simulated_us"] <= 0.8 * one["simulated_us"]:
+                    promise.append("%s: %s" % ("/".join(r["placers"]),
+                                               "yes" if r["measured_us"] < one["measured_us"]
+                                               else "NO"))
+        print("| %s | %.2f | %.2f | %s | %s |" % (
+            m, spearman([r["simulated_us"] for r in rs], [r["measured_us"] for r in rs]),
+            spearman([r["simulated_noshared_us"] for r in rs], [r["measured_us"] for r in rs]),
+            "%.0f" % one["measured_us"] if one else "-", "; ".join(promise) or "none promised"))
+    print()
+    print("median |error| %.1f %%, worst %.1f %% (without `shared`: %.1f %%, %.1f %%); %d "
+          "distinct placements of %d models"
+          % (100 * statistics.median(errs), 100 * max(errs), 100 * statistics.median(errs0),
+             100 * max(errs0), len(rows), len({r["model"] for r in rows})))
+
+
+if __name__ == "__main__":
+    main()
