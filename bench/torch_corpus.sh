@@ -12,8 +12,9 @@
 # usage: bash bench/torch_corpus.sh [path/to/opplace] [FILTER] [-- torch_corpus.py options]
 #   FILTER: torchvision | timm | torchaudio | transformers | a model name (tv.resnet18,
 #           hf.llama, ta.Conformer) or part of one, comma-separated; empty: all
-#   PYTHON: the interpreter (default: python3 on PATH; it needs torch 2.x and the
-#           model libraries: torchvision, torchaudio, timm, transformers)
+#   PYTHON: the interpreter (default: <repo>/.venv/bin/python, made by
+#           scripts/setup-python.sh, else python3; it needs torch 2.x and the model
+#           libraries: torchvision, torchaudio, timm, transformers)
 #   OUT:    the JSON lines result file (default bench/out/torch_corpus.jsonl)
 # The 7B benchmark (a Llama-2-7B-shaped decoder on the meta device, export under
 # 2 min and 4 GB): LLAMA7B=1 bash bench/torch_corpus.sh [path/to/opplace] runs
@@ -24,7 +25,10 @@ opplace=${1:-$here/build/opplace}
 filter=${2:-}
 shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
-py=${PYTHON:-python3}
+py=${PYTHON:-}
+if [ -z "$py" ]; then
+  if [ -x "$here/.venv/bin/python" ]; then py=$here/.venv/bin/python; else py=python3; fi
+fi
 out=${OUT:-$here/bench/out/torch_corpus.jsonl}
 mkdir -p "$(dirname "$out")"
 export OPPLACE=$opplace PYTHONPATH=$here/python${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 \

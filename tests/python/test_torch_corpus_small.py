@@ -1,10 +1,12 @@
+# opplace-test: torch1.13
 """A few third-party models of each family of the corpus (bench/torch_corpus.py,
 issue 32) through every stage: export (estimate:v100) -> opplace info ->
 opplace place --algo auto --budget-seconds 2 on 4 GPUs -> apply on the CPU ->
 one training step whose loss and gradients equal the unplaced model's.
 torchvision 2, timm 2, torchaudio 2 (Conformer among them), transformers 3
 (GPT-2 and Llama among them).  A family whose library does not import is
-skipped (said on stdout); exit 77 when torch or every library is missing."""
+skipped (said on stdout); exit 77 when torch or every library is missing.
+On Debian's torch 1.13 (py113_) only torchvision exists: its two models, fx capture."""
 import os
 import sys
 import tempfile
