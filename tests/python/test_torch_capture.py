@@ -163,6 +163,28 @@ class CaptureTest(unittest.TestCase):
         self.assertIn("What to do", msg)
         self.assertIn("meta", msg)
 
+    def test_model_keeps_its_tensors(self):
+        """A module registered under two paths (T5's shared embedding) keeps
+        its real weights after export (functional_call alone left fakes)."""
+        class Shared(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.shared = nn.Embedding(10, 4)
+                self.enc = nn.Module()
+                self.enc.embed = self.shared
+                self.out = nn.Linear(4, 10)
+
+            def forward(self, t):
+                return self.out(self.enc.embed(t) + self.shared(t))
+        m = Shared()
+        before = {n: p for n, p in m.named_parameters(remove_duplicate=False)}
+        ot.export(m, (torch.zeros(2, 3, dtype=torch.long),),
+                  os.path.join(self.dir, "shared.json"))
+        after = dict(m.named_parameters(remove_duplicate=False))
+        self.assertEqual(sorted(before), sorted(after))
+        for n, p in after.items():
+            self.assertIs(p, before[n], n)
+
     def test_measured_times(self):
         path = os.path.join(self.dir, "m.json")
         g = ot.export(self.model, example(), path, times="measure", repeat=1)

@@ -252,6 +252,10 @@ def _trace(model, example, loss_fn, mode):
     h1 = nn.modules.module.register_module_forward_pre_hook(rec.pre)
     h2 = nn.modules.module.register_module_forward_hook(rec.post)
     flat = (*params.values(), *buffers.values(), *inputs)
+    # functional_call puts back what it swapped, but not always where a module is
+    # registered under two paths (T5's shared embedding): put back every tensor
+    saved = [(d, k, v) for m in model.modules() for d in (m._parameters, m._buffers)
+             for k, v in d.items()]
     try:
         # oneDNN's RNN kernels return a workspace that fake tensors leave
         # undefined (and they exist on the CPU only): capture the portable ops
@@ -268,6 +272,12 @@ def _trace(model, example, loss_fn, mode):
     finally:
         h1.remove()
         h2.remove()
+        for d, k, v in saved:
+            d[k] = v
+        for m in model.modules():  # nn.LSTM & co keep a list of their weights
+            if isinstance(m, nn.RNNBase) and hasattr(m, "_flat_weights_names"):
+                m._flat_weights = [getattr(m, wn) if hasattr(m, wn) else None
+                                   for wn in m._flat_weights_names]
     return gm, rec, info, pnames, bnames, params
 
 
