@@ -185,6 +185,13 @@ class CaptureTest(unittest.TestCase):
         for n, p in after.items():
             self.assertIs(p, before[n], n)
 
+    def test_names_are_unique(self):
+        from opplace.torch._capture import _Names
+        names = _Names()
+        got = [names.make(b) for b in ("x#1", "x", "x", "x", "x#1")]
+        self.assertEqual(len(set(got)), len(got), got)
+        self.assertEqual(got[:2], ["x#1", "x"])
+
     def test_measured_times(self):
         path = os.path.join(self.dir, "m.json")
         g = ot.export(self.model, example(), path, times="measure", repeat=1)
