@@ -185,6 +185,25 @@ class CaptureTest(unittest.TestCase):
         for n, p in after.items():
             self.assertIs(p, before[n], n)
 
+    def test_measure_on_an_aten_graph(self):
+        path = os.path.join(self.dir, "mc.json")
+        ot.export(self.model, example(), path, times="measure", repeat=1)
+        c = os.path.join(self.dir, "cpu.json")
+        tt.opplace("cluster", "--preset", "v100-nvlink", "--gpus", "1", "--cpu", "-o", c)
+        p = os.path.join(self.dir, "mc.p.json")
+        tt.opplace("place", path, "--cluster", c, "--algo", "single", "-o", p)
+        r = ot.measure(self.model, example(), path, p, "cpu", c, steps=2, warmup=1)
+        self.assertGreater(r["measured_step_us"], 0)
+        self.assertGreater(r["simulated_step_us"], 0)
+        self.assertEqual(len(r["step_us"]), 2)
+
+    def test_names_are_unique(self):
+        from opplace.torch._capture import _Names
+        names = _Names()
+        got = [names.make(b) for b in ("x#1", "x", "x", "x", "x#1")]
+        self.assertEqual(len(set(got)), len(got), got)
+        self.assertEqual(got[:2], ["x#1", "x"])
+
     def test_measured_times(self):
         path = os.path.join(self.dir, "m.json")
         g = ot.export(self.model, example(), path, times="measure", repeat=1)

@@ -312,13 +312,22 @@ def capture(model: nn.Module, example: tuple, loss_fn: Callable, mode: str = "au
 # ----------------------------------------------------------------- grouping
 
 class _Names:
+    """Unique op names: base, then base#1, base#2, ... skipping any name
+    already made (from another base: 'x#1' may be a base of its own)."""
+
     def __init__(self):
-        self.taken: dict[str, int] = {}
+        self.next: dict[str, int] = {}
+        self.made: set[str] = set()
 
     def make(self, base: str) -> str:
-        k = self.taken.get(base, 0)
-        self.taken[base] = k + 1
-        return base if k == 0 else "%s#%d" % (base, k)
+        k = self.next.get(base, 0)
+        name = base if k == 0 else "%s#%d" % (base, k)
+        while name in self.made:
+            k += 1
+            name = "%s#%d" % (base, k)
+        self.next[base] = k + 1
+        self.made.add(name)
+        return name
 
 
 def _first_compute_name(nodes: list) -> str:
