@@ -21,7 +21,7 @@
 # bench/llama7b.py after the corpus (LLAMA7B=only: the 7B benchmark alone).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-opplace=${1:-$here/build/opplace}
+opplace=$(readlink -f "${1:-$here/build/opplace}")
 filter=${2:-}
 shift $(( $# > 2 ? 2 : $# ))
 [ "${1:-}" = "--" ] && shift
