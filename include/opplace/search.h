@@ -122,6 +122,11 @@ typedef struct op_reorder_stats {
 /* Reorder pl in place as described above; stats may be NULL. */
 op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_peak,
                                op_reorder_stats *stats, op_error *err);
+/* The same, ending its screening at `deadline` (absolute op_seconds_now()
+ * time; <= 0: none) or Ctrl-C, at most one simulator run late, with the
+ * best order screened so far. */
+op_status op_placement_reorder_until(const op_problem *p, op_placement *pl, int keep_peak,
+                                     double deadline, op_reorder_stats *stats, op_error *err);
 
 /* The per-device memory caps (n_dev values) of the order stats chose, for
  * judging other placements by the same list schedule (opplace/refine.h). */
@@ -191,7 +196,8 @@ typedef struct op_refine_stats {
 
 /* Improve pl in place.  The result replaces pl only when the simulator,
  * running it as returned (first-ready-first, or with its derived order),
- * ranks it strictly before pl as given, its own order included. */
+ * ranks it strictly before pl as given, its own order included.  The search
+ * ends early once the placement reaches p->proven_bound_us (done when proven). */
 op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placement *pl,
                     op_refine_stats *stats, op_error *err);
 

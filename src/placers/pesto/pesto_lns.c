@@ -1554,6 +1554,12 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
            (o->max_windows <= 0 || stats->windows < o->max_windows)) {
         if ((st = simulate_traced(p, sim, inc, &b.s, &b.tr, err)))
             goto done;
+        if (op_problem_at_bound(p, b.s.step, b.s.over)) { /* done when proven */
+            stats->proven = 1;
+            op_progress(ctx, "pesto: LNS: the incumbent reaches the proven bound (%s); it is "
+                        "optimal", p->proven_method);
+            break;
+        }
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
         int nanch = improvable_anchors(p, inc, &b.s, b.chain, nchain, b.anchors);
