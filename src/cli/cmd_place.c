@@ -329,6 +329,7 @@ static op_status run_place(cli_args *a, op_error *err)
         goto done;
     if ((st = finish_result(a, &ctx, &pl, err)))
         goto done_pl;
+    op_output_results_begin(); /* the Ctrl-C watchdog lets the writing end (main.c) */
     double seconds = cli_now() - t0;
     /* under MPI every rank holds the same answer and rank 0 reports it */
     if (op_par_rank() == 0)
