@@ -114,7 +114,7 @@ typedef struct op_reorder_stats {
     /* The best screened (priority, cap), kept or not (with keep_peak,
      * among those within the peak; OP_PRIORITY_FIFO: none qualified) and
      * its step as screened: what to judge other placements by when the
-     * placement's own order beats every priority (opplace/refine.h). */
+     * placement's own order beats every priority (op_refine, below). */
     op_priority screened;
     double screened_cap_share, screened_us, screened_over;
 } op_reorder_stats;
@@ -129,7 +129,7 @@ op_status op_placement_reorder_until(const op_problem *p, op_placement *pl, int 
                                      double deadline, op_reorder_stats *stats, op_error *err);
 
 /* The per-device memory caps (n_dev values) of the order stats chose, for
- * judging other placements by the same list schedule (opplace/refine.h). */
+ * judging other placements by the same list schedule (op_refine, below). */
 void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
 
 /* stats with the best screened order in place of the kept one (priority,
