@@ -67,6 +67,13 @@ static inline int op_eligible(const op_problem *p, int op, int dev)
 {
     return p->exec[(size_t)op * p->nd + dev] != OP_INELIGIBLE;
 }
+/* May op run on dev: eligible there, and its colocation group (if any) may
+ * be there as a whole (every member eligible). */
+static inline int op_allowed(const op_problem *p, int op, int dev)
+{
+    int grp = p->group_of[op];
+    return op_eligible(p, op, dev) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + dev]);
+}
 static inline double op_exec_us(const op_problem *p, int op, int dev)
 {
     return p->exec[(size_t)op * p->nd + dev];

@@ -15,12 +15,6 @@
 
 #define GRID 256
 
-static int allowed(const op_problem *p, int i, int d)
-{
-    int grp = p->group_of[i];
-    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -549,7 +543,7 @@ static op_status lp_bound(const op_problem *p, int memory, double deadline, doub
     for (int i = 0; i < n; i++) {
         S[i] = lp_col(&m, 0, LP_INF, 0, 0);
         for (int d = 0; d < nd; d++) {
-            int ok = allowed(p, i, d);
+            int ok = op_allowed(p, i, d);
             if (ok && memory) {
                 double own = (double)g->param_bytes[i] + (double)g->output_bytes[i] +
                              (double)g->temp_bytes[i];
@@ -704,7 +698,7 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
     for (int i = 0; i < n; i++) { /* fastest time on a device the op's group allows */
         pt[i] = OP_INELIGIBLE;
         for (int d = 0; d < p->nd; d++)
-            if (allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
+            if (op_allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
                 pt[i] = op_exec_us(p, i, d);
         if (pt[i] == OP_INELIGIBLE)
             pt[i] = p->min_exec[i];
