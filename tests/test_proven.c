@@ -39,6 +39,15 @@ static op_graph *six(void)
     return tk_finish(b);
 }
 
+/* Wall-clock limits hold natively and under ASan; valgrind (bench/valgrind.sh)
+ * runs every process, CBC's included, tens of times slower: there only the
+ * answers are checked. */
+static int timed(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    return !(pre && strstr(pre, "vgpreload"));
+}
+
 static void bind_six(tk_problem *tp)
 {
     tk_bind(tp, six(), tk_cluster(2, 5, 1e-4, 1LL << 40));
@@ -95,8 +104,10 @@ Test(proven, auto_returns_the_optimum_at_once)
     char algo[128];
     double step = place(&tp, "auto", 10, &s, algo, sizeof algo);
     cr_assert_float_eq(step, 61, 1e-9, "auto %.3f us (%s)", step, algo);
-    cr_assert_lt(s, 1.0, "auto took %.2f s of its 10 s on a proven optimum", s);
-    cr_assert_str_eq(algo, "auto:exact");
+    if (timed())
+        cr_assert_lt(s, 1.0, "auto took %.2f s of its 10 s on a proven optimum", s);
+    if (timed()) /* under valgrind the ILP may not end in its quarter of the budget */
+        cr_assert_str_eq(algo, "auto:exact");
     tk_unbind(&tp);
 }
 
@@ -111,7 +122,8 @@ Test(proven, pesto_stops_at_the_proven_bound)
     double step = place(&tp, "pesto", 60, &s, algo, sizeof algo);
     cr_assert_float_eq(step, 61, 1e-9, "pesto %.3f us (%s)", step, algo);
     cr_assert(op_problem_at_bound(&tp.p, step, 0));
-    cr_assert_lt(s, 1.0, "pesto took %.2f s of its 60 s on a proven optimum", s);
+    if (timed())
+        cr_assert_lt(s, 1.0, "pesto took %.2f s of its 60 s on a proven optimum", s);
     tk_unbind(&tp);
 }
 
@@ -132,7 +144,8 @@ Test(proven, refinement_stops_at_the_proven_bound)
     op_refine_stats rs;
     double t0 = op_seconds_now();
     cr_assert_eq(op_refine(&ctx, &ro, &pl, &rs, &err), OP_OK, "%s", err.msg);
-    cr_assert_lt(op_seconds_now() - t0, 1.0);
+    if (timed())
+        cr_assert_lt(op_seconds_now() - t0, 1.0);
     cr_assert_eq(rs.tried, 0);
     cr_assert_float_eq(rs.final_us, 61, 1e-9);
     memset(pl.device_of, 0, sizeof split); /* all on d0: 74 us */
@@ -140,7 +153,7 @@ Test(proven, refinement_stops_at_the_proven_bound)
     cr_assert_eq(op_refine(&ctx, &ro, &pl, &rs, &err), OP_OK, "%s", err.msg);
     double took = op_seconds_now() - t0;
     cr_assert_float_eq(rs.initial_us, 74, 1e-9);
-    if (rs.final_us <= 61 + 1e-6) /* found the optimum: stopped there */
+    if (rs.final_us <= 61 + 1e-6 && timed()) /* found the optimum: stopped there */
         cr_assert_lt(took, 19.0, "refinement reached the optimum and went on (%.1f s)", took);
     op_placement_destroy(&pl);
     tk_unbind(&tp);
@@ -164,7 +177,8 @@ Test(proven, place_prints_and_writes_the_certified_gap)
     snprintf(cmd, sizeof cmd, "%s place %s --cluster %s -o %s", OPPLACE_BIN, g, c, out);
     double t0 = op_seconds_now();
     cr_assert_eq(tk_run(cmd, &o), 0, "%s", o);
-    cr_assert_lt(op_seconds_now() - t0, 1.0, "place took %.2f s", op_seconds_now() - t0);
+    if (timed())
+        cr_assert_lt(op_seconds_now() - t0, 1.0, "place took %.2f s", op_seconds_now() - t0);
     cr_assert(strstr(o, "optimal (proven)") != NULL, "%s", o);
     free(o);
     snprintf(cmd, sizeof cmd, "cat %s", out);
