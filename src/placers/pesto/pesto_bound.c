@@ -638,8 +638,16 @@ static op_status ilp_solve(const op_problem *p, double deadline, pesto_ilp_resul
     if (st)
         return st;
     if (r->status != PESTO_INFEASIBLE && !r->stopped) {
-        /* every schedule of at most H is in the model; longer ones exceed H */
-        double b = r->bound < r->horizon ? r->bound : r->horizon;
+        /* every schedule of at most H is in the model; longer ones exceed H.
+         * Without a schedule, a bound at or past H is CBC's "nothing proved
+         * yet" (its best possible stays huge until the root LP is solved):
+         * taking H then claimed a bound above the optimum on a 60-op graph
+         * whose solve CBC's time limit cut short. */
+        double b = r->bound;
+        if (r->status == PESTO_NO_SOLUTION && b >= r->horizon)
+            b = 0;
+        else if (b > r->horizon)
+            b = r->horizon;
         *bound = b > 0 ? b * (1 - 1e-7) : 0;
     }
     return OP_OK;
