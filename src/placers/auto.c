@@ -15,10 +15,11 @@
  * (opplace/search.h), and the best placement as placed, judged
  * first-ready-first; the refined placement gets its best order again at
  * the end, and the result is the better of it and the other finalist.
- * Done when proven: graphs of at most OP_EXACT_MAX_OPS ops are first solved
- * exactly (the bound's ILP, opplace/bound.h, in at most a quarter of the
- * budget; "auto:exact" when its schedule wins), and every stage stops as
- * soon as the best placement fits and reaches the proven lower bound
+ * Done when proven: graphs of at most OP_EXACT_MAX_OPS ops are solved
+ * exactly before any search (the bound's ILP, opplace/bound.h, in at most a
+ * quarter of what the portfolio leaves, after the portfolio's milliseconds;
+ * "auto:exact" when its schedule wins), and every stage stops as soon as
+ * the best placement fits and reaches the proven lower bound
  * (p->proven_bound_us, or the exact stage's own): nothing is faster.
  * --refine-seconds X caps refinement's time (0 skips it; the former
  * --no-refine) and --order none switches the order stage off.  The placement's
@@ -227,8 +228,8 @@ static int finalists_done(const finalists *f, double proven)
 }
 
 /* The exact stage (see the header): the ILP's schedule is offered as the
- * placer "exact", ahead of every other (index -1); *proven is raised to
- * what the ILP proved. */
+ * placer "exact" (index -1: it wins ties in the MPI election); *proven is
+ * raised to what the ILP proved. */
 static op_status exact_first(const op_place_ctx *ctx, double seconds, op_sim *sim,
                              op_sim_result *r, finalists *f, double *proven, op_error *err)
 {
@@ -433,14 +434,15 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     /* the budget ends with the command's deadline when that comes first */
     double end = ctx->deadline > 0 && ctx->deadline < t0 + budget ? ctx->deadline : t0 + budget;
     f.plain_index = f.ordered_index = INFINITY;
-    if (!st && p->n <= OP_EXACT_MAX_OPS && !finalists_done(&f, proven))
-        st = exact_first(ctx, fmin(0.25 * budget, op_seconds_left(ctx)), sim, &r, &f, &proven,
-                         err);
-    int done = finalists_done(&f, proven);
-    if (!st && !done)
+    if (!st)
         st = run_portfolio(ctx, end, reorder ? t0 + 0.5 * (end - t0) : 0, proven, sim, &r,
                            &f, err);
-    done = done || finalists_done(&f, proven);
+    /* the portfolio takes milliseconds on such graphs, and the exact stage
+     * must not leave it without time when the ILP is slow (under ASan) */
+    if (!st && p->n <= OP_EXACT_MAX_OPS && !finalists_done(&f, proven))
+        st = exact_first(ctx, fmax(0, fmin(0.25 * (end - op_seconds_now()), op_seconds_left(ctx))),
+                         sim, &r, &f, &proven, err);
+    int done = finalists_done(&f, proven);
     double left = fmin(end - op_seconds_now(), cap);
     int refine = cap > 0 && (left > 0.05 || iters > 0);
     if (!st && !done && (refine || reorder))
