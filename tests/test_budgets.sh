@@ -54,7 +54,9 @@ for algo in $("$opplace" algos | awk '/^[a-z][a-z0-9-]*  / { print $1 }'); do
   wait $pid
   rc=$?
   took=$(sub "$(now)" "$t0")
-  if [ $rc -eq 130 ] && le "$took" "$limit"; then
+  if [ $rc -eq 0 ] && le "$took" "$limit"; then # it ended as the signal came
+    echo "ok   $algo: done as the signal came ($took s)"
+  elif [ $rc -eq 130 ] && le "$took" "$limit"; then
     echo "ok   $algo: Ctrl-C answered in $took s: $(grep -c . "$tmp/err") line(s), $(tail -1 "$tmp/err")"
   else
     echo "FAIL $algo: Ctrl-C: exit $rc after $took s (limit $limit s): $(tail -2 "$tmp/err" | tr '\n' ' ')"
