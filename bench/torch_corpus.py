@@ -156,9 +156,11 @@ class ModelChanged(AssertionError):
 
 
 def _tensors_of(model):
-    """(path, tensor) of every parameter and buffer, aliases included."""
-    return [(n, t) for n, t in list(model.named_parameters(remove_duplicate=False)) +
-            list(model.named_buffers(remove_duplicate=False))]
+    """(path, tensor) of every parameter and buffer, aliases included (torch
+    1.13's named_parameters has no remove_duplicate)."""
+    return [(m + "." + k if m else k, t)
+            for m, mod in model.named_modules(remove_duplicate=False)
+            for d in (mod._parameters, mod._buffers) for k, t in d.items() if t is not None]
 
 
 def _check_untouched(before, model):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Second command of the README: build and run the whole test suite, twice:
 # an optimized build, then one under AddressSanitizer + UndefinedBehaviorSanitizer;
-# then build every build type with gcc and clang (scripts/build-matrix.sh;
-# OPPLACE_MATRIX=0 skips it).  Warnings are errors here (OPPLACE_WERROR).
+# then build the library and the command in every build type with gcc and clang
+# (scripts/build-matrix.sh; MATRIX_TESTS=1 builds their tests too, OPPLACE_MATRIX=0
+# skips it).  Warnings are errors here (OPPLACE_WERROR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -19,5 +20,5 @@ for variant in build build-asan; do
 done
 if [ "${OPPLACE_MATRIX:-1}" != 0 ]; then
   echo "== build matrix =="
-  bash scripts/build-matrix.sh
+  MATRIX_TESTS=${MATRIX_TESTS:-0} bash scripts/build-matrix.sh
 fi

@@ -14,81 +14,6 @@
 #include "placers/pesto/pesto_lns.h"
 #include "testkit.h"
 
-typedef struct brute {
-    const op_problem *p;
-    op_sim *sim;
-    op_sim_result r;
-    op_placement pl;
-    int *seq, *indeg;
-    unsigned char *used;
-    double best;
-} brute;
-
-/* Every topological sequence of the ops, each simulated with pl's devices. */
-static void sequences(brute *b, int k)
-{
-    const op_problem *p = b->p;
-    op_error err = {0};
-    if (k == p->n) {
-        cr_assert_eq(op_placement_set_order_from_sequence(&b->pl, b->seq, &err), OP_OK, "%s",
-                     err.msg);
-        cr_assert_eq(op_sim_run(b->sim, &b->pl, &b->r, NULL, &err), OP_OK, "%s", err.msg);
-        if (b->r.step_time_us < b->best)
-            b->best = b->r.step_time_us;
-        return;
-    }
-    for (int v = 0; v < p->n; v++) {
-        if (b->used[v] || b->indeg[v] > 0)
-            continue;
-        b->used[v] = 1;
-        b->seq[k] = v;
-        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++)
-            b->indeg[p->g->succ[e]]--;
-        sequences(b, k + 1);
-        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++)
-            b->indeg[p->g->succ[e]]++;
-        b->used[v] = 0;
-    }
-}
-
-static double optimum(const op_problem *p)
-{
-    op_error err = {0};
-    brute b = {.p = p, .best = 1e300};
-    b.sim = op_sim_new(p, &err);
-    cr_assert_not_null(b.sim, "%s", err.msg);
-    cr_assert_eq(op_sim_result_init(&b.r, p, &err), OP_OK);
-    cr_assert_eq(op_placement_init(&b.pl, p->n, p->nd, &err), OP_OK);
-    b.seq = calloc((size_t)p->n, sizeof *b.seq);
-    b.indeg = calloc((size_t)p->n, sizeof *b.indeg);
-    b.used = calloc((size_t)p->n, 1);
-    long combos = 1;
-    for (int i = 0; i < p->n; i++)
-        combos *= p->nd;
-    for (long c = 0; c < combos; c++) {
-        long x = c;
-        for (int i = 0; i < p->n; i++, x /= p->nd)
-            b.pl.device_of[i] = (int)(x % p->nd);
-        int split = 0; /* colocation groups stay on one device */
-        for (int grp = 0; grp < p->n_groups; grp++)
-            for (int k = p->group_off[grp] + 1; k < p->group_off[grp + 1]; k++)
-                split |= b.pl.device_of[p->group_ops[k]] !=
-                         b.pl.device_of[p->group_ops[p->group_off[grp]]];
-        if (split)
-            continue;
-        for (int i = 0; i < p->n; i++)
-            b.indeg[i] = p->g->pred_off[i + 1] - p->g->pred_off[i];
-        sequences(&b, 0);
-    }
-    free(b.seq);
-    free(b.indeg);
-    free(b.used);
-    op_placement_destroy(&b.pl);
-    op_sim_result_destroy(&b.r);
-    op_sim_free(b.sim);
-    return b.best;
-}
-
 Test(bound, never_above_the_exhaustive_optimum_never_below_trivial)
 {
     int tighter = 0, room = 0;
@@ -99,7 +24,7 @@ Test(bound, never_above_the_exhaustive_optimum_never_below_trivial)
         tk_problem tp;
         /* 100 kB tensors at 1e-4 us/byte: 10 us transfers against 1-100 us ops */
         tk_bind(&tp, tk_random_dag(n, 0.25, seed), tk_cluster(nd, 5, 1e-4, 1LL << 40));
-        double opt = optimum(&tp.p);
+        double opt = tk_brute_optimum(&tp.p);
         op_bound b;
         op_error err = {0};
         cr_assert_eq(op_lower_bound(&tp.p, 20, &b, &err), OP_OK, "%s", err.msg);
@@ -161,7 +86,7 @@ Test(bound, one_machine_never_above_the_exhaustive_optimum_with_colocation_group
         tk_problem tp;
         tk_bind(&tp, grouped_dag(n, seed % 2 ? 0.2 : 0.4, seed),
                 tk_cluster(nd, 5, 1e-4, 1LL << 40));
-        double opt = optimum(&tp.p);
+        double opt = tk_brute_optimum(&tp.p);
         op_bound q, b;
         op_error err = {0};
         cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
@@ -211,7 +136,7 @@ Test(bound, one_machine_serialises_a_colocation_group)
     cr_assert_float_eq(q.one_machine_us, 70, 1e-9);
     cr_assert_float_eq(q.lower_bound_us, 70, 1e-9);
     cr_assert_str_eq(q.method, "one-machine");
-    cr_assert_float_eq(optimum(&tp.p), 70, 1e-9);
+    cr_assert_float_eq(tk_brute_optimum(&tp.p), 70, 1e-9);
     tk_unbind(&tp);
 }
 
@@ -243,7 +168,7 @@ Test(bound, one_machine_jackson_preemptive_bound_by_hand)
     op_error err = {0};
     cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
     cr_assert_float_eq(q.one_machine_us, 80, 1e-9, "one-machine %.6f", q.one_machine_us);
-    cr_assert_float_eq(optimum(&tp.p), 80, 1e-9);
+    cr_assert_float_eq(tk_brute_optimum(&tp.p), 80, 1e-9);
     tk_unbind(&tp);
 }
 
@@ -260,7 +185,7 @@ Test(bound, transfer_never_above_the_exhaustive_optimum)
         tk_problem tp;
         tk_bind(&tp, seed % 2 ? tk_random_dag(n, 0.45, seed) : grouped_dag(n, 0.45, seed),
                 tk_cluster(nd, 5, 1e-3, 1LL << 40));
-        double opt = optimum(&tp.p);
+        double opt = tk_brute_optimum(&tp.p);
         op_bound q;
         op_error err = {0};
         cr_assert_eq(op_lower_bound_quick(&tp.p, &q, &err), OP_OK, "%s", err.msg);
@@ -301,7 +226,7 @@ Test(bound, transfer_rule_at_a_join_by_hand)
     cr_assert_float_eq(q.one_machine_us, 120, 1e-9, "one-machine %.6f", q.one_machine_us);
     cr_assert_float_eq(q.transfer_us, 170, 1e-6, "transfer %.6f", q.transfer_us);
     cr_assert_str_eq(q.method, "transfer");
-    cr_assert_float_eq(optimum(&tp.p), 170, 1e-9);
+    cr_assert_float_eq(tk_brute_optimum(&tp.p), 170, 1e-9);
     tk_unbind(&tp);
 }
 
@@ -324,7 +249,7 @@ Test(bound, ilp_proves_the_integral_optimum)
     cr_assert_float_eq(b.lower_bound_us, 110, 1e-3, "bound %.6f (%s)", b.lower_bound_us,
                        b.method);
     cr_assert_str_eq(b.method, "ilp");
-    cr_assert_float_eq(optimum(&tp.p), 110, 1e-9);
+    cr_assert_float_eq(tk_brute_optimum(&tp.p), 110, 1e-9);
     tk_unbind(&tp);
 }
 
@@ -342,7 +267,7 @@ static void lns_to_optimum(tk_problem *tp, double want_gain)
     op_sim_result r;
     cr_assert_eq(op_sim_result_init(&r, &tp->p, &err), OP_OK);
     cr_assert_eq(op_sim_run(sim, &pl, &r, NULL, &err), OP_OK);
-    double before = r.step_time_us, opt = optimum(&tp->p);
+    double before = r.step_time_us, opt = tk_brute_optimum(&tp->p);
     cr_assert_gt(before, opt + want_gain, "the incumbent %.3f is already near the optimum %.3f",
                  before, opt);
     op_place_ctx ctx = {.p = &tp->p, .seed = 1};

@@ -62,6 +62,17 @@ op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_er
  * report show; `opplace bound` tries the LP and ILP too. */
 op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err);
 
+/* The bound a placement run affords before it searches (`place`): the
+ * quick methods, and on graphs small enough for the exact model (at most
+ * OP_EXACT_MAX_OPS ops) the LP and the ILP within `seconds`.  Raises
+ * p->proven_bound_us (and proven_method) when it proves more; b (may be
+ * NULL) receives every method's value. */
+op_status op_problem_prove(op_problem *p, double seconds, op_bound *b, op_error *err);
+
+/* Graphs of at most this many ops get the ILP (the bound's, and the exact
+ * solve auto and pesto try first). */
+#define OP_EXACT_MAX_OPS 60
+
 /* (step - bound) / step, 0 when step <= 0. */
 double op_bound_gap(double step_us, double bound_us);
 

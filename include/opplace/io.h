@@ -32,6 +32,12 @@ typedef struct op_metrics {
     int oom;
     int64_t comm_bytes;
     const int64_t *peak_mem;  /* per device */
+    /* A proven lower bound on the step (opplace/bound.h; <= 0: none, and
+     * the keys below are not written) and the method that proved it:
+     * written as lower_bound_us, lower_bound_method, certified_gap
+     * ((step - bound) / step) and proven_optimal (docs/formats.md). */
+    double bound_us;
+    const char *bound_method;
 } op_metrics;
 
 /* Placements refer to ops and devices by name, so reading needs both. */

@@ -38,6 +38,12 @@ typedef struct op_problem {
     double total_work_us;    /* sum of work */
     double total_speed;
     double lower_bound_us;   /* max(critical path, total work / total speed) */
+    /* The best lower bound on the step proven for this problem so far
+     * (opplace/bound.h): op_problem_init sets lower_bound_us ("trivial"),
+     * op_problem_prove raises it.  A search stops as soon as its incumbent
+     * reaches it (op_problem_at_bound): nothing that fits is faster. */
+    double proven_bound_us;
+    const char *proven_method; /* the method that proved it (a static string) */
 } op_problem;
 
 /* Fails with OP_EINPUT if a pinned device is unknown, OP_EINFEASIBLE if some
@@ -45,9 +51,28 @@ typedef struct op_problem {
 op_status op_problem_init(op_problem *p, const op_graph *g, const op_cluster *c, op_error *err);
 void op_problem_destroy(op_problem *p);
 
+/* Relative tolerance of op_problem_at_bound: solver bounds are rounded down
+ * by 1e-7 (bound.h), and a step that close to one is optimal for any use. */
+#define OP_AT_BOUND_TOL 1e-6
+
+/* Is a step of step_us with this memory overflow proven optimal, i.e. does
+ * it fit and reach the proven bound?  Every search stops there. */
+static inline int op_problem_at_bound(const op_problem *p, double step_us, double overflow)
+{
+    return overflow <= 0 && p->proven_bound_us > 0 &&
+           step_us <= p->proven_bound_us * (1 + OP_AT_BOUND_TOL);
+}
+
 static inline int op_eligible(const op_problem *p, int op, int dev)
 {
     return p->exec[(size_t)op * p->nd + dev] != OP_INELIGIBLE;
+}
+/* May op run on dev: eligible there, and its colocation group (if any) may
+ * be there as a whole (every member eligible). */
+static inline int op_allowed(const op_problem *p, int op, int dev)
+{
+    int grp = p->group_of[op];
+    return op_eligible(p, op, dev) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + dev]);
 }
 static inline double op_exec_us(const op_problem *p, int op, int dev)
 {

@@ -114,7 +114,7 @@ typedef struct op_reorder_stats {
     /* The best screened (priority, cap), kept or not (with keep_peak,
      * among those within the peak; OP_PRIORITY_FIFO: none qualified) and
      * its step as screened: what to judge other placements by when the
-     * placement's own order beats every priority (opplace/refine.h). */
+     * placement's own order beats every priority (op_refine, below). */
     op_priority screened;
     double screened_cap_share, screened_us, screened_over;
 } op_reorder_stats;
@@ -122,9 +122,14 @@ typedef struct op_reorder_stats {
 /* Reorder pl in place as described above; stats may be NULL. */
 op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_peak,
                                op_reorder_stats *stats, op_error *err);
+/* The same, ending its screening at `deadline` (absolute op_seconds_now()
+ * time; <= 0: none) or Ctrl-C, at most one simulator run late, with the
+ * best order screened so far. */
+op_status op_placement_reorder_until(const op_problem *p, op_placement *pl, int keep_peak,
+                                     double deadline, op_reorder_stats *stats, op_error *err);
 
 /* The per-device memory caps (n_dev values) of the order stats chose, for
- * judging other placements by the same list schedule (opplace/refine.h). */
+ * judging other placements by the same list schedule (op_refine, below). */
 void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
 
 /* stats with the best screened order in place of the kept one (priority,
@@ -191,7 +196,8 @@ typedef struct op_refine_stats {
 
 /* Improve pl in place.  The result replaces pl only when the simulator,
  * running it as returned (first-ready-first, or with its derived order),
- * ranks it strictly before pl as given, its own order included. */
+ * ranks it strictly before pl as given, its own order included.  The search
+ * ends early once the placement reaches p->proven_bound_us (done when proven). */
 op_status op_refine(const op_place_ctx *ctx, const op_refine_opts *o, op_placement *pl,
                     op_refine_stats *stats, op_error *err);
 

@@ -36,7 +36,7 @@ static const char TRAIN_HELP[] =
     "Ctrl-C stops training and still saves the weights.\n"
     "\n"
     "Algorithms:\n"
-    "  sgdp   GraphSAGE + segment-recurrent attention, PPO (papers/sgdp.txt)\n"
+    "  sgdp   GraphSAGE + segment-recurrent attention, PPO (the SGDP paper)\n"
     "         options: --paper (exactly the paper's method: none of the additions\n"
     "         below) --samples K (rollouts per iteration, 32) --threads T --lr X\n"
     "         (3e-3; 3e-2 without a reference) --epochs E (4) --entropy B (0.01;\n"

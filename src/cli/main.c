@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -73,15 +74,35 @@ static int dispatch(int argc, char **argv)
     return 2;
 }
 
+/* The Ctrl-C watchdog: a command still searching 0.75 s after the first
+ * signal (a stage that cannot look at the flag, e.g. one simulator run of
+ * several seconds) ends at once with no result; one that has its result and
+ * is writing it (op_output_results_begun) is let finish. */
+static void on_watchdog(int sig)
+{
+    (void)sig;
+    if (op_output_results_begun())
+        return;
+    static const char msg[] = "opplace: interrupted: no result within a second of the signal; "
+                              "nothing written (exit code 130)\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    _exit(OPPLACE_EXIT_INTERRUPTED);
+}
+
 /* One interrupt for every command: SIGINT or SIGTERM sets the flag that
  * op_seconds_left and op_interrupted report, so every long stage returns its
- * best result so far; a second signal stops at once. */
+ * best result so far, within a second (the watchdog above); a second signal
+ * stops at once. */
 static void on_stop(int sig)
 {
     (void)sig;
     if (op_interrupted())
         _exit(OPPLACE_EXIT_INTERRUPTED);
     op_set_interrupted(1);
+    /* 0.75 s: the exit itself (freeing a large problem) fits in the second */
+    struct itimerval t = {.it_value = {.tv_sec = 0, .tv_usec = 750000}};
+    setitimer(ITIMER_REAL, &t, NULL);
 }
 
 int main(int argc, char **argv)
@@ -93,6 +114,8 @@ int main(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sa.sa_handler = on_watchdog;
+    sigaction(SIGALRM, &sa, NULL);
     /* all outputs of the command, or none (file_util.h) */
     op_output_begin();
     int code = dispatch(argc, argv);

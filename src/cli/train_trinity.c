@@ -1,5 +1,5 @@
 /*
- * train_trinity.c - `opplace train trinity ...` (papers/trinity.txt): reads
+ * train_trinity.c - `opplace train trinity ...` (the Trinity paper): reads
  * the Trinity options, trains a new policy (or continues from --weights W.bin
  * when --save-weights OUT names the output) on
  * the graphs with PPO (src/placers/trinity/trinity_train.c), saves the weights and

@@ -21,7 +21,7 @@ op_status trinity_train_cli(cli_args *a, const op_problem *const *problems,
 
 #define TRINITY_TRAIN_HELP                                                                        \
     "  trinity partition FFN + seq2seq LSTM schedule network, PPO on runtime, peak\n"             \
-    "         communication and peak memory (papers/trinity.txt); options:\n"                     \
+    "         communication and peak memory (the Trinity paper); options:\n"                     \
     "         --paper (the paper's method with the RL fixes - centred logits, the\n"             \
     "         device-marginal partition ratio, the structure initialisation, no\n"              \
     "         dropout in PPO - and none of the additions below)\n"                             \

@@ -77,7 +77,7 @@ int op_alloc_failed(void)
     return fail_hit;
 }
 
-static int inject(void)
+static void read_env(void)
 {
     if (!env_read) {
         env_read = 1;
@@ -88,6 +88,17 @@ static int inject(void)
             op_alloc_fail_after(n, *end == ',' && atoi(end + 1) != 0);
         }
     }
+}
+
+int op_alloc_injecting(void)
+{
+    read_env();
+    return fail_at > 0;
+}
+
+static int inject(void)
+{
+    read_env();
     calls++;
     if (fail_at < 0 || calls < fail_at || (calls > fail_at && !fail_sticky))
         return 0;

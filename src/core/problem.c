@@ -133,6 +133,8 @@ static op_status compute_bounds(op_problem *p, op_error *err)
     p->total_work_us = total;
     double balance = total / p->total_speed;
     p->lower_bound_us = cp > balance ? cp : balance;
+    p->proven_bound_us = p->lower_bound_us;
+    p->proven_method = "trivial";
     return OP_OK;
 }
 

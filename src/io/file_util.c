@@ -1,6 +1,7 @@
 /* file_util.c - whole-file reads, atomic writes, JSON text output. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -202,8 +203,21 @@ op_status op_output_check(const char *path, op_error *err)
     return OP_OK;
 }
 
+static volatile sig_atomic_t results_begun;
+
+void op_output_results_begin(void)
+{
+    results_begun = 1;
+}
+
+int op_output_results_begun(void)
+{
+    return results_begun;
+}
+
 op_status op_atomic_open(op_atomic *a, const char *path, op_error *err)
 {
+    results_begun = 1;
     memset(a, 0, sizeof *a);
     if (strcmp(path, "-") == 0) {
         a->f = stdout;

@@ -43,6 +43,10 @@ op_status op_output_end(int commit, op_error *err);
 /* Check, before any work, that path can be written under the rules above
  * (its directory exists and is writable; it is not a FIFO, device, ...). */
 op_status op_output_check(const char *path, op_error *err);
+/* The command has its result and starts writing it (op_atomic_open says
+ * so too): main.c's Ctrl-C watchdog then lets it finish (main.c). */
+void op_output_results_begin(void);
+int op_output_results_begun(void);
 /* 1 once some output went to standard output ("-"): commands then print
  * their human-readable tables on stderr, so stdout holds only the data. */
 int op_output_claimed_stdout(void);

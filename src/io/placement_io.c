@@ -133,8 +133,20 @@ void op_metrics_write_json(FILE *f, const op_metrics *m, const op_cluster *c)
         op_json_put_string(f, c->dev[d].name);
         fprintf(f, ": %lld", (long long)m->peak_mem[d]);
     }
-    fprintf(f, "}, \"comm_bytes\": %lld, \"oom\": %s}", (long long)m->comm_bytes,
+    fprintf(f, "}, \"comm_bytes\": %lld, \"oom\": %s", (long long)m->comm_bytes,
             m->oom ? "true" : "false");
+    if (m->bound_us > 0) {
+        int optimal = !m->oom && m->step_time_us <= m->bound_us * (1 + OP_AT_BOUND_TOL);
+        fputs(", \"lower_bound_us\": ", f);
+        op_json_put_number(f, m->bound_us);
+        fputs(", \"lower_bound_method\": ", f);
+        op_json_put_string(f, m->bound_method ? m->bound_method : "?");
+        fputs(", \"certified_gap\": ", f);
+        op_json_put_number(f, optimal || m->step_time_us <= 0
+                                  ? 0.0 : (m->step_time_us - m->bound_us) / m->step_time_us);
+        fprintf(f, ", \"proven_optimal\": %s", optimal ? "true" : "false");
+    }
+    fputc('}', f);
 }
 
 static void put_order(FILE *f, const op_placement *pl, const op_graph *g, const op_cluster *c)

@@ -2,7 +2,7 @@
  * node2vec.c - Node2vec (Grover and Leskovec, KDD 2016) over the undirected
  * view of an op graph: biased second-order random walks, then skip-gram
  * with negative sampling (Mikolov et al., 2013) trained by SGD.  Trinity
- * (papers/trinity.txt, section 4.1.1) uses the vectors as each op's
+ * (the Trinity paper, section 4.1.1) uses the vectors as each op's
  * "structure" feature.  learn/node2vec.h states the method.
  *
  * Assumptions and differences from the reference implementation:

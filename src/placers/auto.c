@@ -15,6 +15,12 @@
  * (opplace/search.h), and the best placement as placed, judged
  * first-ready-first; the refined placement gets its best order again at
  * the end, and the result is the better of it and the other finalist.
+ * Done when proven: graphs of at most OP_EXACT_MAX_OPS ops are solved
+ * exactly before any search (the bound's ILP, opplace/bound.h, in at most a
+ * quarter of what the portfolio leaves, after the portfolio's milliseconds;
+ * "auto:exact" when its schedule wins), and every stage stops as soon as
+ * the best placement fits and reaches the proven lower bound
+ * (p->proven_bound_us, or the exact stage's own): nothing is faster.
  * --refine-seconds X caps refinement's time (0 skips it; the former
  * --no-refine) and --order none switches the order stage off.  The placement's
  * algorithm name records the winner, e.g. "auto:expert+order" or
@@ -36,8 +42,10 @@
 #include <time.h>
 
 #include "core/parallel.h"
+#include "opplace/bound.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
+#include "placers/pesto/pesto_ilp.h"
 
 typedef struct candidate {
     op_placement pl;
@@ -90,10 +98,11 @@ typedef struct finalists {
 } finalists;
 
 /* Offer a placer's result to both finalists; with reorder, the ordered one
- * gets a copy with its best execution order. */
+ * gets a copy with its best execution order, screened until `until` (<= 0:
+ * no limit). */
 static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const char *name,
-                              double index, int reorder, op_sim *sim, op_sim_result *r,
-                              finalists *f, op_error *err)
+                              double index, int reorder, double until, op_sim *sim,
+                              op_sim_result *r, finalists *f, op_error *err)
 {
     op_status st = op_sim_run(sim, out, r, NULL, err);
     double step = r->step_time_us, over = op_sim_overflow_bytes(ctx->p, r);
@@ -107,7 +116,7 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
             fifo = (op_judged){.over = op_sim_overflow_bytes(ctx->p, r), .step = r->step_time_us};
     }
     if (!st && reorder && !(st = op_placement_copy(&copy, out, err)) &&
-        (st = op_placement_reorder(ctx->p, &copy, 0, &rs, err)))
+        (st = op_placement_reorder_until(ctx->p, &copy, 0, until, &rs, err)))
         op_placement_destroy(&copy);
     if (st) {
         op_placement_destroy(out);
@@ -135,15 +144,15 @@ static op_status offer_result(const op_place_ctx *ctx, op_placement *out, const 
 
 /* Run one placer (opplace/search.h, op_portfolio_run) and offer its result. */
 static op_status try_placer(const op_place_ctx *ctx, const op_placer *pl, double index,
-                            int reorder, op_sim *sim, op_sim_result *r, finalists *f,
-                            op_error *err)
+                            int reorder, double until, op_sim *sim, op_sim_result *r,
+                            finalists *f, op_error *err)
 {
     op_placement out;
     int placed;
     op_status st = op_portfolio_run(ctx, pl, &out, &placed, err);
     if (st || !placed)
         return st;
-    return offer_result(ctx, &out, pl->name, index, reorder, sim, r, f, err);
+    return offer_result(ctx, &out, pl->name, index, reorder, until, sim, r, f, err);
 }
 
 /* Make every rank hold the placement of rank `root`. */
@@ -206,15 +215,51 @@ static op_status elect(candidate *best, double index, op_error *err)
     return OP_OK;
 }
 
+/* Does c fit and reach the lower bound `proven` (opplace/problem.h,
+ * op_problem_at_bound)? */
+static int proven_optimal(const candidate *c, double proven)
+{
+    return c->have && c->over <= 0 && proven > 0 && c->step <= proven * (1 + OP_AT_BOUND_TOL);
+}
+
+static int finalists_done(const finalists *f, double proven)
+{
+    return proven_optimal(&f->plain, proven) || proven_optimal(&f->ordered, proven);
+}
+
+/* The exact stage (see the header): the ILP's schedule is offered as the
+ * placer "exact" (index -1: it wins ties in the MPI election); *proven is
+ * raised to what the ILP proved. */
+static op_status exact_first(const op_place_ctx *ctx, double seconds, op_sim *sim,
+                             op_sim_result *r, finalists *f, double *proven, op_error *err)
+{
+    op_placement pl;
+    int found;
+    double bound;
+    op_status st = pesto_ilp_exact(ctx->p, seconds, &pl, &found, &bound, err);
+    if (st)
+        return st;
+    if (bound > *proven)
+        *proven = bound;
+    if (found && (st = offer_result(ctx, &pl, "exact", -1, 0, 0, sim, r, f, err)))
+        return st;
+    /* under MPI every rank must agree on stopping here: rank 0's bound and
+     * the best schedule of all */
+    if (op_par_size() > 1 && !(st = elect(&f->plain, f->plain_index, err)))
+        st = op_par_bcast(proven, sizeof *proven, 0, err);
+    return st;
+}
+
 /* Placers' results are reordered until reorder_until (0: never): on huge
- * graphs 14 simulator runs per placer would spend the budget. */
+ * graphs 14 simulator runs per placer would spend the budget.  The loop
+ * ends once a finalist reaches the bound `proven`. */
 static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double reorder_until,
-                               op_sim *sim, op_sim_result *r, finalists *f, op_error *err)
+                               double proven, op_sim *sim, op_sim_result *r, finalists *f,
+                               op_error *err)
 {
     int n, k = 0, P = op_par_size(), me = op_par_rank(), skipped = 0;
     const op_placer *const *all = op_placers(&n);
-    f->plain_index = f->ordered_index = INFINITY;
-    for (int i = 0; i < n && !op_interrupted(); i++) {
+    for (int i = 0; i < n && !op_interrupted() && !finalists_done(f, proven); i++) {
         if (all[i]->slow || !strcmp(all[i]->name, "auto"))
             continue;
         if (k++ % P != me)
@@ -224,7 +269,9 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double 
             continue;
         }
         int reorder = op_seconds_now() < reorder_until;
-        op_status st = try_placer(ctx, all[i], i, reorder, sim, r, f, err);
+        double until = ctx->deadline > 0 && ctx->deadline < reorder_until ? ctx->deadline
+                                                                          : reorder_until;
+        op_status st = try_placer(ctx, all[i], i, reorder, until, sim, r, f, err);
         if (st)
             return st;
     }
@@ -383,11 +430,22 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     op_sim_result r;
     op_sim *sim = op_sim_new(p, err);
     op_status st = sim ? op_sim_result_init(&r, p, err) : OP_ENOMEM;
+    double proven = p->proven_bound_us;
+    /* the budget ends with the command's deadline when that comes first */
+    double end = ctx->deadline > 0 && ctx->deadline < t0 + budget ? ctx->deadline : t0 + budget;
+    f.plain_index = f.ordered_index = INFINITY;
     if (!st)
-        st = run_portfolio(ctx, t0 + budget, reorder ? t0 + 0.5 * budget : 0, sim, &r, &f, err);
-    double left = fmin(budget - (op_seconds_now() - t0), cap);
+        st = run_portfolio(ctx, end, reorder ? t0 + 0.5 * (end - t0) : 0, proven, sim, &r,
+                           &f, err);
+    /* the portfolio takes milliseconds on such graphs, and the exact stage
+     * must not leave it without time when the ILP is slow (under ASan) */
+    if (!st && p->n <= OP_EXACT_MAX_OPS && !finalists_done(&f, proven))
+        st = exact_first(ctx, fmax(0, fmin(0.25 * (end - op_seconds_now()), op_seconds_left(ctx))),
+                         sim, &r, &f, &proven, err);
+    int done = finalists_done(&f, proven);
+    double left = fmin(end - op_seconds_now(), cap);
     int refine = cap > 0 && (left > 0.05 || iters > 0);
-    if (!st && (refine || reorder))
+    if (!st && !done && (refine || reorder))
         st = refine_best(ctx, refine, left, iters, streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;
@@ -397,9 +455,9 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
         st = op_fail(err, OP_EINFEASIBLE, "auto: no placement found that fits in memory "
                      "(use --best-effort to get the best one anyway)");
     if (!st) {
-        op_progress(ctx, "auto: winner %s%s, %.1f us, %.3f x the lower bound", best->name,
-                    best->stages.seq,
-                    best->step, best->step / p->lower_bound_us);
+        op_progress(ctx, "auto: winner %s%s, %.1f us, %.3f x the lower bound%s", best->name,
+                    best->stages.seq, best->step, best->step / p->lower_bound_us,
+                    proven_optimal(best, proven) ? ": optimal (proven)" : "");
         st = emit(p, best, out, err);
     }
     if (f.plain.have)

@@ -84,8 +84,15 @@ static void put_summary(const html_ctx *c)
     op_bound pb;
     op_error berr = {0};
     if (!op_lower_bound_quick(p, &pb, &berr)) {
-        snprintf(buf, sizeof buf, "%s (%s); gap %.1f%%", rp_time(a, sizeof a, pb.lower_bound_us),
-                 pb.method, 100 * op_bound_gap(r->step_time_us, pb.lower_bound_us));
+        /* the better of the quick methods and what the caller proved
+         * before placing (p->proven_bound_us: place, opplace/bound.h) */
+        double lb = pb.lower_bound_us > p->proven_bound_us ? pb.lower_bound_us : p->proven_bound_us;
+        const char *how = pb.lower_bound_us > p->proven_bound_us ? pb.method : p->proven_method;
+        if (!r->oom && r->step_time_us <= lb * (1 + OP_AT_BOUND_TOL))
+            snprintf(buf, sizeof buf, "%s (%s): optimal (proven)", rp_time(a, sizeof a, lb), how);
+        else
+            snprintf(buf, sizeof buf, "%s (%s); certified gap %.2f%%", rp_time(a, sizeof a, lb),
+                     how, 100 * op_bound_gap(r->step_time_us, lb));
         row_text(f, "proven lower bound", buf);
     }
     snprintf(buf, sizeof buf, "%s in %d transfers", rp_bytes(a, sizeof a, (double)r->comm_bytes),

@@ -65,7 +65,7 @@ static op_status order_stage(const op_place_ctx *ctx, const op_finish_opts *fo,
                              op_placement *pl, op_reorder_stats *o, op_stages *stages,
                              op_error *err)
 {
-    op_status st = op_placement_reorder(ctx->p, pl, fo->order == 2, o, err);
+    op_status st = op_placement_reorder_until(ctx->p, pl, fo->order == 2, ctx->deadline, o, err);
     if (st)
         return st;
     if (o->priority == OP_PRIORITY_FIFO) {
@@ -137,7 +137,7 @@ op_status op_finish(const op_place_ctx *ctx, const op_finish_opts *fo, op_placem
         /* a placement with its own order: screen the priorities for it */
         op_placement scratch;
         if (!(st = op_placement_copy(&scratch, pl, err))) {
-            st = op_placement_reorder(ctx->p, &scratch, 0, &o, err);
+            st = op_placement_reorder_until(ctx->p, &scratch, 0, ctx->deadline, &o, err);
             op_placement_destroy(&scratch);
         }
     }

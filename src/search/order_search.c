@@ -165,6 +165,7 @@ typedef struct screening {
     op_sim_result *r;
     choice *best, *top;
     int *runs;
+    double deadline; /* <= 0: none */
 } screening;
 
 /* One (priority, cap) on the dispatching simulator (an op_order_visit). */
@@ -174,10 +175,11 @@ static op_status screen_one(void *arg, op_priority pk, double share, const int64
     screening *s = arg;
     int k = prio_index(pk);
     judged j;
-    (void)stop;
     op_sim_dispatch_by_priority(s->sim, s->prio[k], cap);
     op_status st = run_judged(s->p, s->sim, s->view, s->r, &j, err);
     ++*s->runs;
+    if (s->deadline > 0 && op_seconds_now() >= s->deadline)
+        *stop = 1; /* the budget is spent: keep what was screened */
     if (!st && improves(&j, &s->best->j, s->initial, s->keep_peak))
         *s->best = (choice){k, share, j};
     int within = !s->keep_peak || j.peak <= s->initial->peak;
@@ -192,9 +194,9 @@ static op_status screen_one(void *arg, op_priority pk, double share, const int64
 static op_status screen(const op_problem *p, op_sim *sim, const op_placement *view,
                         double *const prio[N_PRIORITIES], int64_t *cap, const judged *initial,
                         int keep_peak, op_sim_result *r, choice *best, choice *top, int *runs,
-                        op_error *err)
+                        double deadline, op_error *err)
 {
-    screening s = {p, sim, view, prio, initial, keep_peak, r, best, top, runs};
+    screening s = {p, sim, view, prio, initial, keep_peak, r, best, top, runs, deadline};
     op_order_space sp = {.caps = OP_CAPS_ALL, .base = (double)initial->peak,
                          .own_peak = (double)initial->peak, .clip = 1};
     op_status st = op_order_search(p, &sp, cap, screen_one, &s, err);
@@ -237,6 +239,12 @@ static op_status apply(const op_problem *p, op_sim *sim, op_placement *pl, const
 op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_peak,
                                op_reorder_stats *stats, op_error *err)
 {
+    return op_placement_reorder_until(p, pl, keep_peak, 0, stats, err);
+}
+
+op_status op_placement_reorder_until(const op_problem *p, op_placement *pl, int keep_peak,
+                                     double deadline, op_reorder_stats *stats, op_error *err)
+{
     op_sim *sim = op_sim_new(p, err);
     if (!sim)
         return err && err->code ? err->code : OP_ENOMEM;
@@ -257,10 +265,11 @@ op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_p
     final = initial;
     choice best = {-1, 0, initial}, top = {-1, 0, initial};
     const op_placement view = {.n_ops = p->n, .n_dev = p->nd, .device_of = pl->device_of};
-    if (!st)
+    int late = deadline > 0 && op_seconds_now() >= deadline;
+    if (!st && !late)
         st = screen(p, sim, &view, prio, cap, &initial, keep_peak, &r, &best, &top, &runs,
-                    err);
-    if (!st && best.k >= 0)
+                    deadline, err);
+    if (!st && best.k >= 0 && !op_interrupted())
         st = apply(p, sim, pl, &best, prio[best.k], cap, &initial, keep_peak, &r, &final, &runs,
                    &applied, err);
     if (!st && stats)

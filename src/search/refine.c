@@ -240,7 +240,8 @@ static op_status search_loop(search *S, op_refine_stats *st, op_error *err)
     double t0 = op_seconds_now(), last_report = t0;
     int checkpoints = p->n > 200000 ? 4 : 16;
     for (long it = 0;; it++) {
-        if ((S->o->max_iterations > 0 && it >= S->o->max_iterations) || op_interrupted())
+        if ((S->o->max_iterations > 0 && it >= S->o->max_iterations) || op_interrupted() ||
+            op_problem_at_bound(p, S->step, S->over)) /* done when proven */
             break;
         double now = op_seconds_now();
         if ((S->o->budget_seconds > 0 && now - t0 >= S->o->budget_seconds) ||

@@ -234,3 +234,84 @@ op_graph *tk_zoo_graph(const char *model, const char *const *kv)
         die(model, &err);
     return g;
 }
+
+/* ---------------------------------------------------------- brute force */
+
+typedef struct brute {
+    const op_problem *p;
+    op_sim *sim;
+    op_sim_result r;
+    op_placement pl;
+    int *seq, *indeg;
+    unsigned char *used;
+    double best;
+} brute;
+
+/* Every topological sequence of the ops, each simulated with pl's devices. */
+static void sequences(brute *b, int k)
+{
+    const op_problem *p = b->p;
+    op_error err = {0};
+    if (k == p->n) {
+        if (op_placement_set_order_from_sequence(&b->pl, b->seq, &err) ||
+            op_sim_run(b->sim, &b->pl, &b->r, NULL, &err))
+            die("brute force", &err);
+        if (!b->r.oom && b->r.step_time_us < b->best)
+            b->best = b->r.step_time_us;
+        return;
+    }
+    for (int v = 0; v < p->n; v++) {
+        if (b->used[v] || b->indeg[v] > 0)
+            continue;
+        b->used[v] = 1;
+        b->seq[k] = v;
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++)
+            b->indeg[p->g->succ[e]]--;
+        sequences(b, k + 1);
+        for (int e = p->g->succ_off[v]; e < p->g->succ_off[v + 1]; e++)
+            b->indeg[p->g->succ[e]]++;
+        b->used[v] = 0;
+    }
+}
+
+double tk_brute_optimum(const op_problem *p)
+{
+    op_error err = {0};
+    brute b = {.p = p, .best = 1e300};
+    b.sim = op_sim_new(p, &err);
+    if (!b.sim || op_sim_result_init(&b.r, p, &err) ||
+        op_placement_init(&b.pl, p->n, p->nd, &err))
+        die("brute force", &err);
+    b.seq = calloc((size_t)p->n, sizeof *b.seq);
+    b.indeg = calloc((size_t)p->n, sizeof *b.indeg);
+    b.used = calloc((size_t)p->n, 1);
+    if (!b.seq || !b.indeg || !b.used)
+        abort();
+    long combos = 1;
+    for (int i = 0; i < p->n; i++)
+        combos *= p->nd;
+    for (long c = 0; c < combos; c++) {
+        long x = c;
+        int bad = 0;
+        for (int i = 0; i < p->n; i++, x /= p->nd) {
+            b.pl.device_of[i] = (int)(x % p->nd);
+            bad |= !op_eligible(p, i, b.pl.device_of[i]);
+        }
+        for (int grp = 0; grp < p->n_groups; grp++) /* colocation groups stay on one device */
+            for (int k = p->group_off[grp] + 1; k < p->group_off[grp + 1]; k++)
+                bad |= b.pl.device_of[p->group_ops[k]] !=
+                       b.pl.device_of[p->group_ops[p->group_off[grp]]];
+        if (bad)
+            continue;
+        for (int i = 0; i < p->n; i++)
+            b.indeg[i] = p->g->pred_off[i + 1] - p->g->pred_off[i];
+        sequences(&b, 0);
+    }
+    free(b.seq);
+    free(b.indeg);
+    free(b.used);
+    op_placement_destroy(&b.pl);
+    op_sim_result_destroy(&b.r);
+    op_sim_free(b.sim);
+    return b.best;
+}

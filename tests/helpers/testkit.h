@@ -59,6 +59,12 @@ uint64_t tk_rand(uint64_t *state);
  * 125 us, B first 115 us. */
 void tk_order_matters_setup(tk_problem *tp, op_placement *pl, int ids[3]);
 
+/* The optimum by exhaustive search: every placement that keeps colocation
+ * groups together on eligible devices, with every topological order, judged
+ * by the simulator; placements out of memory do not count (1e300 when none
+ * fits).  Tiny graphs only (devices^ops x orders). */
+double tk_brute_optimum(const op_problem *p);
+
 /* A zoo model's graph with options kv (key, value, ..., NULL); aborts on
  * an unknown model or bad options. */
 op_graph *tk_zoo_graph(const char *model, const char *const *kv);

@@ -25,7 +25,8 @@
  * --favorite).  The solver's time limit is M_SCT_LP_SECONDS (60 s), or
  * --budget-seconds when one is given, and never beyond the command's
  * deadline (the former --lp-seconds); an unfinished LP falls back to
- * greedy.  Greedy (not in the paper): in topological order each op
+ * greedy.  The LP runs in the killable solver child every exact method
+ * shares (pesto_lp.h), so the deadline and Ctrl-C reach it.  Greedy (not in the paper): in topological order each op
  * picks as favorite the child with the costliest edge that has no favorite
  * parent yet.
  *
@@ -37,13 +38,12 @@
  * VGG-16 and 3.5% faster on Inception-V3, bench/RESULTS.md, "Baechi ports side by side"),
  * memory by placer_mem.h's liveness estimate, checked by the simulator.
  */
-#include <coin/Cbc_C_Interface.h>
-#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "placers/baselines/baselines.h"
 #include "placers/baselines/etf_engine.h"
+#include "placers/pesto/pesto_lp.h"
 
 /* Mean transfer time model over ordered device pairs. */
 static void mean_link(const op_problem *p, double *lat, double *upb)
@@ -113,114 +113,62 @@ static void greedy_favorites(const op_problem *p, int *favorite)
     free(taken);
 }
 
-/* Triplets of the constraint matrix, turned into compressed columns. */
-typedef struct lp_build {
-    int n_rows, n_nz, cap;
-    int *row, *col;
-    double *val;
-    double *row_lb;
-} lp_build;
-
-static void lp_add(lp_build *b, int row, int col, double v)
-{
-    b->row[b->n_nz] = row;
-    b->col[b->n_nz] = col;
-    b->val[b->n_nz++] = v;
-}
-
-/* Solve the LP; returns 1 and fills fav_edge on success, 0 otherwise. */
-static int lp_favorites(const op_problem *p, double seconds, unsigned char *fav_edge)
+/* Solve the LP through the runner every exact method shares
+ * (placers/pesto/pesto_lp.h: CBC in a child process killed at the deadline
+ * or Ctrl-C); returns 1 and fills fav_edge when it proved an optimum, 0
+ * otherwise (cut short, or no memory). */
+static int lp_favorites(const op_problem *p, double seconds, double deadline,
+                        unsigned char *fav_edge, op_error *err)
 {
     const op_graph *g = p->g;
-    int E = g->n_edges, N = p->n, ncol = E + N + 1, W = E + N;
+    int E = g->n_edges, N = p->n, W = E + N;
     double lat, upb;
     mean_link(p, &lat, &upb);
-    int max_rows = E + 3 * N + 1, max_nz = 3 * E + 3 * E + 2 * N + 1;
-    lp_build b = {0};
-    b.row = malloc((size_t)max_nz * sizeof(int));
-    b.col = malloc((size_t)max_nz * sizeof(int));
-    b.val = malloc((size_t)max_nz * sizeof(double));
-    b.row_lb = malloc((size_t)max_rows * sizeof(double));
-    int *start = calloc((size_t)ncol + 1, sizeof(int));
-    int *index = malloc((size_t)max_nz * sizeof(int));
-    double *value = malloc((size_t)max_nz * sizeof(double));
-    double *collb = calloc((size_t)ncol, sizeof(double));
-    double *colub = malloc((size_t)ncol * sizeof(double));
-    double *obj = calloc((size_t)ncol, sizeof(double));
-    double *row_ub = malloc((size_t)max_rows * sizeof(double));
-    int ok = 0;
-    if (!b.row || !b.col || !b.val || !b.row_lb || !start || !index || !value || !collb ||
-        !colub || !obj || !row_ub)
-        goto done;
+    lp_model m = {0};
+    for (int e = 0; e < E; e++) /* x_e */
+        lp_col(&m, 0, 1, 0, 0);
+    for (int v = 0; v < N; v++) /* s_v */
+        lp_col(&m, 0, LP_INF, 0, 0);
+    lp_col(&m, 0, LP_INF, 1, 0); /* w */
     for (int e = 0; e < E; e++) { /* s_j - s_i - c x_e >= p_i */
         int i = g->edge_src[e], j = g->edge_dst[e];
-        lp_add(&b, b.n_rows, E + j, 1);
-        lp_add(&b, b.n_rows, E + i, -1);
-        lp_add(&b, b.n_rows, e, -edge_comm(p, e, lat, upb));
-        b.row_lb[b.n_rows++] = p->min_exec[i];
+        lp_term(&m, E + j, 1);
+        lp_term(&m, E + i, -1);
+        lp_term(&m, e, -edge_comm(p, e, lat, upb));
+        lp_row_end(&m, p->min_exec[i], LP_INF);
     }
     for (int v = 0; v < N; v++) {
         int out = g->succ_off[v + 1] - g->succ_off[v], in = g->pred_off[v + 1] - g->pred_off[v];
         if (out >= 2) {
             for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
-                lp_add(&b, b.n_rows, g->succ_edge[k], 1);
-            b.row_lb[b.n_rows++] = out - 1;
+                lp_term(&m, g->succ_edge[k], 1);
+            lp_row_end(&m, out - 1, LP_INF);
         }
         if (in >= 2) {
             for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-                lp_add(&b, b.n_rows, g->pred_edge[k], 1);
-            b.row_lb[b.n_rows++] = in - 1;
+                lp_term(&m, g->pred_edge[k], 1);
+            lp_row_end(&m, in - 1, LP_INF);
         }
         if (out == 0) { /* w - s_v >= p_v */
-            lp_add(&b, b.n_rows, W, 1);
-            lp_add(&b, b.n_rows, E + v, -1);
-            b.row_lb[b.n_rows++] = p->min_exec[v];
+            lp_term(&m, W, 1);
+            lp_term(&m, E + v, -1);
+            lp_row_end(&m, p->min_exec[v], LP_INF);
         }
     }
-    for (int k = 0; k < b.n_nz; k++)
-        start[b.col[k] + 1]++;
-    for (int c = 0; c < ncol; c++)
-        start[c + 1] += start[c];
-    int *fill = malloc((size_t)ncol * sizeof(int));
-    if (!fill)
-        goto done;
-    memcpy(fill, start, (size_t)ncol * sizeof(int));
-    for (int k = 0; k < b.n_nz; k++) {
-        int at = fill[b.col[k]]++;
-        index[at] = b.row[k];
-        value[at] = b.val[k];
+    int ok = 0;
+    if (!m.oom) {
+        lp_solve_opts o = {.seconds = seconds, .deadline = deadline, .relax = 1};
+        lp_solution sol;
+        if (!lp_solve(&m, &o, &sol, err)) {
+            if (sol.status == LP_OPTIMAL && sol.x) {
+                for (int e = 0; e < E; e++)
+                    fav_edge[e] = sol.x[e] < 0.5;
+                ok = 1;
+            }
+            free(sol.x);
+        }
     }
-    free(fill);
-    for (int c = 0; c < ncol; c++)
-        colub[c] = c < E ? 1.0 : DBL_MAX;
-    obj[W] = 1;
-    for (int r = 0; r < b.n_rows; r++)
-        row_ub[r] = DBL_MAX;
-    Cbc_Model *m = Cbc_newModel();
-    Cbc_loadProblem(m, ncol, b.n_rows, start, index, value, collb, colub, obj, b.row_lb, row_ub);
-    Cbc_setObjSense(m, 1);
-    Cbc_setLogLevel(m, 0);
-    Cbc_setMaximumSeconds(m, seconds);
-    Cbc_solve(m);
-    if (Cbc_isProvenOptimal(m)) {
-        const double *x = Cbc_getColSolution(m);
-        for (int e = 0; e < E; e++)
-            fav_edge[e] = x[e] < 0.5;
-        ok = 1;
-    }
-    Cbc_deleteModel(m);
-done:
-    free(b.row);
-    free(b.col);
-    free(b.val);
-    free(b.row_lb);
-    free(start);
-    free(index);
-    free(value);
-    free(collb);
-    free(colub);
-    free(obj);
-    free(row_ub);
+    lp_free(&m);
     return ok;
 }
 
@@ -246,7 +194,8 @@ op_status m_sct_favorites(const op_place_ctx *ctx, long max_edges, int *favorite
         unsigned char *fav_edge = op_calloc((size_t)p->g->n_edges, 1, err);
         if (!fav_edge)
             return OP_ENOMEM;
-        int ok = lp_favorites(p, seconds, fav_edge);
+        op_error lerr = {0}; /* a failed solve falls back to greedy, as a slow one */
+        int ok = lp_favorites(p, seconds, op_seconds_now() + seconds, fav_edge, &lerr);
         if (ok)
             assign_favorites(p, fav_edge, favorite);
         free(fav_edge);

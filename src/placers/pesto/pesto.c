@@ -465,7 +465,7 @@ typedef struct track {
 static op_status track_prime(track *T)
 {
     const op_problem *p = T->ctx.p;
-    op_status st = op_placement_reorder(p, &T->pl, 0, &T->ord, &T->err);
+    op_status st = op_placement_reorder_until(p, &T->pl, 0, T->ctx.deadline, &T->ord, &T->err);
     if (st)
         return st;
     const op_placement fifo = {.n_ops = p->n, .n_dev = p->nd, .device_of = T->pl.device_of};
@@ -586,7 +586,12 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
         goto done;
     }
     double auto_step = best.step_us;
-    if (cfg.coarse && op_seconds_left(&run) > 0.1) {
+    /* done when proven: auto's answer reaches the bound (opplace/problem.h) */
+    int proven = op_problem_at_bound(p, best.step_us, best.overflow);
+    if (proven)
+        op_progress(ctx, "pesto: auto's answer reaches the proven bound (%s): optimal",
+                    p->proven_method);
+    if (!proven && cfg.coarse && op_seconds_left(&run) > 0.1) {
         op_place_ctx sub = run;
         if (cfg.lns) /* both: the coarse ILP gets half of what is left */
             sub.deadline = op_seconds_now() + 0.5 * op_seconds_left(&run);
@@ -595,7 +600,7 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
         if (best.valid && strcmp(best.name, "auto") != 0)
             snprintf(best.name, sizeof best.name, "ilp-coarse");
     }
-    if (cfg.lns && op_seconds_left(&run) > 0.1) {
+    if (!proven && cfg.lns && op_seconds_left(&run) > 0.1) {
         pesto_lns_opts lo = cfg.lns_opts;
         lo.deadline = run.deadline;
         track T = {.ctx = run, .sim = fsim, .step = best.step_us, .over = best.overflow,

@@ -13,14 +13,7 @@
 #include "placers/pesto/pesto_ilp.h"
 #include "placers/pesto/pesto_lp.h"
 
-#define ILP_MAX_OPS 60
 #define GRID 256
-
-static int allowed(const op_problem *p, int i, int d)
-{
-    int grp = p->group_of[i];
-    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
-}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -550,7 +543,7 @@ static op_status lp_bound(const op_problem *p, int memory, double deadline, doub
     for (int i = 0; i < n; i++) {
         S[i] = lp_col(&m, 0, LP_INF, 0, 0);
         for (int d = 0; d < nd; d++) {
-            int ok = allowed(p, i, d);
+            int ok = op_allowed(p, i, d);
             if (ok && memory) {
                 double own = (double)g->param_bytes[i] + (double)g->output_bytes[i] +
                              (double)g->temp_bytes[i];
@@ -626,28 +619,66 @@ static op_status lp_bound(const op_problem *p, int memory, double deadline, doub
     return st;
 }
 
-static op_status ilp_bound(const op_problem *p, double deadline, double *out, op_error *err)
+/* The ILP on the whole graph with no memory rows and every transfer pair
+ * (a cap would only weaken the bound); *bound: what CBC proved (0: nothing),
+ * r keeps its schedule for pesto_ilp_exact. */
+static op_status ilp_solve(const op_problem *p, double deadline, pesto_ilp_result *r,
+                           double *bound, op_error *err)
 {
     pesto_ilp_opts o;
     pesto_ilp_default_opts(&o);
     o.memory_cap = 0;
     o.balance = -1;
-    o.max_xfer_pairs = 0; /* keep every pair; a cap would only weaken the bound */
+    o.max_xfer_pairs = 0;
     o.max_binaries = 0;
     o.time_limit_s = 0;
     o.deadline = deadline;
-    pesto_ilp_result r;
-    *out = 0;
-    op_status st = pesto_ilp_solve(p, &o, NULL, NULL, NULL, &r, err);
+    *bound = 0;
+    op_status st = pesto_ilp_solve(p, &o, NULL, NULL, NULL, r, err);
     if (st)
         return st;
-    if (r.status != PESTO_INFEASIBLE && !r.stopped) {
-        /* every schedule of at most H is in the model; longer ones exceed H */
-        double b = r.bound < r.horizon ? r.bound : r.horizon;
-        *out = b > 0 ? b * (1 - 1e-7) : 0;
+    if (r->status != PESTO_INFEASIBLE && !r->stopped) {
+        /* every schedule of at most H is in the model; longer ones exceed H.
+         * Without a schedule, a bound at or past H is CBC's "nothing proved
+         * yet" (its best possible stays huge until the root LP is solved):
+         * taking H then claimed a bound above the optimum on a 60-op graph
+         * whose solve CBC's time limit cut short. */
+        double b = r->bound;
+        if (r->status == PESTO_NO_SOLUTION && b >= r->horizon)
+            b = 0;
+        else if (b > r->horizon)
+            b = r->horizon;
+        *bound = b > 0 ? b * (1 - 1e-7) : 0;
+    }
+    return OP_OK;
+}
+
+static op_status ilp_bound(const op_problem *p, double deadline, double *out, op_error *err)
+{
+    pesto_ilp_result r;
+    op_status st = ilp_solve(p, deadline, &r, out, err);
+    if (!st)
+        pesto_ilp_result_destroy(&r);
+    return st;
+}
+
+op_status pesto_ilp_exact(const op_problem *p, double seconds, op_placement *out, int *found,
+                          double *bound, op_error *err)
+{
+    *found = 0;
+    *bound = 0;
+    if (p->n > OP_EXACT_MAX_OPS || op_interrupted())
+        return OP_OK;
+    pesto_ilp_result r;
+    op_status st = ilp_solve(p, op_seconds_now() + seconds, &r, bound, err);
+    if (st)
+        return st;
+    if (r.status == PESTO_OPTIMAL || r.status == PESTO_FEASIBLE) {
+        st = pesto_ilp_to_placement(p, &r, out, err);
+        *found = !st;
     }
     pesto_ilp_result_destroy(&r);
-    return OP_OK;
+    return st;
 }
 
 static void take(op_bound *b, double v, const char *method)
@@ -675,7 +706,7 @@ op_status op_lower_bound_quick(const op_problem *p, op_bound *b, op_error *err)
     for (int i = 0; i < n; i++) { /* fastest time on a device the op's group allows */
         pt[i] = OP_INELIGIBLE;
         for (int d = 0; d < p->nd; d++)
-            if (allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
+            if (op_allowed(p, i, d) && op_exec_us(p, i, d) < pt[i])
                 pt[i] = op_exec_us(p, i, d);
         if (pt[i] == OP_INELIGIBLE)
             pt[i] = p->min_exec[i];
@@ -723,12 +754,26 @@ op_status op_lower_bound(const op_problem *p, double seconds, op_bound *b, op_er
     b->memory_rows = used;
     b->lp_us = lp;
     take(b, lp, used ? "lp+memory" : "lp");
-    if (p->n <= ILP_MAX_OPS && !op_interrupted() && op_seconds_now() < deadline) {
+    if (p->n <= OP_EXACT_MAX_OPS && !op_interrupted() && op_seconds_now() < deadline) {
         if ((st = ilp_bound(p, deadline, &b->ilp_us, err)))
             return st;
         take(b, b->ilp_us, "ilp");
     }
     return OP_OK;
+}
+
+op_status op_problem_prove(op_problem *p, double seconds, op_bound *b, op_error *err)
+{
+    op_bound mine;
+    if (!b)
+        b = &mine;
+    op_status st = p->n <= OP_EXACT_MAX_OPS ? op_lower_bound(p, seconds, b, err)
+                                             : op_lower_bound_quick(p, b, err);
+    if (!st && b->lower_bound_us > p->proven_bound_us) {
+        p->proven_bound_us = b->lower_bound_us;
+        p->proven_method = b->method;
+    }
+    return st;
 }
 
 double op_bound_gap(double step_us, double bound_us)

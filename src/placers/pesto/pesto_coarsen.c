@@ -245,10 +245,7 @@ static uint64_t *original_masks(const op_problem *p, op_error *err)
         return NULL;
     for (int i = 0; i < p->n; i++)
         for (int d = 0; d < p->nd && d < 64; d++) {
-            int grp = p->group_of[i];
-            int ok = op_eligible(p, i, d) &&
-                     (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
-            if (ok)
+            if (op_allowed(p, i, d))
                 mask[i] |= (uint64_t)1 << d;
         }
     return mask;

@@ -106,17 +106,11 @@ static int reaches(const inst *I, int i, int j)
     return (I->reach[(size_t)i * I->rowbytes + (size_t)(j >> 3)] >> (j & 7)) & 1;
 }
 
-static int allowed(const op_problem *p, int i, int d)
-{
-    int grp = p->group_of[i];
-    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
-}
-
 static double max_exec(const op_problem *p, int i)
 {
     double t = 0;
     for (int d = 0; d < p->nd; d++)
-        if (allowed(p, i, d) && op_exec_us(p, i, d) > t)
+        if (op_allowed(p, i, d) && op_exec_us(p, i, d) > t)
             t = op_exec_us(p, i, d);
     return t;
 }
@@ -128,7 +122,7 @@ static double max_transfer(const inst *I, int e)
     double t = 0;
     for (int s = 0; s < p->nd; s++)
         for (int d = 0; d < p->nd; d++)
-            if (s != d && allowed(p, g->edge_src[e], s) && allowed(p, g->edge_dst[e], d)) {
+            if (s != d && op_allowed(p, g->edge_src[e], s) && op_allowed(p, g->edge_dst[e], d)) {
                 double x = pesto_xfer_us(p, I->o, e, s, d);
                 if (x > t)
                     t = x;
@@ -221,7 +215,7 @@ static void add_op_vars(lp_model *m, inst *I)
         double hi = I->H - I->tail[i];
         I->S[i] = lp_col(m, I->est[i], hi > I->est[i] ? hi : I->est[i], 0, 0);
         for (int d = 0; d < I->nd; d++)
-            I->X[i * I->nd + d] = allowed(p, i, d) ? lp_col(m, 0, 1, 0, 1) : -1;
+            I->X[i * I->nd + d] = op_allowed(p, i, d) ? lp_col(m, 0, 1, 0, 1) : -1;
         for (int d = 0; d < I->nd; d++) /* one device */
             if (I->X[i * I->nd + d] >= 0)
                 lp_term(m, I->X[i * I->nd + d], 1);

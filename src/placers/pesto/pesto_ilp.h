@@ -69,6 +69,15 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                           pesto_ilp_result *r, op_error *err);
 void pesto_ilp_result_destroy(pesto_ilp_result *r);
 
+/* The whole problem exactly, for graphs of at most OP_EXACT_MAX_OPS ops
+ * (pesto_bound.c): the bound's ILP (no memory rows, every transfer pair)
+ * within `seconds`.  *found: CBC returned a schedule, and out holds it
+ * (each device's ops in the order of their start times); *bound: what CBC
+ * proved (0: nothing), rounded down as op_lower_bound's.  The simulator
+ * judges out: its step is at least *bound and may be above the model's. */
+op_status pesto_ilp_exact(const op_problem *p, double seconds, op_placement *out, int *found,
+                          double *bound, op_error *err);
+
 /* Does device_of meet the ILP's memory rows (capacity and balance)? */
 int pesto_ilp_memory_ok(const op_problem *p, const int *device_of, const pesto_ilp_opts *o);
 

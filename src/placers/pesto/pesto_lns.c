@@ -309,12 +309,6 @@ static int critical_chain(const op_problem *p, const sched *s, int *chain)
     return n;
 }
 
-static int allowed(const op_problem *p, int i, int d)
-{
-    int grp = p->group_of[i];
-    return op_eligible(p, i, d) && (grp == OP_NONE || p->group_ok[(size_t)grp * p->nd + d]);
-}
-
 typedef struct window {
     int k, lo, hi;      /* the window's ops lie in the slice by_start[lo..hi) */
     int dev_a, dev_b;   /* the two devices whose ops in the slice are free (-1: all) */
@@ -622,7 +616,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
     double t0 = s->start[s->by_start[w->lo]], maxexec = 0;
     for (int a = 0; a < k; a++)
         for (int d = 0; d < nd; d++)
-            if (allowed(p, w->ops[a], d) && op_exec_us(p, w->ops[a], d) > maxexec)
+            if (op_allowed(p, w->ops[a], d) && op_exec_us(p, w->ops[a], d) > maxexec)
                 maxexec = op_exec_us(p, w->ops[a], d);
     double H = s->step - t0 + maxexec + 1;
     double *rel = calloc((size_t)nd, sizeof *rel), *tailq = calloc((size_t)nd, sizeof *tailq);
@@ -673,7 +667,7 @@ static int build(lp_model *m, const op_problem *p, const op_placement *pl, const
             /* a colocation group is closed over: its members outside the
              * window move with it (far_member_rows), so the window may
              * re-place it on any device every member may use */
-            int ok = allowed(p, v, d) && free_dev(w, d);
+            int ok = op_allowed(p, v, d) && free_dev(w, d);
             w->X[a * nd + d] = ok ? lp_col(m, 0, 1, 0, 1) : -1;
         }
         w->pinned += far;
@@ -1554,6 +1548,12 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
            (o->max_windows <= 0 || stats->windows < o->max_windows)) {
         if ((st = simulate_traced(p, sim, inc, &b.s, &b.tr, err)))
             goto done;
+        if (op_problem_at_bound(p, b.s.step, b.s.over)) { /* done when proven */
+            stats->proven = 1;
+            op_progress(ctx, "pesto: LNS: the incumbent reaches the proven bound (%s); it is "
+                        "optimal", p->proven_method);
+            break;
+        }
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
         int nanch = improvable_anchors(p, inc, &b.s, b.chain, nchain, b.anchors);

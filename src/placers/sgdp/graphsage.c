@@ -1,5 +1,5 @@
 /*
- * graphsage.c - SGDP's graph embedding network (papers/sgdp.txt, "Graph
+ * graphsage.c - SGDP's graph embedding network (the SGDP paper, "Graph
  * Embedding Network", eqs. 2-3; GraphSAGE, Hamilton et al. 2017).
  *
  * Layer l turns embeddings h (one row per op, rows in topological order)

@@ -1,5 +1,5 @@
 /*
- * placement_net.c - SGDP's placement network (papers/sgdp.txt, "Placement
+ * placement_net.c - SGDP's placement network (the SGDP paper, "Placement
  * Network", "Our Method"): a Transformer-XL (Dai et al., 2019) over the
  * GraphSAGE embeddings, in topological order, with segment-level recurrence
  * and no positional encoding.

@@ -1,5 +1,5 @@
 /*
- * sgdp.c - the SGDP placer (papers/sgdp.txt): a learned, single-shot
+ * sgdp.c - the SGDP placer (the SGDP paper): a learned, single-shot
  * placement policy (src/learn/, placers/sgdp/sgdp.h) used three ways:
  *
  *   --weights W.bin             zero-shot: the trained policy places the graph

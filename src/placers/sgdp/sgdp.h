@@ -1,6 +1,6 @@
 /*
  * placers/sgdp/sgdp.h - SGDP, the single-shot generalized device placer (Zhou et
- * al., IEEE Micro 2020; papers/sgdp.txt): a policy that places every op of
+ * al., IEEE Micro 2020; the SGDP paper): a policy that places every op of
  * a graph in one shot, trained with PPO on simulated step times, whose
  * weights transfer to graphs it has never seen.
  *

@@ -1,5 +1,5 @@
 /*
- * sgdp_policy.c - SGDP's end-to-end placement policy (papers/sgdp.txt,
+ * sgdp_policy.c - SGDP's end-to-end placement policy (the SGDP paper,
  * Figure 1, eq. 4): op features -> input layer -> GraphSAGE (graphsage.c)
  * -> segment-recurrent attention (placement_net.c) -> layer norm -> a
  * dense head with max_devices logits per op -> masked log-softmax.  Ops are

@@ -371,7 +371,10 @@ op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *
         st = sgdp_tr_keep_best(tk, z.cur_oom, z.cur_time, z.cur, err);
     double start_time = z.cur_time;
     int r = 0, idle = 0;
-    for (; !st && !idle && r < sc->rounds; r++)
+    /* done when proven: the best seen reaches the problem's bound */
+    for (; !st && !idle && r < sc->rounds &&
+           !(tk->have_best && op_problem_at_bound(tk->p, tk->best_time, tk->best_oom));
+         r++)
         st = round_once(&z, sc, &idle, err);
     if (!st)
         op_progress(t->cfg.progress,

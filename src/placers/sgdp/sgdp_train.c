@@ -1,6 +1,6 @@
 /*
  * sgdp_train.c - training SGDP's policy with PPO on simulated step times
- * (papers/sgdp.txt, eq. 1, "individual training" = SGDP-one with one graph,
+ * (the SGDP paper, eq. 1, "individual training" = SGDP-one with one graph,
  * "batch training" with several; Table 4).
  *
  * One iteration has `slots` rollout batches (1 by default); each slot

@@ -1,6 +1,6 @@
 /*
  * sgdp_warm.c - a reference placement and decision units for SGDP's
- * policy.  BEYOND THE PAPER: papers/sgdp.txt starts PPO from a random
+ * policy.  BEYOND THE PAPER: the SGDP paper starts PPO from a random
  * policy and places every op independently (eq. 4).  On graphs of
  * thousands of ops that policy cuts thousands of edges per sample, and in a
  * budget of minutes on two cores the first (and last) thing PPO learns is

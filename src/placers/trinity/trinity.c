@@ -1,5 +1,5 @@
 /*
- * trinity.c - the Trinity placer (papers/trinity.txt; src/placers/trinity/,
+ * trinity.c - the Trinity placer (the Trinity paper; src/placers/trinity/,
  * placers/trinity/trinity.h): a partition network groups the ops, a seq2seq
  * schedule network maps groups to devices, both trained by PPO on the MDPE
  * reward (runtime, peak communication, peak memory).  Used like SGDP:

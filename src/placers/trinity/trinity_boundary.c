@@ -1,6 +1,6 @@
 /*
  * trinity_boundary.c - layer-boundary moves around the reference placement
- * (BEYOND THE PAPER; Trinity's search, papers/trinity.txt section 4, only
+ * (BEYOND THE PAPER; Trinity's search, the Trinity paper section 4, only
  * samples placements from its networks).
  *
  * The reference (by default expert, src/placers/baselines/expert.c) gives contiguous

@@ -1,5 +1,5 @@
 /*
- * trinity_features.c - Trinity's inputs (papers/trinity.txt section 4.1.1):
+ * trinity_features.c - Trinity's inputs (the Trinity paper section 4.1.1):
  * per-op features (Table 1) and per-group features (Table 2), colocation
  * leaders and device masks.
  *

@@ -3,7 +3,7 @@
  * (src/placers/trinity.c) and `opplace train trinity` (src/cli/
  * train_trinity.c), so their names and defaults cannot drift apart.
  *
- * --paper is the paper's method exactly (papers/trinity.txt sections 3-4):
+ * --paper is the paper's method exactly (the Trinity paper sections 3-4):
  * no reference placement, no priors, no uniformly drawn decisions, rollouts
  * judged first-ready-first, no list-schedule orders and no boundary moves
  * in the final choice; tolerances 8 GiB (section 5).  The options that only

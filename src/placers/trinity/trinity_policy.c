@@ -1,5 +1,5 @@
 /*
- * trinity_policy.c - Trinity's two policy networks (papers/trinity.txt,
+ * trinity_policy.c - Trinity's two policy networks (the Trinity paper,
  * section 4.1, Figure 2) with their forward and backward passes.
  *
  * Partition network N_g (4.1.1): op features (placers/trinity/trinity.h) and a

@@ -1,5 +1,5 @@
 /*
- * trinity_reward.c - the MDPE reward of Trinity (papers/trinity.txt,
+ * trinity_reward.c - the MDPE reward of Trinity (the Trinity paper,
  * section 3, eq. 8) from one simulator run:
  *
  *   R = -ln( alpha * step / LB  +  beta * q_comm  +  gamma * q_mem )

@@ -1,6 +1,6 @@
 /*
  * trinity_train.c - joint PPO training of Trinity's partition and schedule
- * networks on the MDPE reward (papers/trinity.txt, section 4.2,
+ * networks on the MDPE reward (the Trinity paper, section 4.2,
  * Algorithm 1, eqs. 12-15).
  *
  * One iteration has `slots` rollout batches (1 by default); each slot
@@ -435,7 +435,7 @@ static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
 /* STRUCTURE INITIALISATION (trinity_train_config.structure_init; an RL fix
  * of --paper, bench/RESULTS.md, Trinity).  The paper feeds Node2vec vectors
  * to the partition network so that its groups follow the graph's structure
- * (papers/trinity.txt, section 1 (2) and 4.1.1).  A randomly initialised
+ * (the Trinity paper, section 1 (2) and 4.1.1).  A randomly initialised
  * network does not do that: its group distributions are nearly uniform
  * (GNMT-2: mean largest probability 0.11 of 64 groups), so a sampled
  * partition puts each op in a random group (2.8 % of the data edges inside

@@ -1,6 +1,6 @@
 /*
  * trinity_warm.c - a reference placement for Trinity's policy.  BEYOND THE
- * PAPER: papers/trinity.txt trains both networks from scratch (section
+ * PAPER: the Trinity paper trains both networks from scratch (section
  * 4.2) and returns the placement with the best MDPE reward.  In a budget of
  * a minute on two cores that policy does not find the layer-wise split a
  * human expert writes for an RNN (bench/RESULTS.md, Trinity: +9..+34 %
