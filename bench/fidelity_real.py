@@ -129,7 +129,11 @@ def main():
             rows.append(row)
             say("%s %-12s simulated %9.0f us (no shared %9.0f)  measured %9.0f us  (%.0f s)"
                 % (name, algo, row["simulated_us"], sim0, row["measured_us"], time.time() - t0))
-    json.dump(rows, open(os.path.join(a.out, "results.json"), "w"), indent=1)
+    res = os.path.join(a.out, "results.json")
+    done = {r["model"] for r in rows}
+    if os.path.exists(res):  # the other models' rows of an earlier run stay
+        rows = [r for r in json.load(open(res)) if r["model"] not in done] + rows
+    json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
 
 

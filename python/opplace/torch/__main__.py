@@ -170,8 +170,17 @@ def cmd_measure(a):
 def cmd_run(a):
     import torch
     from ._run import run_cli
-    sys.exit(run_cli(a, lambda: _build_model(a.model, a.kwargs, False),
-                     lambda: _inputs(a.input, "cpu"), _loss(a.loss)))
+    _exit_now(run_cli(a, lambda: _build_model(a.model, a.kwargs, False),
+                      lambda: _inputs(a.input, "cpu"), _loss(a.loss)))
+
+
+def _exit_now(code):
+    """Leave a torchrun rank without C++ static destructors: with its process
+    group already destroyed, they could still abort ('terminate called
+    without an active exception') after the work was done and written."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main(argv=None):
@@ -186,7 +195,7 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "calibrate":
         from . import _calibrate
-        sys.exit(_calibrate.main(argv[1:]))
+        _exit_now(_calibrate.main(argv[1:]))
 
     def common(p):
         p.add_argument("model", help="module:factory, e.g. torchvision.models:resnet50")
