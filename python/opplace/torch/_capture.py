@@ -30,7 +30,6 @@ op by op on several processes.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import operator
@@ -797,9 +796,3 @@ def bind(cap: Capture, params: dict, buffers: dict, inputs: tuple) -> dict:
     for n, x in zip(cap.input_names, inputs):
         env[cap.placeholders[n]] = x
     return env
-
-
-@contextlib.contextmanager
-def no_grad_replay():
-    with torch.no_grad():
-        yield
