@@ -63,4 +63,22 @@ for algo in $("$opplace" algos | awk '/^[a-z][a-z0-9-]*  / { print $1 }'); do
     fail=1
   fi
 done
+
+# a budget too small for every member still gives a placement (auto's
+# fallback: single, run to its end), not "every placer failed"
+awk 'BEGIN {
+  printf "{\"format\": \"opplace-graph\", \"version\": 1, \"name\": \"chain\", \"ops\": ["
+  for (i = 0; i < 200; i++) printf "%s{\"name\": \"op%d\", \"time_us\": 5, \"output_bytes\": 100}", (i ? "," : ""), i
+  printf "], \"edges\": ["
+  for (i = 1; i < 200; i++) printf "%s{\"src\": \"op%d\", \"dst\": \"op%d\"}", (i > 1 ? "," : ""), i - 1, i
+  printf "]}\n"
+}' > "$tmp/chain.json"
+if "$opplace" place "$tmp/chain.json" --preset v100-nvlink --gpus 2 --algo auto \
+     --budget-seconds 0.001 -o "$tmp/tiny.json" > "$tmp/out" 2>&1 &&
+   grep -q '"algorithm": "auto:' "$tmp/tiny.json"; then
+  echo "ok   auto with a budget no member meets: $(grep -o '"algorithm": "[^"]*"' "$tmp/tiny.json")"
+else
+  echo "FAIL auto with a budget no member meets: $(tail -2 "$tmp/out" | tr '\n' ' ')"
+  fail=1
+fi
 exit $fail

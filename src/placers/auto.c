@@ -250,6 +250,44 @@ static op_status exact_first(const op_place_ctx *ctx, double seconds, op_sim *si
     return st;
 }
 
+/* Every member was stopped at the deadline (a budget below what the graph
+ * needs, or a slow build such as ASan's): auto still answers with a
+ * placement, the first of these cheap placers' run to its end in this
+ * process.  Every MPI rank runs the same one. */
+static op_status fallback(const op_place_ctx *ctx, op_sim *sim, op_sim_result *r, finalists *f,
+                          op_error *err)
+{
+    static const char *const cheap[] = {"single", "round-robin"};
+    int n;
+    const op_placer *const *all = op_placers(&n);
+    for (size_t c = 0; c < sizeof cheap / sizeof *cheap && !f->plain.have; c++) {
+        for (int i = 0; i < n; i++) {
+            if (strcmp(all[i]->name, cheap[c]))
+                continue;
+            op_place_ctx sub = *ctx;
+            sub.opts = NULL;
+            sub.best_effort = 1;
+            sub.progress = 0;
+            sub.member = 1;
+            sub.deadline = 0;
+            op_placement out;
+            op_error perr = {0};
+            if (op_place(all[i], &sub, &out, &perr) != OP_OK) {
+                if (perr.code == OP_ENOMEM)
+                    return op_fail(err, OP_ENOMEM, "%s", perr.msg);
+                break;
+            }
+            op_progress(ctx, "auto: every placer was stopped at the deadline; %s, run to its end",
+                        all[i]->name);
+            op_status st = offer_result(ctx, &out, all[i]->name, i, 0, 0, sim, r, f, err);
+            if (st)
+                return st;
+            break;
+        }
+    }
+    return OP_OK;
+}
+
 /* Placers' results are reordered until reorder_until (0: never): on huge
  * graphs 14 simulator runs per placer would spend the budget.  The loop
  * ends once a finalist reaches the bound `proven`. */
@@ -281,6 +319,8 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double 
     if (!st)
         st = elect(&f->ordered, f->ordered_index, err);
     if (st)
+        return st;
+    if (!f->plain.have && !op_interrupted() && (st = fallback(ctx, sim, r, f, err)))
         return st;
     return f->plain.have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
 }
