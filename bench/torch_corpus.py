@@ -155,6 +155,13 @@ class ModelChanged(AssertionError):
     """export left the model's parameters or buffers changed."""
 
 
+def _unlimited_address_space():
+    """In the opplace child: the model process's address-space cap lifted."""
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+
 def _tensors_of(model):
     """(path, tensor) of every parameter and buffer, aliases included (torch
     1.13's named_parameters has no remove_duplicate)."""
@@ -244,7 +251,7 @@ def run_model(spec, workdir, opplace, cluster, record, save=lambda r: None, upto
 
     def run_bin(*args, timeout=120):
         r = subprocess.run([opplace] + list(args), capture_output=True, text=True,
-                           timeout=timeout)
+                           timeout=timeout, preexec_fn=_unlimited_address_space)
         if r.returncode != 0:
             lines = [x for x in r.stderr.splitlines() if x.strip()] or ["(no message)"]
             raise RuntimeError("opplace %s exited %d: %s" % (args[0], r.returncode, lines[-1]))
@@ -304,7 +311,10 @@ def run_forked(spec, opplace, cluster, timeout, mem_gb, keep=None, upto="step"):
             os.setpgid(0, 0)
             if mem_gb:
                 lim = _vm_size() + int(mem_gb * (1 << 30))
-                resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
+                # the soft limit only: the opplace program this process starts
+                # lifts it (an ASan build reserves terabytes of shadow memory)
+                hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+                resource.setrlimit(resource.RLIMIT_AS, (lim, hard))
 
             def save(r):
                 tmp = rpath + ".tmp"
