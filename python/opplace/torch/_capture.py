@@ -31,13 +31,14 @@ op by op on several processes.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import operator
 from typing import Any, Callable, Optional
 
 import torch
 import torch.fx as fx
 import torch.nn as nn
+
+from ._trace import input_names, is_leaf, refresh_flat_weights
 
 aten = torch.ops.aten
 
@@ -48,25 +49,6 @@ _FREE_OPS = {"_unsafe_view", "unsafe_split", "unsafe_chunk", "unsafe_split_with_
 
 class CaptureError(RuntimeError):
     """The model could not be captured; the message says where and what to do."""
-
-
-def is_leaf(m: nn.Module) -> bool:
-    return isinstance(m, nn.MultiheadAttention) or not any(True for _ in m.children())
-
-
-def input_names(model: nn.Module, n: int) -> list[str]:
-    """The model's own forward argument names for n positional inputs."""
-    names = ["input_%d" % i for i in range(n)]
-    try:
-        ps = [p for p in inspect.signature(model.forward).parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        return names
-    if len(ps) >= n:
-        own = [p.name for p in ps[:n]]
-        if all(x.isidentifier() for x in own) and len(set(own)) == n:
-            return own
-    return names
 
 
 def nbytes_of(v: Any) -> int:
@@ -273,10 +255,7 @@ def _trace(model, example, loss_fn, mode):
         h2.remove()
         for d, k, v in saved:
             d[k] = v
-        for m in model.modules():  # nn.LSTM & co keep a list of their weights
-            if isinstance(m, nn.RNNBase) and hasattr(m, "_flat_weights_names"):
-                m._flat_weights = [getattr(m, wn) if hasattr(m, wn) else None
-                                   for wn in m._flat_weights_names]
+        refresh_flat_weights(model)
     return gm, rec, info, pnames, bnames, params
 
 
@@ -373,6 +352,14 @@ def _group(model, gm, rec, info, pnames, bnames, params, n_inputs, mode) -> Capt
         nonlocal cur, cur_key
         cur, cur_key = None, None
 
+    def add_forward(n, g):
+        """n joins g; g owns the backward of n's autograd sequence number."""
+        g.nodes.append(n)
+        group_of[n] = g
+        s = n.meta.get("seq_nr")
+        if isinstance(s, int) and s >= 0 and s not in seq_group:
+            seq_group[s] = g
+
     for idx, n in enumerate(nodes):
         while ev < len(events) and events[ev].index <= idx:
             e = events[ev]
@@ -425,20 +412,12 @@ def _group(model, gm, rec, info, pnames, bnames, params, n_inputs, mode) -> Capt
                             type=type(stack[leaf_depth]).__name__ if kind == "leaf" else "")
                 cur_key = key
                 groups.append(cur)
-            cur.nodes.append(n)
-            group_of[n] = cur
-            s = n.meta.get("seq_nr")
-            if isinstance(s, int) and s >= 0 and s not in seq_group:
-                seq_group[s] = cur
+            add_forward(n, cur)
         elif phase == "loss":
             if loss_group is None:
                 loss_group = Group("loss", "loss", first=idx)
                 groups.append(loss_group)
-            loss_group.nodes.append(n)
-            group_of[n] = loss_group
-            s = n.meta.get("seq_nr")
-            if isinstance(s, int) and s >= 0 and s not in seq_group:
-                seq_group[s] = loss_group
+            add_forward(n, loss_group)
         else:
             owner = bwd_owner or loss_group
             if cur is None or cur.kind != "backward" or cur.owner is not owner:

@@ -15,7 +15,7 @@ import torch.nn as nn
 import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
-from ._capture import is_leaf
+from ._trace import is_leaf, refresh_flat_weights
 
 
 class _Mover:
@@ -202,10 +202,7 @@ def apply_routed(model: nn.Module, graph: dict, device_of: dict, tdev: dict) -> 
                 owner, _, k = name.rpartition(".")
                 mod = model.get_submodule(owner) if owner else model
                 mod._buffers[k] = mod._buffers[k].to(tdev[d])
-    for m in model.modules():  # nn.LSTM & co keep a list of their weights
-        if isinstance(m, nn.RNNBase) and hasattr(m, "_flat_weights_names"):
-            m._flat_weights = [getattr(m, wn) if hasattr(m, wn) else None
-                               for wn in m._flat_weights_names]
+    refresh_flat_weights(model)
     router = Router(model, leaf_dev, run_dev)
     loss_dev = tdev[device_of["loss"]] if "loss" in device_of else None
     placed = RoutedModule(model, router, loss_dev)

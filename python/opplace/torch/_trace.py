@@ -80,20 +80,27 @@ def to_meta(x):
 
 # ---------------------------------------------------------------- tracing
 
-def root_for(model, n_inputs):
-    """A module whose forward takes exactly n tensors and calls `model` (fx
-    cannot trace *args, and optional arguments must keep their defaults)."""
+def input_names(model, n_inputs):
+    """The model's own forward argument names for n positional inputs (as
+    torch.fx.symbolic_trace(model) names them), else input_0, input_1, ..."""
     names = ["input_%d" % i for i in range(n_inputs)]
-    try:  # the model's own argument names, as torch.fx.symbolic_trace(model) names them
+    try:
         import inspect
         ps = [p for p in inspect.signature(model.forward).parameters.values()
               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        if len(ps) >= n_inputs:
-            own = [p.name for p in ps[:n_inputs]]
-            if all(n.isidentifier() and n not in ("self", "m") for n in own):
-                names = own
     except (TypeError, ValueError):
-        pass
+        return names
+    if len(ps) >= n_inputs:
+        own = [p.name for p in ps[:n_inputs]]
+        if all(n.isidentifier() and n not in ("self", "m") for n in own):
+            return own
+    return names
+
+
+def root_for(model, n_inputs):
+    """A module whose forward takes exactly n tensors and calls `model` (fx
+    cannot trace *args, and optional arguments must keep their defaults)."""
+    names = input_names(model, n_inputs)
     src = "def forward(self, %s):\n    return self.m(%s)\n" % (", ".join(names), ", ".join(names))
     ns = {}
     exec(src, ns)
