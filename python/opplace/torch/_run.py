@@ -389,9 +389,10 @@ def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) 
     try:
         return _run(a, rank, world, device, build_model, make_inputs, loss_fn)
     except RunError as e:
-        if rank == 0 or "rank %d" % rank in str(e):
-            print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
-                  file=sys.stderr)
+        # every rank says it: torchrun ends the others as soon as one exits, so
+        # a message left to rank 0 alone could be lost
+        print("opplace.torch run: %s" % str(e).replace("opplace.torch: ", "", 1),
+              file=sys.stderr)
         return 1
     finally:
         _dist.shutdown()
