@@ -192,7 +192,7 @@ Test(sgdp_search, moves_keep_pins_kinds_colocation_and_absent_devices)
     op_device devs[3] = {{"d0", "gpu", (int64_t)1 << 40, 1.0},
                          {"d1", "gpu", (int64_t)1 << 40, 1.0},
                          {"d2", "cpu", (int64_t)1 << 40, 0.5}};
-    op_link_model link = {5.0, 1e-4};
+    op_link_model link = {.latency_us = 5.0, .us_per_byte = 1e-4};
     tk_problem tp;
     tk_bind(&tp, constrained_graph(), op_cluster_new(devs, 3, NULL, 0, &link, "test", NULL));
     const op_problem *p = &tp.p;

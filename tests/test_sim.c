@@ -164,8 +164,9 @@ Test(sim, congested_channel_carries_one_transfer_at_a_time)
 Test(sim, shared_channel_serializes_links_in_source_index_order)
 {
     op_device devs[3] = {{"d0", "gpu", BIG, 1}, {"d1", "gpu", BIG, 1}, {"d2", "gpu", BIG, 1}};
-    op_link_spec links[2] = {{"d0", "d1", "bus", 0, 0.1}, {"d2", "d1", "bus", 0, 0.1}};
-    op_link_model def = {0, 0.1};
+    op_link_spec links[2] = {{.src = "d0", .dst = "d1", .channel = "bus", .us_per_byte = 0.1},
+                             {.src = "d2", .dst = "d1", .channel = "bus", .us_per_byte = 0.1}};
+    op_link_model def = {.latency_us = 0, .us_per_byte = 0.1};
     op_error err = {0};
     op_cluster *c = op_cluster_new(devs, 3, links, 2, &def, "test", &err);
     cr_assert(c, "%s", err.msg);
@@ -312,7 +313,7 @@ Test(sim, an_order_that_contradicts_dependencies_is_an_error)
 Test(sim, device_speed_scales_compute_time)
 {
     op_device devs[2] = {{"slow", "gpu", BIG, 0.5}, {"fast", "gpu", BIG, 2.0}};
-    op_link_model def = {0, 0};
+    op_link_model def = {.latency_us = 0, .us_per_byte = 0};
     op_cluster *c = op_cluster_new(devs, 2, NULL, 0, &def, "test", NULL);
     op_graph_builder *b = op_graph_builder_new("speed", NULL);
     tk_op(b, "a", 10, 0);

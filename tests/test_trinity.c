@@ -780,7 +780,7 @@ static op_cluster *gpus_and_cpu(void)
     op_device devs[3] = {{"d0", "gpu", (int64_t)1 << 40, 1.0},
                          {"d1", "gpu", (int64_t)1 << 40, 1.0},
                          {"d2", "cpu", (int64_t)1 << 40, 0.5}};
-    op_link_model link = {5.0, 1e-4};
+    op_link_model link = {.latency_us = 5.0, .us_per_byte = 1e-4};
     op_cluster *c = op_cluster_new(devs, 3, NULL, 0, &link, "test", NULL);
     cr_assert_not_null(c);
     return c;

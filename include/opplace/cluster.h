@@ -33,9 +33,18 @@ typedef struct op_device {
     double speed;          /* op time = time_us[kind] / speed */
 } op_device;
 
+/* What a transfer costs the hosts at its two ends (formats.md 5.9): its
+ * source device is occupied send_us + send_us_per_byte * bytes after the op
+ * that produced it, its destination recv_us + recv_us_per_byte * bytes
+ * before the first op there that reads it.  All 0 by default. */
+typedef struct op_link_host {
+    double send_us, send_us_per_byte, recv_us, recv_us_per_byte;
+} op_link_host;
+
 typedef struct op_link_model {
     double latency_us;
     double us_per_byte;
+    op_link_host host;
 } op_link_model;
 
 /* A listed link, resolved to device indices. */
@@ -44,6 +53,7 @@ typedef struct op_cluster_link {
     double latency_us, us_per_byte;
     int chan;              /* its channel id (named or the pair's own) */
     int named;             /* 1 when it names a shared channel */
+    op_link_host host;
 } op_cluster_link;
 
 /* Devices that share compute (formats.md 5.8): while m of the group's k
@@ -71,12 +81,14 @@ typedef struct op_cluster {
     int *share_of;         /* per device: its group, or -1; NULL when n_share == 0 */
     double *dispatch_us;   /* per device: host cost paid before each op starts
                               (formats.md 5.7); NULL when every device's is 0 */
+    int has_host;          /* some link (or the default) has a host cost (5.9) */
 } op_cluster;
 
 /* A link as given in a file or by a preset. channel may be NULL. */
 typedef struct op_link_spec {
     const char *src, *dst, *channel;
     double latency_us, us_per_byte;
+    op_link_host host;
 } op_link_spec;
 
 /* Build a cluster: devices are copied; links resolve by name.  With
@@ -135,8 +147,19 @@ static inline op_link_model op_cluster_link_model(const op_cluster *c, int s, in
 {
     const op_cluster_link *l = op_cluster_listed(c, s, d);
     if (l)
-        return (op_link_model){l->latency_us, l->us_per_byte};
+        return (op_link_model){l->latency_us, l->us_per_byte, l->host};
     return c->default_link;
+}
+
+/* The host cost of a transfer of `bytes` over s -> d (formats.md 5.9) on
+ * its source (send = 1) or its destination (send = 0). */
+static inline double op_cluster_host_us(const op_cluster *c, int s, int d, int64_t bytes,
+                                        int send)
+{
+    const op_cluster_link *l = op_cluster_listed(c, s, d);
+    const op_link_host *h = l ? &l->host : &c->default_link.host;
+    return send ? h->send_us + h->send_us_per_byte * (double)bytes
+                : h->recv_us + h->recv_us_per_byte * (double)bytes;
 }
 static inline double op_cluster_latency(const op_cluster *c, int s, int d)
 {

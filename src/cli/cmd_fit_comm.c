@@ -63,8 +63,9 @@ static int apply_fits(op_cluster *c, const op_comm_fit *f, int n, op_error *err)
                 continue;
             for (int i = 0; i < n; i++)
                 if (!strcmp(f[i].src_kind, c->dev[s].kind) && !strcmp(f[i].dst_kind, c->dev[d].kind)) {
-                    op_link_model m = {f[i].latency_us < 0 ? 0 : f[i].latency_us,
-                                       f[i].us_per_byte < 0 ? 0 : f[i].us_per_byte};
+                    op_link_model m = {.latency_us = f[i].latency_us < 0 ? 0 : f[i].latency_us,
+                                       .us_per_byte = f[i].us_per_byte < 0 ? 0
+                                                                           : f[i].us_per_byte};
                     if (op_cluster_set_link(c, s, d, m, err))
                         return -1;
                     replaced++;

@@ -89,7 +89,7 @@ op_link_model op_cluster_mean_link(const op_cluster *c)
         lat /= (double)pairs;
         upb /= (double)pairs;
     }
-    return (op_link_model){lat, upb};
+    return (op_link_model){.latency_us = lat, .us_per_byte = upb};
 }
 
 static op_status copy_devices(op_cluster *c, const op_device *devs, int n, const char *origin,
@@ -145,6 +145,19 @@ static int valid_link(double lat, double upb)
     return op_valid_time(lat) && upb >= 0 && upb <= OP_MAX_US_PER_BYTE;
 }
 
+static int valid_host(const op_link_host *h)
+{
+    return op_valid_time(h->send_us) && op_valid_time(h->recv_us) && h->send_us_per_byte >= 0 &&
+           h->send_us_per_byte <= OP_MAX_US_PER_BYTE && h->recv_us_per_byte >= 0 &&
+           h->recv_us_per_byte <= OP_MAX_US_PER_BYTE;
+}
+
+static int has_host(const op_link_host *h)
+{
+    return h->send_us > 0 || h->send_us_per_byte > 0 || h->recv_us > 0 ||
+           h->recv_us_per_byte > 0;
+}
+
 static int own_chan(const op_cluster *c, int s, int d)
 {
     return c->n_named_chan + s * (c->n_dev - 1) + (d < s ? d : d - 1);
@@ -196,6 +209,10 @@ static op_status apply_links(op_cluster *c, const op_link_spec *links, int n_lin
             st = op_fail(err, OP_EINPUT,
                          "%s: links[%d]: latency_us must be from 0 to %g and us_per_byte "
                          "from 0 to %g", origin, l, OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
+        else if (!valid_host(&L->host))
+            st = op_fail(err, OP_EINPUT, "%s: links[%d]: send_us and recv_us must be from 0 to "
+                         "%g, send_us_per_byte and recv_us_per_byte from 0 to %g", origin, l,
+                         OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
         else if (L->channel && !L->channel[0])
             st = op_fail(err, OP_EINPUT, "%s: links[%d].channel: must not be empty", origin, l);
         if (st)
@@ -207,7 +224,7 @@ static op_status apply_links(op_cluster *c, const op_link_spec *links, int n_lin
         }
         /* chan holds the named id for now, or -1; the link's own index
          * rides in `named` until the duplicate check below */
-        c->link[l] = (op_cluster_link){s, d, L->latency_us, L->us_per_byte, id, l};
+        c->link[l] = (op_cluster_link){s, d, L->latency_us, L->us_per_byte, id, l, L->host};
     }
     c->n_links = st ? 0 : n_links;
     if (!st) {
@@ -247,6 +264,10 @@ static op_status check_defaults(op_cluster *c, const op_link_model *def, const c
             return op_fail(err, OP_EINPUT,
                            "%s: default_link: latency_us must be from 0 to %g and us_per_byte "
                            "from 0 to %g", origin, OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
+        if (!valid_host(&def->host))
+            return op_fail(err, OP_EINPUT, "%s: default_link: send_us and recv_us must be from "
+                           "0 to %g, send_us_per_byte and recv_us_per_byte from 0 to %g",
+                           origin, OP_MAX_TIME_US, OP_MAX_US_PER_BYTE);
         c->has_default_link = 1;
         c->default_link = *def;
         return OP_OK;
@@ -285,7 +306,9 @@ op_status op_cluster_set_link(op_cluster *c, int s, int d, op_link_model m, op_e
     while (at > c->link_row[s] && c->link[at - 1].dst > d)
         at--;
     memmove(&c->link[at + 1], &c->link[at], (size_t)(c->n_links - at) * sizeof *q);
-    c->link[at] = (op_cluster_link){s, d, m.latency_us, m.us_per_byte, own_chan(c, s, d), 0};
+    c->link[at] = (op_cluster_link){s, d, m.latency_us, m.us_per_byte, own_chan(c, s, d), 0,
+                                    m.host};
+    c->has_host |= has_host(&m.host);
     c->n_links++;
     for (int t = s + 1; t <= c->n_dev; t++)
         c->link_row[t]++;
@@ -306,6 +329,9 @@ op_cluster *op_cluster_new(const op_device *devs, int n_dev, const op_link_spec 
         return NULL;
     }
     c->n_chan = c->n_named_chan + n_dev * (n_dev - 1);
+    c->has_host = c->has_default_link && has_host(&c->default_link.host);
+    for (int l = 0; l < c->n_links; l++)
+        c->has_host |= has_host(&c->link[l].host);
     return c;
 }
 

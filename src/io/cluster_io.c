@@ -43,16 +43,25 @@ static op_status read_link_numbers(const json_doc *d, json_t *v, const json_step
                                    op_link_model *out)
 {
     op_status st;
+    op_link_host *h = &out->host;
+    *h = (op_link_host){0, 0, 0, 0};
     if ((st = json_get_time(d, v, at, n, "latency_us", 1, &out->latency_us)) ||
-        (st = json_get_amount(d, v, at, n, "us_per_byte", 1, &out->us_per_byte)))
+        (st = json_get_amount(d, v, at, n, "us_per_byte", 1, &out->us_per_byte)) ||
+        (st = json_get_time(d, v, at, n, "send_us", 0, &h->send_us)) ||
+        (st = json_get_amount(d, v, at, n, "send_us_per_byte", 0, &h->send_us_per_byte)) ||
+        (st = json_get_time(d, v, at, n, "recv_us", 0, &h->recv_us)) ||
+        (st = json_get_amount(d, v, at, n, "recv_us_per_byte", 0, &h->recv_us_per_byte)))
         return st;
-    if (out->us_per_byte > OP_MAX_US_PER_BYTE) {
-        json_step path[8];
-        memcpy(path, at, (size_t)n * sizeof *at);
-        path[n] = (json_step){"us_per_byte", 0};
-        return json_fail(d, path, n + 1, "must be at most %g (got %g)", OP_MAX_US_PER_BYTE,
-                         out->us_per_byte);
-    }
+    const char *keys[3] = {"us_per_byte", "send_us_per_byte", "recv_us_per_byte"};
+    double vals[3] = {out->us_per_byte, h->send_us_per_byte, h->recv_us_per_byte};
+    for (int k = 0; k < 3; k++)
+        if (vals[k] > OP_MAX_US_PER_BYTE) {
+            json_step path[8];
+            memcpy(path, at, (size_t)n * sizeof *at);
+            path[n] = (json_step){keys[k], 0};
+            return json_fail(d, path, n + 1, "must be at most %g (got %g)", OP_MAX_US_PER_BYTE,
+                             vals[k]);
+        }
     return OP_OK;
 }
 
@@ -71,6 +80,7 @@ static op_status read_link(const json_doc *d, json_t *v, long i, const op_name_i
         return st;
     out->latency_us = m.latency_us;
     out->us_per_byte = m.us_per_byte;
+    out->host = m.host;
     const char *ends[2] = {out->src, out->dst}, *keys[2] = {"src", "dst"};
     for (int e = 0; e < 2; e++) {
         if (op_name_index_get(ix, ends[e]) < 0) {
@@ -210,12 +220,19 @@ done:
     return c;
 }
 
-static void put_link(FILE *f, double lat, double upb)
+static void put_link(FILE *f, double lat, double upb, const op_link_host *h)
 {
     fputs("\"latency_us\": ", f);
     op_json_put_number(f, lat);
     fputs(", \"us_per_byte\": ", f);
     op_json_put_number(f, upb);
+    const char *keys[4] = {"send_us", "send_us_per_byte", "recv_us", "recv_us_per_byte"};
+    double vals[4] = {h->send_us, h->send_us_per_byte, h->recv_us, h->recv_us_per_byte};
+    for (int k = 0; k < 4; k++)
+        if (vals[k] > 0) { /* formats.md 5.9: written only when set */
+            fprintf(f, ", \"%s\": ", keys[k]);
+            op_json_put_number(f, vals[k]);
+        }
 }
 
 op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
@@ -248,7 +265,7 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
         fputs(", \"dst\": ", f);
         op_json_put_string(f, c->dev[k->dst].name);
         fputs(", ", f);
-        put_link(f, k->latency_us, k->us_per_byte);
+        put_link(f, k->latency_us, k->us_per_byte, &k->host);
         if (k->named) {
             fputs(", \"channel\": ", f);
             op_json_put_string(f, c->named_chan[k->chan]);
@@ -258,7 +275,8 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
     fputs(first ? "]" : "\n  ]", f);
     if (c->has_default_link) {
         fputs(",\n  \"default_link\": {", f);
-        put_link(f, c->default_link.latency_us, c->default_link.us_per_byte);
+        put_link(f, c->default_link.latency_us, c->default_link.us_per_byte,
+                 &c->default_link.host);
         fputc('}', f);
     }
     if (c->n_share) {

@@ -115,9 +115,9 @@ op_status op_sim_record(op_sim *s, const op_placement *base, int max_checkpoints
 {
     sim_checkpoints_free(s->ckpt);
     s->ckpt = NULL;
-    /* shared compute keeps per-device progress the snapshots do not hold:
-     * such runs are always simulated in full */
-    if (base->has_order || max_checkpoints < 1 || s->has_share)
+    /* shared compute and transfer host costs keep per-device state the
+     * snapshots do not hold: such runs are always simulated in full */
+    if (base->has_order || max_checkpoints < 1 || s->has_share || s->has_host)
         return op_sim_run(s, base, r, NULL, err);
     struct sim_checkpoints *c = op_calloc(1, sizeof *c, err);
     if (!c)

@@ -10,8 +10,14 @@
 #define OPPLACE_EVENT_HEAP_H
 
 /* EV_COMPUTE_BEGIN: a shared-compute device's op ends its dispatch and
- * starts computing (formats.md 5.7, 5.8). */
-typedef enum { EV_OP_FINISH = 0, EV_TRANSFER_DONE = 1, EV_COMPUTE_BEGIN = 2 } ev_kind;
+ * starts computing (formats.md 5.7, 5.8).  EV_HOST_DONE: a device has sent
+ * what its op produced and takes its next op (5.9; id = the device). */
+typedef enum {
+    EV_OP_FINISH = 0,
+    EV_TRANSFER_DONE = 1,
+    EV_COMPUTE_BEGIN = 2,
+    EV_HOST_DONE = 3
+} ev_kind;
 
 typedef struct sim_event {
     double t;

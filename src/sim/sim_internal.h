@@ -10,6 +10,7 @@
 
 typedef struct transfer {
     int src, dst_dev, chan, refs, next;
+    int received;      /* formats.md 5.9: its destination has paid its host cost */
     int64_t bytes;
     double issue, start, end;
 } transfer;
@@ -58,6 +59,10 @@ struct op_sim {
     int *active;       /* per group: members computing */
     int *dirty, n_dirty; /* groups whose active count changed at the current time */
     int *is_dirty;
+    /* transfer host cost (formats.md 5.9), only when a link has one: a
+     * device sending what its last op produced is busy until host_until[d] */
+    int has_host;
+    double *host_until;
 };
 
 typedef struct run {

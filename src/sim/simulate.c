@@ -56,10 +56,14 @@ op_sim *op_sim_new(const op_problem *p, op_error *err)
     ALLOC(dev_bytes, nd); ALLOC(dev_count, nd); ALLOC(touched, nd);
     ALLOC(held, n); ALLOC(started, n);
     s->has_share = p->c->n_share > 0;
+    s->has_host = p->c->has_host;
     /* live events: one per device and per channel; with shared compute as
-     * many stale ones again before a compaction (push_event) */
+     * many stale ones again before a compaction (push_event); a device
+     * sending (5.9) has its EV_HOST_DONE instead of an op's finish */
     s->ev_cap = s->has_share ? 2 * (nd + nc) + 2 : nd + nc + 1;
     ALLOC(ev.a, s->ev_cap);
+    if (s->has_host)
+        ALLOC(host_until, nd);
     if (s->has_share) {
         int ng = p->c->n_share;
         ALLOC(rem, nd); ALLOC(upd, nd); ALLOC(rate, nd); ALLOC(sched, n);
@@ -87,6 +91,7 @@ void op_sim_free(op_sim *s)
     free(s->held); free(s->started);
     free(s->rem); free(s->upd); free(s->rate); free(s->sched);
     free(s->computing); free(s->active); free(s->dirty); free(s->is_dirty);
+    free(s->host_until);
     sim_checkpoints_free(s->ckpt);
     free(s);
 }
@@ -369,6 +374,41 @@ static void compute_begins(run *R, int op, double t)
     begin_compute(R, d, op_exec_us(s->p, op, d), t);
 }
 
+/* formats.md 5.9: device d sends transfers first..n_xf-1 (issued at t by
+ * its op): it is busy with them before it takes its next op. */
+static void pay_sends(run *R, int d, int first, double t)
+{
+    op_sim *s = R->s;
+    double us = 0;
+    for (int x = first; x < s->n_xf; x++)
+        us += op_cluster_host_us(s->p->c, d, s->xf[x].dst_dev, s->xf[x].bytes, 1);
+    if (us <= 0)
+        return;
+    s->host_until[d] = t + us;
+    R->r->busy_us[d] += us;
+    push_event(s, (sim_event){t + us, EV_HOST_DONE, d});
+}
+
+/* formats.md 5.9: the host cost on d of the tensors op is the first on d to
+ * read (their transfers have arrived: op is ready). */
+static double pay_receives(run *R, int op, int d)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    double us = 0;
+    for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
+        int u = g->pred[k];
+        if (R->dev[u] == d)
+            continue;
+        transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+        if (!x->received) {
+            x->received = 1;
+            us += op_cluster_host_us(s->p->c, R->dev[u], d, x->bytes, 0);
+        }
+    }
+    return us;
+}
+
 static void finish_op(run *R, int op, double t)
 {
     op_sim *s = R->s;
@@ -413,7 +453,10 @@ static void finish_op(run *R, int op, double t)
     }
     /* out_refs counted 1 for "running"; now count the real holders */
     s->out_refs[op] = local + 1;
+    int first = s->n_xf;
     issue_transfers(R, op, t);
+    if (s->has_host)
+        pay_sends(R, d, first, t);
     release_output(R, op); /* drop the "running" hold: frees it if nobody holds it */
 }
 
@@ -571,12 +614,14 @@ static void start_ops(run *R, double t)
 {
     op_sim *s = R->s;
     for (int d = 0; d < s->nd; d++) {
-        if (s->running[d] >= 0)
+        if (s->running[d] >= 0 || (s->has_host && s->host_until[d] > t))
             continue;
         int op = next_op_for(R, d);
         if (op < 0)
             continue;
         double dur = op_exec_us(s->p, op, d), disp = op_cluster_dispatch_us(s->p->c, d);
+        if (s->has_host)
+            disp += pay_receives(R, op, d); /* 5.9: host work before the compute, as 5.7 */
         /* starts once, when every input has arrived; times are finite */
         assert(s->start[op] < 0 && s->pending[op] == 0 && dur >= 0 && isfinite(t + dur));
         s->running[d] = op;
@@ -646,6 +691,8 @@ op_status sim_reset(run *R)
         s->rq_off[d + 1] += s->rq_off[d];
         s->rq_len[d] = 0;
         s->running[d] = -1;
+        if (s->has_host)
+            s->host_until[d] = 0;
         s->next_pos[d] = 0;
         s->dev_count[d] = 0;
     }
@@ -747,8 +794,9 @@ op_status sim_event_loop(run *R, double t, int resume)
                 finish_op(R, e.id, t);
             else if (e.kind == EV_TRANSFER_DONE)
                 transfer_done(R, e.id, t);
-            else
+            else if (e.kind == EV_COMPUTE_BEGIN)
                 compute_begins(R, e.id, t);
+            /* EV_HOST_DONE: the device is free; start_ops gives it its next op */
         }
     }
     return OP_OK;

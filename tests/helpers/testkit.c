@@ -54,7 +54,7 @@ op_cluster *tk_cluster(int nd, double lat, double upb, int64_t mem)
         snprintf(names[i], sizeof names[i], "d%d", i);
         devs[i] = (op_device){names[i], "gpu", mem, 1.0};
     }
-    op_link_model def = {lat, upb};
+    op_link_model def = {.latency_us = lat, .us_per_byte = upb};
     op_error err = {0};
     op_cluster *c = op_cluster_new(devs, nd, NULL, 0, &def, "test", &err);
     if (!c)

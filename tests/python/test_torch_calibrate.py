@@ -74,6 +74,17 @@ def test_file_is_valid_and_sane(doc, path, d):
         # loopback through memory: between 10 MB/s and 1 TB/s
         check(1e-6 <= upb <= 1e-1, "%s->%s: %r us/byte = %.3g GB/s is not physical" % (
             s, t, upb, 1e-3 / upb if upb else float("inf")))
+    for (s, t), l in links.items():  # formats.md 5.9: each end's host cost per transfer
+        for k in ("send_us", "recv_us"):
+            check(0 <= l.get(k, 0) < 1e5, "%s->%s %s %r" % (s, t, k, l.get(k)))
+        for k in ("send_us_per_byte", "recv_us_per_byte"):
+            check(0 <= l.get(k, 0) <= 1e-1, "%s->%s %s %r" % (s, t, k, l.get(k)))
+        check(any(l.get(k, 0) > 0 for k in ("send_us", "send_us_per_byte")),
+              "%s->%s: sending costs its host nothing? %r" % (s, t, l))
+    rows = doc["calibration"]["host"]["rows"]
+    check({(r["src"], r["dst"], r["side"]) for r in rows} ==
+          {(a, b, side) for a, b in links for side in ("send", "recv")},
+          "host rows: every pair, both ends: %r" % rows)
     (g,) = doc["shared"]
     check(g["devices"] == ["cpu:0", "cpu:1"], "shared %r" % g)
     check(0 < g["all"] <= g["alone"], "shared all/alone %r" % g)

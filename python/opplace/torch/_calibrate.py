@@ -185,6 +185,80 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
     return rows
 
 
+def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
+                spare: bool) -> float:
+    """CPU time in us per transfer on this rank's end of n transfers s -> d
+    of nbytes, made as the executor makes them (opplace.torch run): the
+    receiver posts its irecvs into buffers it keeps, the sender isends one
+    after another (a GPU tensor staged through host memory), both wait.
+    spare: the node has cores to spare for gloo's own threads, so only the
+    calling thread's time is taken from the device; else the whole
+    process's (those threads then run on the cores that compute)."""
+    clock = time.thread_time if spare else time.process_time
+    x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
+    bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)] if me == d else []
+    _dist.barrier(300.0, "calibrate: host costs")
+    t0 = clock()
+    if me == s:
+        works = [dist.isend(x.cpu() if staged else x, d, tag=i) for i in range(n)]
+    else:
+        works = [dist.irecv(b, s, tag=i) for i, b in enumerate(bufs)]
+        for w in works:
+            w.wait()
+        works = []
+        if staged:
+            for b in bufs:
+                b.to(dev)
+    for w in works:
+        w.wait()
+    return (clock() - t0) * 1e6 / n
+
+
+def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bool,
+                 spare: bool, names: Sequence[str], n: int = 16, rounds: int = 3) -> List[dict]:
+    """This rank's host cost per transfer, as sender and as receiver, for
+    every ordered pair it is an end of and every size (median of rounds,
+    after one warm-up round that touches the buffers)."""
+    rows = []
+    for s in range(world):
+        for d in range(world):
+            if s == d:
+                continue
+            for b in sizes:
+                if me not in (s, d):
+                    for _ in range(rounds + 1):
+                        _dist.barrier(300.0, "calibrate: host costs")
+                    continue
+                us = [_host_round(me, s, d, b, n, dev, staged, spare)
+                      for _ in range(rounds + 1)][1:]
+                rows.append({"src": names[s], "dst": names[d], "bytes": b,
+                             "side": "send" if me == s else "recv",
+                             "cpu_us": statistics.median(us)})
+    return rows
+
+
+def fit_host(rows: Sequence[dict], names: Sequence[str]) -> dict:
+    """(src, dst) -> {send_us, send_us_per_byte, recv_us, recv_us_per_byte}:
+    each end's cost per transfer fitted to a + b * bytes (negative parts,
+    noise, are 0)."""
+    out = {}
+    for s in names:
+        for d in names:
+            if s == d:
+                continue
+            h = {}
+            for side in ("send", "recv"):
+                pts = [r for r in rows if r["src"] == s and r["dst"] == d and r["side"] == side]
+                if len(pts) < 2:
+                    continue
+                a, b, _ = linear_fit([r["bytes"] for r in pts], [r["cpu_us"] for r in pts])
+                h[side + "_us"] = max(a, 0.0)
+                h[side + "_us_per_byte"] = max(b, 0.0)
+            if h:
+                out[(s, d)] = h
+    return out
+
+
 def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
     """One link per ordered pair from its rows; an intercept <= 0 (noise at
     small sizes) is replaced by half the pair's 4-byte round trip, the
@@ -327,6 +401,16 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return a
 
 
+def _spare_cores(infos: Sequence[dict], threads: int) -> bool:
+    """Whether every node has a core beyond its ranks' torch threads for
+    each rank's communication thread."""
+    for h in {r["host"] for r in infos}:
+        ranks = [r for r in infos if r["host"] == h]
+        if ranks[0]["cores"] < len(ranks) * (threads + 1):
+            return False
+    return True
+
+
 def run(a: argparse.Namespace) -> Optional[dict]:
     info = _dist.env_ranks()
     kind, dev, mem = _my_device(info.local_rank, a.gpus)
@@ -337,7 +421,7 @@ def run(a: argparse.Namespace) -> Optional[dict]:
     info = _dist.init(a.timeout, backend="gloo")
     me, world = info.rank, info.world
     mine = {"kind": kind, "mem": mem, "host": socket.gethostname(),
-            "node_mem": _node_memory_bytes()}
+            "node_mem": _node_memory_bytes(), "cores": len(os.sched_getaffinity(0))}
     infos: List[Optional[dict]] = [None] * world
     dist.all_gather_object(infos, mine)
     kinds = [r["kind"] for r in infos]
@@ -351,6 +435,8 @@ def run(a: argparse.Namespace) -> Optional[dict]:
     _log(me, "%d rank(s): %s; %d torch thread(s) per cpu rank" % (
         world, ", ".join("%s on %s" % (n, r["host"]) for n, r in zip(names, infos)), a.threads))
     rows: List[dict] = []
+    host_rows: List[dict] = []
+    spare = True
     if world > 1:
         _log(me, "transfers: %d ordered pairs x %d sizes x %d round trips" % (
             world * (world - 1), len(a.sizes), a.repeat))
@@ -360,6 +446,14 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         gathered: List[Optional[list]] = [None] * world
         dist.all_gather_object(gathered, rows_mine)
         rows = [r for g in gathered for r in g]
+        spare = _spare_cores(infos, a.threads)
+        _log(me, "host cost of transfers: each end's %s time per transfer" %
+             ("calling thread's" if spare else "process's (gloo's threads share the cores)"))
+        host_mine = measure_host(me, world, [b for b in a.sizes if b <= 1 << 22], dev, staged,
+                                 spare, names)
+        gathered = [None] * world
+        dist.all_gather_object(gathered, host_mine)
+        host_rows = [r for g in gathered for r in g]
     _log(me, "compute: %dx%d fp32 matmuls, %g s windows, %d round(s), each rank alone then all "
          "at once" % (a.matmul, a.matmul, a.seconds, a.rounds))
     alone, together = measure_compute(me, world, a.matmul, a.seconds, a.rounds, dev, a.timeout)
@@ -372,9 +466,10 @@ def run(a: argparse.Namespace) -> Optional[dict]:
     if me == 0:
         links = fit_links(rows, names)
         groups = shared_groups(infos, names)
+        host = fit_host(host_rows, names)
         doc = {"format": "opplace-cluster", "version": 1, "devices": devices,
-               "links": [{k: l[k] for k in ("src", "dst", "latency_us", "us_per_byte")}
-                         for l in links]}
+               "links": [dict({k: l[k] for k in ("src", "dst", "latency_us", "us_per_byte")},
+                              **host.get((l["src"], l["dst"]), {})) for l in links]}
         if groups:
             doc["shared"] = [{k: g[k] for k in ("devices", "alone", "all")} for g in groups]
         doc["calibration"] = {
@@ -385,6 +480,7 @@ def run(a: argparse.Namespace) -> Optional[dict]:
             "compute_gflops": [{"device": n, "host": r["host"], "alone": r["alone"],
                                 "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
+            "host": {"clock": "thread" if spare else "process", "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
                                  "all": g["measured_all"]} for g in groups]}
         _write_json(a.output, doc)
@@ -417,6 +513,14 @@ def _report(doc: dict, path: str) -> None:
             bw = 1e-3 / l["us_per_byte"] if l["us_per_byte"] > 0 else float("inf")
             print("  %-16s %12.3f %14.4g %10.3f %8.4f" % (
                 "%s->%s" % (f["src"], f["dst"]), l["latency_us"], l["us_per_byte"], bw, f["r2"]))
+    if any("send_us" in l or "recv_us" in l for l in doc["links"]):
+        print("host cost per transfer (%s time; formats.md 5.9):" % cal["host"]["clock"])
+        print("  %-16s %10s %14s %10s %14s" % ("pair", "send_us", "send_us/B", "recv_us",
+                                                "recv_us/B"))
+        for l in doc["links"]:
+            print("  %-16s %10.2f %14.4g %10.2f %14.4g" % (
+                "%s->%s" % (l["src"], l["dst"]), l.get("send_us", 0), l.get("send_us_per_byte", 0),
+                l.get("recv_us", 0), l.get("recv_us_per_byte", 0)))
     print("compute (GFLOP/s of %dx%d fp32 matmul, %d thread(s)):" % (
         cal["matmul_n"], cal["matmul_n"], cal["threads"]))
     for c in cal["compute_gflops"]:

@@ -572,10 +572,11 @@ def node_io_bytes(n: fx.Node) -> int:
     return _node_bytes(n) + sum(_node_bytes(a) for a in n.all_input_nodes)
 
 
-def graph_ops(cap: Capture, node_time: Callable[[fx.Node], dict],
+def graph_ops(cap: Capture, op_time: Callable[[Group], dict],
               update_time: Callable[[str], dict], optimizer_state: int) -> tuple[list, list]:
     """(ops, edges) of the opplace-graph file: one op per group, the update
-    ops after the op that computes their gradient."""
+    ops after the op that computes their gradient.  op_time(group) and
+    update_time(param) give {device kind: us}."""
     from ._export import scope_of
     ph_name = {v: k for k, v in cap.placeholders.items()}
     pbytes = {n: _numel(s) * torch.empty((), dtype=d).element_size()
@@ -599,15 +600,10 @@ def graph_ops(cap: Capture, node_time: Callable[[fx.Node], dict],
     for g in cap.groups:
         op = {"name": g.name, "type": _type_of(g), "time_us": {}, "output_bytes": 0,
               "param_bytes": 0, "temp_bytes": 0}
+        op["time_us"] = {k: round(v, 3) for k, v in op_time(g).items()}
         if g.kind == "input":
-            op["time_us"] = node_time(None)
             op["output_bytes"] = _node_bytes(g.nodes[0])
         else:
-            t: dict = {}
-            for n in g.nodes:
-                for k, v in node_time(n).items():
-                    t[k] = t.get(k, 0.0) + v
-            op["time_us"] = {k: round(v, 3) for k, v in t.items()} or node_time(None)
             held = [nm for nm, h in cap.holder.items() if h is g]
             op["param_bytes"] = sum(pbytes[nm] for nm in held)
             out_b, temp_b = _group_memory(g, cap)
@@ -638,7 +634,8 @@ def graph_ops(cap: Capture, node_time: Callable[[fx.Node], dict],
         for p in by_producer.get(g.name, []):
             uname = "u/" + p
             shape, dtype, _ = cap.param_meta[p]
-            u = {"name": uname, "type": "Update", "time_us": update_time(p), "output_bytes": 0,
+            u = {"name": uname, "type": "Update",
+                 "time_us": {k: round(v, 3) for k, v in update_time(p).items()}, "output_bytes": 0,
                  "param_bytes": optimizer_state * pbytes[p], "temp_bytes": 0,
                  "colocate": cap.update_colocate[p],
                  "source": {"param": p}}

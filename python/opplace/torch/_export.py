@@ -283,55 +283,38 @@ def _export_aten(model, example, loss_fn, optimizer, profile, repeat, device, ki
         zero = {p.kind: 0.0 for p in profile.list}
 
         def node_time(n):
-            if n is None or is_costless(n):
+            if is_costless(n):
                 return zero
             return profile.time_us(node_flops(n), node_io_bytes(n))
+
+        def op_time(g):
+            t: dict = {}
+            for n in g.nodes if g.kind != "input" else ():
+                for k, v in node_time(n).items():
+                    t[k] = t.get(k, 0.0) + v
+            return t or zero
 
         def update_time(p):
             shape, dtype, _ = cap.param_meta[p]
             numel = math.prod(shape)
             nb = numel * torch.empty((), dtype=dtype).element_size()
-            return {k: round(v, 3) for k, v in
-                    profile.time_us(OPTIMIZER_FLOPS[optimizer] * numel,
-                                    (3 + 2 * state) * nb).items()}
+            return profile.time_us(OPTIMIZER_FLOPS[optimizer] * numel, (3 + 2 * state) * nb)
     else:
-        node_us = _measure_aten(model, cap, example, repeat, device, say)
-        upd = _time_updates(list(model.named_parameters()), optimizer, repeat, device)
+        from ._run import measure_op_times
+        op_us, step_us = measure_op_times(cap, model, example, optimizer, device, repeat,
+                                          lambda: now() * 1e6, say)
+        say("measured step %.0f us, its ops %.0f us" % (step_us, sum(op_us.values())))
 
-        def node_time(n):
-            return {kind: node_us.get(n, 0.0) if n is not None else 0.0}
+        def op_time(g):
+            return {kind: op_us.get(g.name, 0.0)}
 
         def update_time(p):
-            return {kind: round(upd.get(p, 0.0), 3)}
-    ops, edges = graph_ops(cap, node_time, update_time, state)
+            return {kind: op_us.get("u/" + p, 0.0)}
+    ops, edges = graph_ops(cap, op_time, update_time, state)
     merged = {(e["src"], e["dst"]): e["bytes"] for e in edges}
     ops = _topological(ops, merged)
     return ({"format": "opplace-graph", "version": 1, "name": "", "batch_size": 1,
              "ops": ops, "edges": edges}, cap.mode)
-
-
-def _measure_aten(model, cap, example, repeat, device, say):
-    """Each aten node's time: the median over `repeat` replays of the joint
-    graph on the model's real tensors (after one warm-up replay)."""
-    from ._capture import Replay, bind
-    params = {n: p.detach() for n, p in model.named_parameters()}
-    buffers = {n: b.detach().clone() for n, b in model.named_buffers()}
-    rep = Replay(cap)
-    times = {}
-    order = [n for g in sorted(cap.groups, key=lambda g: g.first) for n in g.nodes
-             if n.op != "placeholder"]
-    with torch.no_grad():
-        for r in range(repeat + 1):
-            env = bind(cap, params, buffers, example)
-            for n in order:
-                _sync_dev(device)
-                t0 = now()
-                env[n] = rep.run_node(n, env)
-                _sync_dev(device)
-                if r:
-                    times.setdefault(n, []).append((now() - t0) * 1e6)
-            say("measured step %d of %d%s" % (r + 1, repeat + 1, " (warm-up)" if r == 0 else ""))
-    return {n: _median(v) for n, v in times.items()}
 
 
 def _optimizer_for(name, params):

@@ -29,6 +29,7 @@ import torch.fx as fx
 import torch.nn as nn
 
 from ._capture import Capture, Replay, capture
+from ._dist import now_us as _now_us
 
 
 class RunError(RuntimeError):
@@ -96,9 +97,7 @@ def plan(cap: Capture, graph: dict, placement: dict, cluster: dict, world: int,
                            % (ppath, op, d, index[d], cpath, world,
                               1 + max(index[device_of[o]] for o in gnames)))
     rank_of = {op: index[device_of[op]] for op in gnames}
-    pos = {g.name: g.first for g in cap.groups}
-    for p in cap.grad_node:  # an update right after the op computing its gradient
-        pos["u/" + p] = cap.group_of[cap.grad_node[p]].first + 0.5
+    pos = program_position(cap)
     order = {r: [] for r in range(world)}
     given = placement.get("order") or {}
     for d, names in given.items():
@@ -116,6 +115,25 @@ def plan(cap: Capture, graph: dict, placement: dict, cluster: dict, world: int,
     input_rank = {n: rank_of[n] for n in cap.input_names}
     transfers = _transfers(cap, rank_of, order, home)
     return Plan(rank_of, order, transfers, home, rank_of["loss"], input_rank)
+
+
+def program_position(cap: Capture) -> dict:
+    """Each op's position in the program: its first aten node; an update
+    right after the op computing its gradient."""
+    pos = {g.name: float(g.first) for g in cap.groups}
+    for p in cap.grad_node:
+        pos["u/" + p] = cap.group_of[cap.grad_node[p]].first + 0.5
+    return pos
+
+
+def one_device_plan(cap: Capture) -> Plan:
+    """Every op on rank 0, in program order, nothing to send."""
+    pos = program_position(cap)
+    ops = sorted(pos, key=lambda n: pos[n])
+    home = {nm: 0 for nm in cap.holder}
+    home.update({p: 0 for p in cap.grad_node})
+    return Plan({op: 0 for op in ops}, {0: ops}, [], home, 0,
+                {n: 0 for n in cap.input_names})
 
 
 def _transfers(cap: Capture, rank_of: dict, order: dict, home: dict) -> list:
@@ -185,10 +203,6 @@ class PlacedStep:
                  placement_path: str, cluster_path: str, loss_fn: Callable,
                  optimizer: Callable[[list], torch.optim.Optimizer], device: torch.device,
                  timeout_s: float = 300.0, say: Callable[[str], None] = lambda m: None):
-        self.rank = dist.get_rank()
-        self.world = dist.get_world_size()
-        self.device = device
-        self.timeout = datetime.timedelta(seconds=timeout_s)
         graph = _load(graph_path, "opplace-graph")
         placement = _load(placement_path, "opplace-placement")
         cluster = _load(cluster_path, "opplace-cluster")
@@ -197,10 +211,29 @@ class PlacedStep:
                            "it again with torch 2.x (capture='aten')"
                            % (graph_path, (graph.get("torch") or {}).get("capture")))
         t0 = time.perf_counter()
-        self.cap = capture(model, tuple(example_inputs), loss_fn, say=say)
+        cap = capture(model, tuple(example_inputs), loss_fn, say=say)
         say("captured the step in %.1f s" % (time.perf_counter() - t0))
-        self.plan = plan(self.cap, graph, placement, cluster, self.world,
-                         (graph_path, placement_path, cluster_path))
+        world = dist.get_world_size()
+        self._setup(cap, plan(cap, graph, placement, cluster, world,
+                              (graph_path, placement_path, cluster_path)),
+                    model, optimizer, device, dist.get_rank(), world, timeout_s)
+
+    @classmethod
+    def one_device(cls, cap: Capture, model: nn.Module,
+                   optimizer: Callable[[list], torch.optim.Optimizer],
+                   device: torch.device) -> "PlacedStep":
+        """The whole step in this process, on `device`, in program order:
+        the executor the ranks run, with no peer (torch.distributed is not
+        needed).  Export's measured op times come from it."""
+        self = cls.__new__(cls)
+        self._setup(cap, one_device_plan(cap), model, optimizer, device, 0, 1, 300.0)
+        return self
+
+    def _setup(self, cap: Capture, plan_: Plan, model: nn.Module, optimizer, device,
+               rank: int, world: int, timeout_s: float) -> None:
+        self.rank, self.world, self.device = rank, world, device
+        self.timeout = datetime.timedelta(seconds=timeout_s)
+        self.cap, self.plan = cap, plan_
         self.replay = Replay(self.cap)
         self.mutated = _mutated_values(self.cap)
         self._own_state(model, optimizer)
@@ -212,8 +245,14 @@ class PlacedStep:
         self.needs = {}
         for t in self.incoming:
             self.needs.setdefault(t.needed_by, []).append(t)
+        self.recv_bufs: Optional[dict] = None
         self.timeline: list = []
         self.record = False
+        self.clock: Callable[[], float] = _now_us
+        self.sync = device.type == "cuda" and world == 1  # per-op times need the kernels done
+        # an op's time from the end of the one before (the executor's own cost
+        # per op included: the op times then add up to the step); measure only
+        self.contiguous = False
 
     def _own_state(self, model: nn.Module, optimizer) -> None:
         named_p = dict(model.named_parameters())
@@ -242,12 +281,15 @@ class PlacedStep:
         return x.cpu() if x.device.type != "cpu" else x.contiguous()
 
     def _post_receives(self) -> dict:
-        handles = {}
-        dev = torch.device("cpu")
-        for t in self.incoming:
-            buf = torch.empty(t.shape, dtype=t.dtype, device=dev)
-            handles[t.tid] = (dist.irecv(buf, src=t.src, tag=t.tid), buf, t)
-        return handles
+        """One irecv per incoming transfer, into buffers kept from step to
+        step (every op of the last step on this rank is done with them): a
+        fresh buffer's first touch, page faults in gloo's receiving thread,
+        cost 2.7 ms per 4 MiB, three times the copy itself."""
+        if self.recv_bufs is None:
+            self.recv_bufs = {t.tid: torch.empty(t.shape, dtype=t.dtype, device="cpu")
+                              for t in self.incoming}
+        return {t.tid: (dist.irecv(self.recv_bufs[t.tid], src=t.src, tag=t.tid),
+                        self.recv_bufs[t.tid], t) for t in self.incoming}
 
     def _wait(self, work, what: str, peer: int) -> None:
         try:
@@ -274,11 +316,12 @@ class PlacedStep:
             env[cap.placeholders[n]] = b
         recvs = self._post_receives()
         sends: list = []
-        from ._dist import now_us as clock
+        clock = self.clock
         for t in self.outgoing.get("", []):
             self._send(t, self.params[t.key[1]].detach() if t.key[1] in self.params
                        else self.buffers[t.key[1]], sends)
         loss = None
+        last = clock()
         for op in plan_.order[self.rank]:
             for t in self.needs.get(op, []):
                 work, buf, _ = recvs[t.tid]
@@ -291,7 +334,7 @@ class PlacedStep:
                     env[cap.placeholders[t.key[1]]] = v
                 else:
                     env[t.key] = v
-            a0 = clock()
+            a0 = last if self.contiguous else clock()
             if op.startswith("u/"):
                 self._update(op[2:], env, sends)
             elif op in cap.input_names:
@@ -305,8 +348,11 @@ class PlacedStep:
                     self.replay.run_group(op, env)
                 if op == "loss":
                     loss = env[cap.loss_node]
+            if self.sync:
+                torch.cuda.synchronize(self.device)
+            last = clock()
             if self.record:
-                self.timeline.append((op, "op", a0, clock() - a0))
+                self.timeline.append((op, "op", a0, last - a0))
             for t in self.outgoing.get(op, []):
                 if isinstance(t.key, tuple):
                     continue
@@ -326,6 +372,35 @@ class PlacedStep:
         p.grad = env[self.cap.grad_node[name]].to(p.device)
         self.opt[name].step()
         p.grad = None
+
+
+def measure_op_times(cap: Capture, model: nn.Module, example: tuple, optimizer: str,
+                     device: torch.device, repeat: int, clock: Callable[[], float],
+                     say: Callable[[str], None] = lambda m: None) -> tuple[dict, float]:
+    """({op: median us}, median step us): `repeat` whole steps on one device
+    after a warm-up one, each op timed where it runs in the step (its inputs
+    and the optimizer's state as cold or warm as a real step leaves them),
+    by the executor `run` uses, from the end of the op before it (so the
+    executor's own cost per op is part of the op, and the ops add up to the
+    step).  Timing ops one by one outside the step was off by up to 25 % in
+    sum (bench/RESULTS.md, real runs)."""
+    from ._export import _optimizer_for
+    step = PlacedStep.one_device(cap, model, lambda ps: _optimizer_for(optimizer, ps), device)
+    step.clock = clock
+    step.contiguous = True
+    times: dict = {}
+    steps = []
+    for r in range(repeat + 1):
+        step.record = r > 0
+        step.timeline.clear()
+        t0 = clock()
+        step(example)
+        if r:
+            steps.append(clock() - t0)
+            for name, kind, _, dur in step.timeline:
+                times.setdefault(name, []).append(dur)
+        say("measured step %d of %d%s" % (r + 1, repeat + 1, " (warm-up)" if r == 0 else ""))
+    return {k: median(v) for k, v in times.items()}, median(steps)
 
 
 def _key_name(key: Any) -> str:
@@ -421,36 +496,38 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     say("%d ranks; rank 0 runs %d ops; %d transfers per step"
         % (world, len(mine), len(step.plan.transfers)))
     holds_inputs = any(r == rank for r in step.plan.input_rank.values())
-    steps_us, losses = [], []
+    from . import _dist
+    steps_us, losses, late_us = [], [], []
     for s in range(a.warmup + a.steps):
         timed = s >= a.warmup
         step.record = timed and s == a.warmup + a.steps - 1  # the last step's timeline
         if step.record:
             step.timeline.clear()
-        dist.barrier()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
+        t0, late = _dist.start_together(a.timeout)
         loss = step(inputs if holds_inputs else None)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        el = torch.tensor([(time.perf_counter() - t0) * 1e6,
+        el = torch.tensor([_dist.now_us() - t0, late,
                            float(loss) if loss is not None else 0.0], dtype=torch.float64)
         mx = el.clone()
-        dist.all_reduce(mx[:1], op=dist.ReduceOp.MAX)
-        dist.all_reduce(mx[1:], op=dist.ReduceOp.SUM)
-        losses.append(float(mx[1]))
+        dist.all_reduce(mx[:2], op=dist.ReduceOp.MAX)
+        dist.all_reduce(mx[2:], op=dist.ReduceOp.SUM)
+        losses.append(float(mx[2]))
         if timed:
             steps_us.append(float(mx[0]))
+            late_us.append(float(mx[1]))
         say("step %d of %d%s: %.0f us, loss %.6g" % (s + 1, a.warmup + a.steps,
                                                    "" if timed else " (warm-up)",
-                                                   float(mx[0]), float(mx[1])))
+                                                   float(mx[0]), float(mx[2])))
     timelines = [None] * world
     dist.all_gather_object(timelines, step.timeline)
     params = gather_params(step) if a.save_params else None
     if rank != 0:
         return 0
     result = {"measured_step_us": median(steps_us), "steps_us": steps_us, "losses": losses,
+              "start_late_us": late_us,
               "ranks": world, "threads": a.threads, "warmup": a.warmup,
               "placement": a.placement, "graph": a.graph, "cluster": a.cluster}
     result.update(_simulated(a, step))
@@ -481,7 +558,7 @@ def _simulated(a, step: PlacedStep) -> dict:
     names = [d["name"] for d in cluster["devices"]]
     order = {names[r]: ops for r, ops in step.plan.order.items() if ops}
     same = all(placement.get("order", {}).get(d) == ops for d, ops in order.items())
-    out = {"order": "placement" if same else "program"}
+    out = {"order": "placement" if same else "program", "executed_order": order}
     try:
         binary = opplace_binary()
     except RuntimeError as e:
