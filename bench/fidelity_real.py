@@ -129,7 +129,7 @@ def main():
             row = {"model": name, "placers": [algo], "devices": len(set(pd["device_of"].values())),
                    "simulated_us": res["simulated_step_us"], "simulated_nohost_us": sim0,
                    "measured_us": res["measured_step_us"], "steps_us": res["steps_us"],
-                   "order": res["order"]}
+                   "order": res["order"], "breakdown": res.get("breakdown", [])}
             seen[key] = row
             rows.append(row)
             say("%s %-12s simulated %9.0f us (no host cost %9.0f)  measured %9.0f us  (%.0f s)"
@@ -175,6 +175,19 @@ def report(rows, a):
             m, spearman([r["simulated_us"] for r in rs], [r["measured_us"] for r in rs]),
             spearman([r["simulated_nohost_us"] for r in rs], [r["measured_us"] for r in rs]),
             "%.0f" % one["measured_us"] if one else "-", "; ".join(promise) or "none promised"))
+    print()
+    print("Where the time went in the last timed step of each placement off by more than 15 %"
+          " (per rank: its ops measured / the graph's times for them, waits for receives, the"
+          " rest: posting, sending, the loop, idle after its last op; ms):")
+    print()
+    for r in rows:
+        if abs(err(r)) <= 0.15:
+            continue
+        parts = ["rank %d ops %.1f / %.1f, waits %.1f, rest %.1f" % (
+            b["rank"], b["ops_us"] / 1e3, b["graph_ops_us"] / 1e3, b["recv_wait_us"] / 1e3,
+            b["other_us"] / 1e3) for b in r.get("breakdown", [])]
+        print("* %s %s (%+.0f %%): %s" % (r["model"], "/".join(r["placers"]), 100 * err(r),
+                                        "; ".join(parts)))
     print()
     print("median |error| %.1f %%, worst %.1f %% (without host costs: %.1f %%, %.1f %%); %d "
           "distinct placements of %d models"

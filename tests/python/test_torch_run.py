@@ -161,6 +161,14 @@ class RunTest(unittest.TestCase):
         trace = tt.load(os.path.join(self.d, "t.json"))
         ranks = {e["tid"] for e in trace["traceEvents"] if e["ph"] == "X"}
         self.assertEqual(ranks, {0, 1})
+        # the last step's time, rank by rank: every op once, parts within the step
+        self.assertEqual(len(res["start_late_us"]), 3)
+        b = res["breakdown"]
+        self.assertEqual([x["rank"] for x in b], [0, 1])
+        self.assertEqual(sum(x["ops"] for x in b), len(self.graph["ops"]))
+        for x in b:
+            self.assertLessEqual(x["ops_us"] + x["recv_wait_us"], res["steps_us"][-1] * 1.001)
+            self.assertGreater(x["graph_ops_us"], 0)
         return res
 
     def test_engine_placement_two_ranks(self):

@@ -533,6 +533,8 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     result.update(_simulated(a, step))
     if result.get("simulated_step_us"):
         result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
+    result["breakdown"] = breakdown(timelines, graph, cluster_kinds(a.cluster, world),
+                                    steps_us[-1] if steps_us else 0.0)
     if a.trace:
         from ._dist import write_trace
         write_trace(a.trace, timelines, [d["name"] for d in
@@ -546,6 +548,31 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     print(json.dumps({k: result[k] for k in ("measured_step_us", "simulated_step_us")
                       if k in result}))
     return 0
+
+
+def cluster_kinds(cluster_path: str, world: int) -> list:
+    return [d["kind"] for d in _load(cluster_path, "opplace-cluster")["devices"][:world]]
+
+
+def breakdown(timelines: list, graph: dict, kinds: list, step_us: float) -> list:
+    """Where each rank's time went in the last timed step: its ops
+    (`ops_us`, against the graph's times for them, `graph_ops_us`), its
+    waits for receives (`recv_wait_us`), and the rest of the step
+    (`other_us`: posting receives, sending, the executor's loop, idle after
+    its last op)."""
+    times = {o["name"]: o["time_us"] for o in graph.get("ops", [])}
+
+    def graph_us(name: str, kind: str) -> float:
+        t = times.get(name, 0.0)
+        return float(t.get(kind, 0.0)) if isinstance(t, dict) else float(t)
+    out = []
+    for r, tl in enumerate(timelines):
+        ops = sum(e[3] for e in tl if e[1] == "op")
+        waits = sum(e[3] for e in tl if e[1] == "recv")
+        out.append({"rank": r, "ops": sum(1 for e in tl if e[1] == "op"), "ops_us": ops,
+                    "graph_ops_us": sum(graph_us(e[0], kinds[r]) for e in tl if e[1] == "op"),
+                    "recv_wait_us": waits, "other_us": max(step_us - ops - waits, 0.0)})
+    return out
 
 
 def _simulated(a, step: PlacedStep) -> dict:
