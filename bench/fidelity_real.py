@@ -178,14 +178,14 @@ def report(rows, a):
     print()
     print("Where the time went in the last timed step of each placement off by more than 15 %"
           " (per rank: its ops measured / the graph's times for them, waits for receives, the"
-          " rest: posting, sending, the loop, idle after its last op; ms):")
+          " rest: posting, sending, the loop; its idle time after its last op; ms):")
     print()
     for r in rows:
         if abs(err(r)) <= 0.15:
             continue
-        parts = ["rank %d ops %.1f / %.1f, waits %.1f, rest %.1f" % (
+        parts = ["rank %d ops %.1f / %.1f, waits %.1f, rest %.1f, idle %.1f" % (
             b["rank"], b["ops_us"] / 1e3, b["graph_ops_us"] / 1e3, b["recv_wait_us"] / 1e3,
-            b["other_us"] / 1e3) for b in r.get("breakdown", [])]
+            b["other_us"] / 1e3, b.get("idle_us", 0) / 1e3) for b in r.get("breakdown", [])]
         print("* %s %s (%+.0f %%): %s" % (r["model"], "/".join(r["placers"]), 100 * err(r),
                                         "; ".join(parts)))
     print()

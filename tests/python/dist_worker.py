@@ -1,6 +1,7 @@
 """Run by test_torch_dist.py under torchrun: `fail` (rank 1 raises while
-rank 0 waits for it) or `trace` (each rank records a timeline; rank 0
-writes the trace)."""
+rank 0 waits for it), `trace` (each rank records a timeline; rank 0
+writes the trace) or `start` (5 steps started together; rank 0 writes
+every rank's (start, late, clock when started) to OUT as JSON)."""
 import os
 import sys
 import time
@@ -22,6 +23,19 @@ with D.guard("step"):
         t = torch.zeros(4)
         D.wait(dist.irecv(t, src=1), 100.0, "recv of x from rank 1")
         print("rank 0 was not stopped")
+    elif mode == "start":
+        import json
+        got = []
+        for k in range(5):
+            if info.rank == 1 and k == 2:
+                time.sleep(0.05)  # this rank comes late to step 2's start
+            start, late = D.start_together(60.0)
+            got.append((start, late, D.now_us()))
+        every = [None] * info.world
+        dist.all_gather_object(every, got)
+        if info.rank == 0:
+            with open(out, "w") as f:
+                json.dump(every, f)
     else:
         D.barrier(60)
         ev = []

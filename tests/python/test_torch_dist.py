@@ -150,6 +150,21 @@ def test_trace_under_torchrun():
     check(min(e["ts"] for e in ev) == 0 and all(e["dur"] >= 0 for e in ev), ev)
 
 
+def test_start_together():
+    """Both ranks start each step at one instant of the shared clock, never
+    before it; a rank that comes late says by how much."""
+    out = os.path.join(tt.tmpdir(), "start.json")
+    r, _ = torchrun("start", out)
+    check(r.returncode == 0, "start run failed:\n%s\n%s" % (r.stdout, r.stderr[-3000:]))
+    every = tt.load(out)
+    for k in range(5):
+        (s0, late0, at0), (s1, late1, at1) = every[0][k], every[1][k]
+        check(s0 == s1, "step %d: starts %r and %r differ" % (k, s0, s1))
+        check(at0 >= s0 and at1 >= s1 and late0 >= 0 and late1 >= 0, every)
+    check(every[1][2][1] > 40000, "rank 1 slept 50 ms before step 2's start but was late by "
+          "%r us" % every[1][2][1])
+
+
 def main():
     test_rank_devices()
     test_trace_layout()
@@ -160,6 +175,7 @@ def main():
     else:
         test_failure_ends_every_rank()
         test_trace_under_torchrun()
+        test_start_together()
     print("ok")
 
 

@@ -534,7 +534,7 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     if result.get("simulated_step_us"):
         result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
     result["breakdown"] = breakdown(timelines, graph, cluster_kinds(a.cluster, world),
-                                    steps_us[-1] if steps_us else 0.0)
+                                    steps_us[-1] if steps_us else 0.0, t0)
     if a.trace:
         from ._dist import write_trace
         write_trace(a.trace, timelines, [d["name"] for d in
@@ -554,12 +554,13 @@ def cluster_kinds(cluster_path: str, world: int) -> list:
     return [d["kind"] for d in _load(cluster_path, "opplace-cluster")["devices"][:world]]
 
 
-def breakdown(timelines: list, graph: dict, kinds: list, step_us: float) -> list:
-    """Where each rank's time went in the last timed step: its ops
-    (`ops_us`, against the graph's times for them, `graph_ops_us`), its
-    waits for receives (`recv_wait_us`), and the rest of the step
-    (`other_us`: posting receives, sending, the executor's loop, idle after
-    its last op)."""
+def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
+              t0: float) -> list:
+    """Where each rank's time went in the last timed step (which started at
+    t0 on now_us's clock): its ops (`ops_us`, against the graph's times for
+    them, `graph_ops_us`), its waits for receives (`recv_wait_us`), the rest
+    until its last op ended (`other_us`: posting receives, sending, the
+    executor's loop) and its idle time after that (`idle_us`)."""
     times = {o["name"]: o["time_us"] for o in graph.get("ops", [])}
 
     def graph_us(name: str, kind: str) -> float:
@@ -569,9 +570,11 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float) -> list
     for r, tl in enumerate(timelines):
         ops = sum(e[3] for e in tl if e[1] == "op")
         waits = sum(e[3] for e in tl if e[1] == "recv")
+        end = max((e[2] + e[3] - t0 for e in tl), default=0.0)
         out.append({"rank": r, "ops": sum(1 for e in tl if e[1] == "op"), "ops_us": ops,
                     "graph_ops_us": sum(graph_us(e[0], kinds[r]) for e in tl if e[1] == "op"),
-                    "recv_wait_us": waits, "other_us": max(step_us - ops - waits, 0.0)})
+                    "recv_wait_us": waits, "other_us": max(end - ops - waits, 0.0),
+                    "idle_us": max(step_us - end, 0.0)})
     return out
 
 
