@@ -16,6 +16,7 @@ import torchtest as tt  # noqa: F401  (exits 77 without torch)
 import torch
 
 PY = os.environ.get("OPPLACE_TORCH_PYTHON") or sys.executable
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def torch_major(py):
@@ -90,7 +91,7 @@ def test_file_is_valid_and_sane(doc, path, d):
     check(0 < g["all"] <= g["alone"], "shared all/alone %r" % g)
     for m in doc["calibration"]["shared_measured"]:
         check(0 < m["all"] / m["alone"] <= 1.05, "measured all/alone %r" % m)
-    for c in doc["calibration"]["compute_gflops"]:
+    for c in doc["calibration"]["compute"]:
         check(0.1 < c["alone"] < 1e4 and 0.1 < c["all"] < 1e4, "GFLOP/s %r" % c)
     r = tt.opplace("info", write_two_op_graph(d), "--cluster", path)
     check("lower bound" in r.stdout, r.stdout)
@@ -161,6 +162,33 @@ def test_without_torchrun_says_how():
     check(r.returncode == 2 and "torchrun" in r.stderr, "rc %d: %s" % (r.returncode, r.stderr))
 
 
+def test_model_probe(d):
+    """--model: the ranks' shared compute measured with the model's own
+    training step (steps per second, alone and all at once)."""
+    out = os.path.join(d, "calm.json")
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([ENV["PYTHONPATH"], HERE]))
+    cmd = [PY, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
+           "-m", "opplace.torch", "calibrate", "--threads", "1", "--sizes", "4", "1K",
+           "--repeat", "1", "--seconds", "0.2", "--rounds", "1", "--timeout", "120",
+           "--model", "roundtrip_model:RoundTrip", "--input", "2x4:int64",
+           "--input", "2x3x8x8", "-o", out]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=400)
+    check(r.returncode == 0, "calibrate --model failed (%d):\n%s" % (r.returncode,
+                                                                     r.stderr[-4000:]))
+    doc = tt.load(out)
+    cal = doc["calibration"]
+    check("training steps/s of roundtrip_model:RoundTrip" in cal["compute_probe"], cal)
+    for c in cal["compute"]:  # the round-trip model: a step in well under a second
+        check(1 < c["alone"] < 1e5 and 1 < c["all"] < 1e5, "steps/s %r" % c)
+    (g,) = doc["shared"]
+    check(0 < g["all"] <= g["alone"], "shared %r" % g)
+    r = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                        "--standalone", "-m", "opplace.torch", "calibrate", "--model",
+                        "roundtrip_model:RoundTrip", "-o", out], capture_output=True, text=True,
+                       env=env, timeout=120)
+    check(r.returncode != 0 and "--model needs its example inputs" in r.stderr, r.stderr[-2000:])
+
+
 def main():
     d = tt.tmpdir()
     test_without_torchrun_says_how()
@@ -168,6 +196,7 @@ def main():
     test_file_is_valid_and_sane(doc, path, d)
     test_simulates_shared_compute(doc, path, d)
     test_fit_is_fit_comm(doc, csv, d)
+    test_model_probe(d)
     print("ok")
 
 

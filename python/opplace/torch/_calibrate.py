@@ -23,7 +23,7 @@ import socket
 import statistics
 import sys
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -179,8 +179,11 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
             if me == s:
                 half = statistics.median(base) / 2.0
                 for b, ts in zip(sizes, meds):
+                    rtt = statistics.median(ts)
+                    # a disturbed 4-byte round trip (a busy machine) can exceed this
+                    # one: then half of this round trip, not a one-way time of 0
                     rows.append({"src": names[s], "dst": names[d], "bytes": b,
-                                 "time_us": max(statistics.median(ts) - half, 0.0),
+                                 "time_us": rtt - half if rtt > 2 * half else rtt / 2,
                                  "half_rtt_us": half})
     return rows
 
@@ -331,22 +334,54 @@ def tiny_op_us(dev: str, calls: int = 2000) -> float:
     return (time.perf_counter() - t0) * 1e6 / calls
 
 
-def measure_compute(me: int, world: int, n: int, seconds: float, rounds: int, dev: str,
-                    timeout_s: float) -> Tuple[float, float]:
-    """(alone, all) GFLOP/s of this rank: medians over rounds of a window
-    with every other rank idle at a barrier, and of one with every rank
-    computing at once."""
+def model_probe(spec: str, inputs: Sequence[tuple], loss: str, dev: str) -> Callable[[float],
+                                                                                    float]:
+    """A window function (seconds -> training steps per second) of the
+    model's whole step on this rank's device, run by the executor of
+    `opplace.torch run` with every op on one device: what the ranks share,
+    measured on the work they will do."""
+    from .__main__ import _build_model, _inputs, _loss
+    from ._capture import capture
+    from ._export import _optimizer_for
+    from ._run import PlacedStep
+    torch.manual_seed(0)
+    model = _build_model(spec, {}, False).to(dev)
+    model.train()
+    x = _inputs(inputs, dev)
+    cap = capture(model, x, _loss(loss))
+    step = PlacedStep.one_device(cap, model, lambda ps: _optimizer_for("adam", ps),
+                                 torch.device(dev))
+    step(x)  # warm-up: the optimizer's state, the allocator's blocks
+
+    def window(seconds: float) -> float:
+        k, t0 = 0, time.perf_counter()
+        while True:
+            step(x)
+            k += 1
+            if dev.startswith("cuda"):
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            if t - t0 >= seconds:
+                return k / (t - t0)
+    return window
+
+
+def measure_compute(me: int, world: int, window: Callable[[float], float], seconds: float,
+                    rounds: int, timeout_s: float) -> Tuple[float, float]:
+    """(alone, all) throughput of this rank (window(seconds): the probe's
+    rate): medians over rounds of a window with every other rank idle at a
+    barrier, and of one with every rank computing at once."""
     alone, together = [], []
     for _ in range(rounds):
         for r in range(world):
             _dist.barrier(timeout_s, "calibrate: compute alone")
             if me == r:
-                alone.append(_matmul_window(n, seconds, dev))
+                alone.append(window(seconds))
         if world == 1:
             together.append(alone[-1])  # one rank: all at once is alone
             continue
         _dist.barrier(timeout_s, "calibrate: compute together")
-        together.append(_matmul_window(n, seconds, dev))
+        together.append(window(seconds))
     return statistics.median(alone), statistics.median(together)
 
 
@@ -385,6 +420,14 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                     help="transfer sizes (default 4 1K 16K 128K 1M 4M 16M)")
     ap.add_argument("--repeat", type=int, default=7, help="timed round trips per size (7)")
     ap.add_argument("--matmul", type=int, default=128, help="n of the n x n fp32 matmul (128)")
+    ap.add_argument("--model", metavar="MODULE:FACTORY",
+                    help="measure what the ranks share with this model's training step (every "
+                         "op on one device, as `run` executes it) instead of a matmul stream: "
+                         "the work they will share")
+    ap.add_argument("--input", action="append", default=[], metavar="SHAPE[:DTYPE]",
+                    help="--model's inputs, as for `run` (repeat for several)")
+    ap.add_argument("--loss", default="sum", choices=["sum", "cross_entropy", "mse"],
+                    help="--model's loss (sum)")
     ap.add_argument("--seconds", type=float, default=0.3,
                     help="length of one compute window (0.3 s)")
     ap.add_argument("--rounds", type=int, default=3, help="compute windows per phase (3)")
@@ -398,6 +441,15 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         ap.error("--threads, --repeat, --matmul, --rounds and --seconds must be positive")
     if len(set(a.sizes)) < 2:
         ap.error("--sizes: give at least 2 distinct sizes (a line needs two points)")
+    if a.input and not a.model:
+        ap.error("--input is for --model")
+    if a.model and not a.input:
+        ap.error("--model needs its example inputs (--input SHAPE[:DTYPE], as for run)")
+    from .__main__ import _parse_input
+    try:
+        a.input = [_parse_input(x) for x in a.input]
+    except argparse.ArgumentTypeError as e:
+        ap.error(str(e))
     return a
 
 
@@ -454,9 +506,15 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         gathered = [None] * world
         dist.all_gather_object(gathered, host_mine)
         host_rows = [r for g in gathered for r in g]
-    _log(me, "compute: %dx%d fp32 matmuls, %g s windows, %d round(s), each rank alone then all "
-         "at once" % (a.matmul, a.matmul, a.seconds, a.rounds))
-    alone, together = measure_compute(me, world, a.matmul, a.seconds, a.rounds, dev, a.timeout)
+    if a.model:
+        probe = "training steps/s of %s, every op on one device" % a.model
+        window = model_probe(a.model, a.input, a.loss, dev)
+    else:
+        probe = "GFLOP/s of %dx%d fp32 matmuls" % (a.matmul, a.matmul)
+        window = lambda sec: _matmul_window(a.matmul, sec, dev)  # noqa: E731
+    _log(me, "compute: %s, %g s windows, %d round(s), each rank alone then all at once"
+         % (probe, a.seconds, a.rounds))
+    alone, together = measure_compute(me, world, window, a.seconds, a.rounds, a.timeout)
     tiny = tiny_op_us(dev)
     perf: List[Optional[tuple]] = [None] * world
     dist.all_gather_object(perf, (alone, together, tiny))
@@ -475,10 +533,11 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         doc["calibration"] = {
             "tool": "opplace.torch calibrate", "threads": a.threads, "sizes": list(a.sizes),
             "repeat": a.repeat, "matmul_n": a.matmul, "window_s": a.seconds,
+            "compute_probe": probe,
             "rounds": a.rounds, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "fits": [dict(src=l["src"], dst=l["dst"], **l["fit"]) for l in links],
-            "compute_gflops": [{"device": n, "host": r["host"], "alone": r["alone"],
-                                "all": r["all"]} for n, r in zip(names, infos)],
+            "compute": [{"device": n, "host": r["host"], "alone": r["alone"],
+                         "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
             "host": {"clock": "thread" if spare else "process", "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
@@ -521,9 +580,8 @@ def _report(doc: dict, path: str) -> None:
             print("  %-16s %10.2f %14.4g %10.2f %14.4g" % (
                 "%s->%s" % (l["src"], l["dst"]), l.get("send_us", 0), l.get("send_us_per_byte", 0),
                 l.get("recv_us", 0), l.get("recv_us_per_byte", 0)))
-    print("compute (GFLOP/s of %dx%d fp32 matmul, %d thread(s)):" % (
-        cal["matmul_n"], cal["matmul_n"], cal["threads"]))
-    for c in cal["compute_gflops"]:
+    print("compute (%s, %d thread(s)):" % (cal["compute_probe"], cal["threads"]))
+    for c in cal["compute"]:
         print("  %-8s alone %8.2f   all at once %8.2f   (%.2f)" % (
             c["device"], c["alone"], c["all"], c["all"] / c["alone"]))
     print("per-op issue cost (1-element add from Python): %s" % ", ".join(
