@@ -1,6 +1,6 @@
 /*
- * features.c - what SGDP's policy sees of a placement problem (papers/
- * sgdp.txt, "Graph Embedding Network": nodes are "the concatenation of
+ * features.c - what SGDP's policy sees of a placement problem (the SGDP
+ * paper, "Graph Embedding Network": nodes are "the concatenation of
  * their meta features (e.g., operation type, output shape, adjacent node
  * ids)").
  *

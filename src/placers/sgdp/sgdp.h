@@ -20,9 +20,10 @@
  *                    and the policy acts through calibrated proposals (a
  *                    fixed number of moves off its input per sample, the
  *                    policy ranking which), as zero-shot placement does
- *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
- *                    policy sees as input and is first cloned to, and
- *                    decision units (fused ops split by the reference)
+ *   sgdp_warm.c      beyond the paper: the policy's view of a heuristic
+ *                    reference placement (learn/reference.h), which it sees
+ *                    as input and is first cloned to, and of the decision
+ *                    units (fused ops split by the reference)
  *   sgdp_search.c    beyond the paper: the zero-shot policy-guided search, a
  *                    steepest descent over the single moves the policy
  *                    ranks highest, its incumbent fed back as the input
@@ -47,9 +48,9 @@
  *   placement_net.c the placement network (Transformer-XL)
  *   sgdp_policy.c   the end-to-end policy; sgdp_internal.h its halves
  *   sgdp_train.c    PPO training on simulated step times
- *   sgdp_warm.c     reference placement and decision units (beyond the paper)
+ *   sgdp_warm.c     reference features and decision units (beyond the paper)
  *   sgdp_search.c   policy-guided zero-shot search (beyond the paper)
- * Shared learning pieces: src/learn/ (ppo.c, rollout_common.c).
+ * Shared learning pieces: src/learn/ (learn.h).
  */
 #ifndef OPPLACE_SGDP_H
 #define OPPLACE_SGDP_H
@@ -57,6 +58,7 @@
 #include <stdint.h>
 
 #include "learn/learn.h"
+#include "learn/reference.h"
 #include "nn/nn.h"
 #include "opplace/placement.h"
 #include "opplace/placer.h"
@@ -100,44 +102,15 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
 void sgdp_graph_destroy(sgdp_graph *sg);
 
 /* ------------------------------------------ reference and units (sgdp_warm.c)
- * BEYOND THE PAPER (sgdp_warm.c explains why): a reference placement from
- * fast heuristics, and decision units = fusion groups split by the
- * reference's devices, so PPO explores around a sensible placement. */
+ * Beyond the paper: a reference placement from fast heuristics and
+ * decision units split by it (learn/reference.h builds both), so PPO
+ * explores around a sensible placement. */
 
 /* What the placer and `opplace train` use unless told otherwise. */
 #define SGDP_DEFAULT_HEURISTICS "expert,metis,m-topo,single"
-#define SGDP_DEFAULT_UNITS 256
 /* decisions moved per sample by the calibrated acting policy (batch
  * training and zero-shot; sgdp_train_config.proposal_moves) */
 #define SGDP_DEFAULT_MOVES 2.0
-
-typedef struct sgdp_reference_info {
-    char name[32];       /* the heuristic that won */
-    double step_time_us; /* its simulated step time */
-    int oom;
-} sgdp_reference_info;
-
-/* The best of the comma-separated placers in heuristics (e.g.
- * "expert,metis,m-topo,single"), run with best effort; placers that fail
- * on this graph are skipped.  out must be initialised for p. */
-op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
-                         op_placement *out, sgdp_reference_info *info, op_error *err);
-
-/* unit_of[op] in 0..*n_units-1: about `target` Celeritas fusion groups
- * (target <= 0 or >= n: one unit per op), each split by ref's device (ref
- * may be NULL), merged with colocation groups; a unit whose members share
- * no eligible device falls back to its colocation group. */
-op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
-                           int *unit_of, int *n_units, op_error *err);
-
-/* Per unit u of unit_of: its leader *lead[u], the member first in
- * topological order (an op id), and (*um)[u * D + d], whether every member
- * may use device d (the AND of their rows of mask, D entries per row; rows
- * indexed by op id, or by topological position when by_topo).  Shared by
- * SGDP and Trinity, which make a unit one decision; the caller frees both. */
-op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
-                            const unsigned char *mask, int D, int by_topo, int **lead,
-                            unsigned char **um, op_error *err);
 
 /* Fill the reference features (the last SGDP_REF_FEATURES columns) and
  * sg->ref_dev from ref_row[t], the reference's device of row t (or -1).
@@ -372,8 +345,11 @@ typedef struct sgdp_best {
     int oom;
 } sgdp_best;
 sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i);
+/* Does problem i's best-seen placement fit and reach the problem's proven
+ * bound (op_problem_at_bound)?  Training and the search stop there. */
+int sgdp_trainer_proven(const sgdp_trainer *t, int i);
 /* The reference placement of problem i (NULL without heuristics). */
-const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i);
+const learn_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i);
 
 typedef struct sgdp_train_stats {
     long iterations, rollouts; /* rollouts of all MPI ranks together */

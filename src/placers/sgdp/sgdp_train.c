@@ -148,7 +148,7 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
     if (st)
         return st;
     int *unit_of = NULL, n_units = 0;
-    if ((st = sgdp_reference(p, cfg->heuristics, cfg->seed, &ref, &tk->ref, err)))
+    if ((st = learn_reference(p, cfg->heuristics, cfg->seed, "sgdp", &ref, &tk->ref, err)))
         goto done;
     if (!(tk->ref_row = op_malloc((size_t)p->n * sizeof *tk->ref_row, err)) ||
         !(unit_of = op_malloc((size_t)p->n * sizeof *unit_of, err))) {
@@ -163,7 +163,7 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
         goto done;
     }
     if (cfg->unit_target > 0 &&
-        (!(st = sgdp_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
+        (!(st = learn_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
         st = sgdp_graph_set_units(&tk->sg, unit_of, n_units, err);
     if (!st)
         st = task_timing(tk, err);
@@ -1131,6 +1131,21 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
     return st;
 }
 
+int sgdp_trainer_proven(const sgdp_trainer *t, int i)
+{
+    const task *tk = &t->tasks[i];
+    return tk->have_best && op_problem_at_bound(tk->p, tk->best_time, tk->best_oom);
+}
+
+/* Every problem's best-seen placement is proven optimal: training is done. */
+static int all_proven(const sgdp_trainer *t)
+{
+    for (int i = 0; i < t->n_tasks; i++)
+        if (!sgdp_trainer_proven(t, i))
+            return 0;
+    return 1;
+}
+
 op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
 {
     if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
@@ -1141,7 +1156,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     int need_clone = 0;
     for (int i = 0; i < t->n_tasks; i++)
         need_clone |= t->cfg.warm_start && t->tasks[i].have_ref && !t->tasks[i].cloned;
-    if (need_clone) {
+    if (need_clone && !all_proven(t)) {
         double frac = t->cfg.clone_fraction > 0 ? t->cfg.clone_fraction : 1.0;
         double until = t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0;
         if (t->cfg.deadline > 0) {
@@ -1151,7 +1166,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         st = warm_start(t, until, err);
     }
     double last = 0.0; /* the last iteration's duration */
-    while (!st) {
+    while (!st && !all_proven(t)) { /* done when proven */
         long done = t->stats.iterations - start_iter;
         /* the deadline as a budget from t0, less the next iteration and
          * what follows (rank 0's value is broadcast) */
@@ -1211,7 +1226,7 @@ sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i)
                        .step_time_us = tk->best_time, .oom = tk->best_oom};
 }
 
-const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
+const learn_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
 {
     return t->tasks[i].have_ref ? &t->tasks[i].ref : NULL;
 }
