@@ -56,6 +56,7 @@ Test(learn, sgdp_training_stops_at_the_proven_bound)
     tc.threads = 1;
     tc.heuristics = "single";
     tc.warm_start = 1;
+    tc.stop_at_bound = 1;
     const op_problem *probs[1] = {&tp.p};
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
     cr_assert_not_null(t, "%s", err.msg);
@@ -81,6 +82,7 @@ Test(learn, trinity_training_stops_at_the_proven_bound)
     tc.samples = 4;
     tc.threads = 1;
     tc.heuristics = "single";
+    tc.stop_at_bound = 1;
     const op_problem *probs[1] = {&tp.p};
     trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, &err);
     cr_assert_not_null(t, "%s", err.msg);

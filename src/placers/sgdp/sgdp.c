@@ -119,6 +119,7 @@ static sgdp_train_config train_config(const op_place_ctx *ctx, const sgdp_opts *
     tc.ppo.entropy_coef = lo->entropy;
     tc.progress = ctx;
     tc.deadline = ctx->deadline; /* the command's: every stage obeys it */
+    tc.stop_at_bound = 1;        /* done when proven */
     /* after training: the search below, greedy + samples rollouts, about
      * an iteration's (--paper: the greedy one alone) */
     tc.reserve_iterations = lo->paper ? 1.0 / (double)(lo->samples + 1) : 1.0;

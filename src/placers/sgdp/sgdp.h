@@ -278,6 +278,10 @@ typedef struct sgdp_train_config {
                                sgdp_trainer_evaluate; <= 0: the policy mixed
                                with the exploration floor, as SGDP-one trains;
                                2 */
+    int stop_at_bound;    /* training ends once every problem's best placement is
+                             proven optimal (sgdp_trainer_proven): the placer's
+                             goal is the placement; 0 (training for the policy's
+                             sake, `opplace train`): the iterations or budget */
     int moving_baseline;  /* plain policy: advantages against the moving-average
                              baseline (ppo_baseline) instead of the batch mean; 0:
                              the batch mean (a lagging baseline made every sample

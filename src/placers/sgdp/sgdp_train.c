@@ -1137,9 +1137,12 @@ int sgdp_trainer_proven(const sgdp_trainer *t, int i)
     return tk->have_best && op_problem_at_bound(tk->p, tk->best_time, tk->best_oom);
 }
 
-/* Every problem's best-seen placement is proven optimal: training is done. */
-static int all_proven(const sgdp_trainer *t)
+/* Training stops at the proven bound (cfg.stop_at_bound) and every
+ * problem's best-seen placement reaches it. */
+static int done_when_proven(const sgdp_trainer *t)
 {
+    if (!t->cfg.stop_at_bound)
+        return 0;
     for (int i = 0; i < t->n_tasks; i++)
         if (!sgdp_trainer_proven(t, i))
             return 0;
@@ -1156,7 +1159,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     int need_clone = 0;
     for (int i = 0; i < t->n_tasks; i++)
         need_clone |= t->cfg.warm_start && t->tasks[i].have_ref && !t->tasks[i].cloned;
-    if (need_clone && !all_proven(t)) {
+    if (need_clone && !done_when_proven(t)) {
         double frac = t->cfg.clone_fraction > 0 ? t->cfg.clone_fraction : 1.0;
         double until = t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0;
         if (t->cfg.deadline > 0) {
@@ -1166,7 +1169,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         st = warm_start(t, until, err);
     }
     double last = 0.0; /* the last iteration's duration */
-    while (!st && !all_proven(t)) { /* done when proven */
+    while (!st && !done_when_proven(t)) {
         long done = t->stats.iterations - start_iter;
         /* the deadline as a budget from t0, less the next iteration and
          * what follows (rank 0's value is broadcast) */

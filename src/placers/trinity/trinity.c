@@ -135,6 +135,7 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
     tc.seed = ctx->seed;
     tc.n2v.seed = ctx->seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
+    tc.stop_at_bound = 1; /* done when proven */
     learn_train_limits(ctx, &s->lo, &tc.iterations, &tc.budget_seconds);
     return tc;
 }

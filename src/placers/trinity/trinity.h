@@ -322,6 +322,10 @@ typedef struct trinity_train_config {
     trinity_reward_config reward;
     node2vec_config n2v;
     const op_place_ctx *progress; /* op_progress lines; may be NULL */
+    int stop_at_bound;     /* training ends once every problem's best placement is
+                              proven optimal (trinity_trainer_proven): the placer's
+                              goal is the placement; 0 (training for the policy's
+                              sake, `opplace train`): the iterations or budget */
     int slots;             /* rollout batches per iteration (1), split over MPI ranks:
                               batch b is sampled, simulated and backpropagated by rank
                               b mod size; same seed and iterations give the same

@@ -1017,9 +1017,12 @@ int trinity_trainer_proven(const trinity_trainer *t, int i)
     return tk->have_best && op_problem_at_bound(tk->p, tk->best_m.step_us, tk->best_m.oom);
 }
 
-/* Every problem's best placement is proven optimal: training is done. */
-static int all_proven(const trinity_trainer *t)
+/* Training stops at the proven bound (cfg.stop_at_bound) and every
+ * problem's best placement reaches it. */
+static int done_when_proven(const trinity_trainer *t)
 {
+    if (!t->cfg.stop_at_bound)
+        return 0;
     for (int i = 0; i < t->n_tasks; i++)
         if (!trinity_trainer_proven(t, i))
             return 0;
@@ -1039,7 +1042,7 @@ op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
     long start = t->stats.iterations;
     op_status st = OP_OK;
     double last = 0.0; /* the last iteration's seconds */
-    while (!st && !all_proven(t)) { /* done when proven */
+    while (!st && !done_when_proven(t)) {
         long done = t->stats.iterations - start;
         int stop;
         /* with a deadline, no iteration starts after it, nor one that would
