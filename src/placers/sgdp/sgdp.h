@@ -148,15 +148,15 @@ typedef struct sgdp_config {
 
 sgdp_config sgdp_config_default(void);
 
-/* WHY THE PLAIN POLICY NEEDS TWO CHANGES (bench/RESULTS.md, "Learned placers" has the
- * curves).  Without a reference the devices of a homogeneous cluster are
- * interchangeable, so at a uniform policy every op's expected gradient is
- * exactly zero (E[reward | op v on d] is the same for every d) and the
- * entropy bonus holds the policy there (measured: entropy ln 2 for 60 s on
- * GNMT-2 x 2).  Once the symmetry breaks, the steepest way up is the one
- * direction every op shares, a global preference for one device (fewer
- * cut edges fastest): plain PPO converges to one device (measured: SGDP
- * and Trinity).  So without a reference (sgdp_policy_forward):
+/* THE PLAIN POLICY (no reference; bench/RESULTS.md, "Learned placers",
+ * has the curves and the ablation).  Without a reference the devices of a
+ * homogeneous cluster are interchangeable, so at a uniform policy every
+ * op's expected gradient is exactly zero (E[reward | op v on d] is the
+ * same for every d) and the entropy bonus holds the policy there.  Once
+ * the symmetry breaks, the steepest way up is the one direction every op
+ * shares, a global preference for one device (fewer cut edges fastest), so
+ * plain PPO converges to one device.  So without a reference
+ * (sgdp_policy_forward):
  *   - each device's logits are centred over the graph's deciding ops (the
  *     mean over the rows that decide subtracted from every row, before the
  *     mask; a colocation group's followers copy its first member), which
@@ -165,33 +165,29 @@ sgdp_config sgdp_config_default(void);
  *   - the head's input is standardised over the deciding ops (each hidden
  *     column to mean 0 and deviation 1 over them, a normalisation over the
  *     graph as GraphNorm): the network's last layer varies little between
- *     ops, so centred logits were ~0 and the policy stayed at ln D (GNMT-4
- *     x 4: 150 s at entropy ln 4 at any rate); standardised, the untrained
- *     policy already prefers different devices for different ops.  Over
- *     every op instead of the deciding ones, an export's few group leaders
- *     (forward ops among thousands of backward ops) were outliers with
- *     sharp untrained logits (exported GNMT: entropy 0.28 at the start, a
- *     first update that moved the KL by 5);
+ *     ops, and centred logits of unstandardised inputs are ~0, a policy
+ *     that stays at entropy ln D; standardised, the untrained policy
+ *     already prefers different devices for different ops.  Over the
+ *     deciding ops only, because an export's few group leaders (forward
+ *     ops among thousands of backward ops) would be outliers with sharp
+ *     untrained logits;
  *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
  *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR;
  *   - advantages are taken against the batch's mean reward, not a moving
- *     average (sgdp_train_config.moving_baseline): the lagging average
- *     made the samples of an improving policy all look good, and the
- *     policy converged prematurely (GNMT-4 x 4, seed 3: entropy 0.3 and
- *     161 ms after 20 iterations; with the batch mean 0.54 and 134 ms after
- *     60; bench/RESULTS.md, learned placers).
+ *     average (sgdp_train_config.moving_baseline): a lagging average makes
+ *     the samples of an improving policy all look good, and the policy
+ *     converges prematurely.
  * These are beyond the paper's text (which names neither), and --paper
- * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
- * the ablation).  Their cost: a centred policy cannot prefer one device for
- * every op, so its greedy placement always splits the graph, a handicap
- * where one device is best (measured on an exported Transformer). */
+ * uses them: they are how its policy learns here.  Their cost: a centred
+ * policy cannot prefer one device for every op, so its greedy placement
+ * always splits the graph, a handicap where one device is best. */
 #define SGDP_PLAIN_HEAD_INIT 1.0
 #define SGDP_PLAIN_ENTROPY 0.0
 /* Adam's step does not depend on the loss's scale, so the paper's rate
- * (Table 4: 0.5) is not the 3e-3 of a mean-over-ops loss; measured on two
- * mirror-image chains (tests/test_sgdp.c): the plain policy's greedy
- * placement is optimal after 80 iterations at 1e-2 or more, not at 3e-3
- * (it needs ~300 there). */
+ * (Table 4: 0.5) is not the 3e-3 of a mean-over-ops loss: on two
+ * mirror-image chains (tests/test_sgdp.c) the plain policy's greedy
+ * placement is optimal after 80 iterations at 1e-2 or more, at 3e-3 after
+ * ~300. */
 #define SGDP_PLAIN_LR 3e-2
 op_status sgdp_config_check(const sgdp_config *cfg, op_error *err);
 
