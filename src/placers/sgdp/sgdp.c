@@ -184,8 +184,8 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
                     s->lo.heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
                     op_seconds_left(ctx));
     run r = {s, pol, t};
-    learn_stages stages = {&r, stage_train, stage_search, stage_save, stage_proven};
-    op_status st = learn_lifecycle(&s->lo, &stages, err);
+    learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
+    op_status st = learn_lifecycle(&s->lo, &ls, err);
     if (!st) {
         sgdp_best b = sgdp_trainer_best(t, 0);
         memcpy(out->device_of, b.placement->device_of, (size_t)ctx->p->n * sizeof(int));

@@ -88,11 +88,6 @@
 #include "placers/trinity/trinity.h"
 #include "placers/placer_util.h"
 
-static op_status read_opts(op_options *o, trinity_options *s, op_error *err)
-{
-    return trinity_options_read(o, 1, s, err);
-}
-
 static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_options *s,
                                    op_error *err)
 {
@@ -283,8 +278,8 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_options 
     if (!t)
         return err && err->code ? err->code : OP_ENOMEM;
     run r = {ctx, s, &sg, pol, t};
-    learn_stages stages = {&r, stage_train, stage_search, stage_save, stage_proven};
-    op_status st = learn_lifecycle(&s->lo, &stages, err);
+    learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
+    op_status st = learn_lifecycle(&s->lo, &ls, err);
     trinity_metrics fm;
     if (!st)
         st = final_choice(ctx, s, t, &sg, out, &fm, err);
@@ -298,7 +293,7 @@ static op_status train_and_place(const op_place_ctx *ctx, const trinity_options 
     return st;
 }
 
-/* What read_opts reads. */
+/* What trinity_options_read reads for the placer. */
 static const op_opt_decl TRINITY_OPTIONS[] = {
     LEARN_OPTION_DECLS("the paper's method with the RL fixes (none of the additions)", NULL),
     {"max-devices", OP_OPT_INT, 1, 1024, NULL, NULL, "devices the policy can address"},
@@ -318,7 +313,7 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
 static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
     trinity_options s;
-    op_status st = read_opts(ctx->opts, &s, err);
+    op_status st = trinity_options_read(ctx->opts, 1, &s, err);
     if (st)
         return st;
     trinity_policy *pol = make_policy(ctx, &s, err);
