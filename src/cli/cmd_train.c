@@ -132,10 +132,10 @@ static void sgdp_print(const train_inputs *in, const sgdp_trainer *t)
                bst.oom ? "  OOM" : "");
     }
     for (int i = 0; i < in->n; i++) {
-        const learn_reference_info *ref = sgdp_trainer_reference(t, i);
+        const op_portfolio_winner *ref = sgdp_trainer_reference(t, i);
         if (ref)
             printf("reference    %s: %s %s%s\n", in->graphs[i]->name, ref->name,
-                   cli_time(a, sizeof a, ref->step_time_us), ref->oom ? "  OOM" : "");
+                   cli_time(a, sizeof a, ref->step), ref->oom ? "  OOM" : "");
     }
     sgdp_train_stats s = sgdp_trainer_stats(t);
     double ppo_s = s.seconds - s.clone_seconds;

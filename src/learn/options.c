@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "learn/reference.h"
+#include "learn/units.h"
 
 static op_status refuse_beyond(op_options *o, const learn_option_defaults *d, op_error *err)
 {

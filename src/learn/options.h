@@ -15,7 +15,7 @@
  *   --threads T         simulation threads (0: one per core)
  *   --epochs E          PPO passes over each batch
  *   --lr, --entropy     Adam's rate and the entropy bonus
- *   --heuristics LIST   the reference placers (learn/reference.h); none
+ *   --heuristics LIST   the reference placers (op_portfolio_best); none
  *   --units N           decision units built from the reference (0: per op)
  */
 #ifndef OPPLACE_LEARN_OPTIONS_H

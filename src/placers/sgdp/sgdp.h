@@ -21,9 +21,9 @@
  *                    fixed number of moves off its input per sample, the
  *                    policy ranking which), as zero-shot placement does
  *   sgdp_warm.c      beyond the paper: the policy's view of a heuristic
- *                    reference placement (learn/reference.h), which it sees
+ *                    reference placement, which it sees
  *                    as input and is first cloned to, and of the decision
- *                    units (fused ops split by the reference)
+ *                    units (fused ops split by the reference, learn/units.h)
  *   sgdp_search.c    beyond the paper: the zero-shot policy-guided search, a
  *                    steepest descent over the single moves the policy
  *                    ranks highest, its incumbent fed back as the input
@@ -58,7 +58,7 @@
 #include <stdint.h>
 
 #include "learn/learn.h"
-#include "learn/reference.h"
+#include "learn/units.h"
 #include "nn/nn.h"
 #include "opplace/placement.h"
 #include "opplace/placer.h"
@@ -102,9 +102,9 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
 void sgdp_graph_destroy(sgdp_graph *sg);
 
 /* ------------------------------------------ reference and units (sgdp_warm.c)
- * Beyond the paper: a reference placement from fast heuristics and
- * decision units split by it (learn/reference.h builds both), so PPO
- * explores around a sensible placement. */
+ * Beyond the paper: a reference placement, the best of fast heuristics
+ * (op_portfolio_best), and decision units split by it (learn/units.h), so
+ * PPO explores around a sensible placement. */
 
 /* What the placer and `opplace train` use unless told otherwise. */
 #define SGDP_DEFAULT_HEURISTICS "expert,metis,m-topo,single"
@@ -349,7 +349,7 @@ sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i);
  * bound (op_problem_at_bound)?  Training and the search stop there. */
 int sgdp_trainer_proven(const sgdp_trainer *t, int i);
 /* The reference placement of problem i (NULL without heuristics). */
-const learn_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i);
+const op_portfolio_winner *sgdp_trainer_reference(const sgdp_trainer *t, int i);
 
 typedef struct sgdp_train_stats {
     long iterations, rollouts; /* rollouts of all MPI ranks together */

@@ -148,7 +148,9 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
     if (st)
         return st;
     int *unit_of = NULL, n_units = 0;
-    if ((st = learn_reference(p, cfg->heuristics, cfg->seed, "sgdp", &ref, &tk->ref, err)))
+    /* the policy places ops only: the heuristics judged by their devices */
+    op_place_ctx hctx = {.p = p, .seed = cfg->seed};
+    if ((st = op_portfolio_best(&hctx, cfg->heuristics, 1, "sgdp", &ref, &tk->ref, err)))
         goto done;
     if (!(tk->ref_row = op_malloc((size_t)p->n * sizeof *tk->ref_row, err)) ||
         !(unit_of = op_malloc((size_t)p->n * sizeof *unit_of, err))) {
@@ -170,14 +172,14 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
     memcpy(tk->heur_row, tk->ref_row, (size_t)p->n * sizeof *tk->heur_row);
     sgdp_graph_set_reference(&tk->sg, tk->ref_row); /* after the units: unit cut shares */
     tk->follow_best = 1;
-    tk->input_time = tk->ref.step_time_us;
+    tk->input_time = tk->ref.step;
     tk->input_oom = tk->ref.oom;
     if (!st && cfg->warm_start) {
         if ((st = op_placement_init(&tk->best, p->n, p->nd, err)))
             goto done;
         memcpy(tk->best.device_of, ref.device_of, (size_t)p->n * sizeof(int));
         tk->have_best = 1;
-        tk->best_time = tk->ref.step_time_us;
+        tk->best_time = tk->ref.step;
         tk->best_oom = tk->ref.oom;
     }
 done:
@@ -1125,7 +1127,7 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
         op_progress(t->cfg.progress,
                     "sgdp: cloned the reference (%s, %.1f us, %d decisions, eps %.4f) in %ld "
                     "steps, %.1f s",
-                    t->tasks[0].ref.name, t->tasks[0].ref.step_time_us, u,
+                    t->tasks[0].ref.name, t->tasks[0].ref.step, u,
                     clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0);
     }
     return st;
@@ -1229,7 +1231,7 @@ sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i)
                        .step_time_us = tk->best_time, .oom = tk->best_oom};
 }
 
-const learn_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
+const op_portfolio_winner *sgdp_trainer_reference(const sgdp_trainer *t, int i)
 {
     return t->tasks[i].have_ref ? &t->tasks[i].ref : NULL;
 }

@@ -1,6 +1,6 @@
 /*
  * sgdp_warm.c - what SGDP's policy sees of the reference placement and its
- * decision units (learn/reference.h builds both): each unit made one
+ * decision units (learn/units.h): each unit made one
  * decision (sgdp_graph_set_units), and the reference features of each row
  * (sgdp_graph_set_reference: the reference's device, the unit's cut share,
  * its device's load, its work and its queueing delay).  Neither is in the
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "learn/reference.h"
+#include "learn/units.h"
 #include "placers/sgdp/sgdp.h"
 
 op_status sgdp_graph_set_units(sgdp_graph *sg, const int *unit_of, int n_units, op_error *err)

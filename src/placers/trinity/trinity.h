@@ -333,7 +333,7 @@ typedef struct trinity_train_config {
     /* BEYOND THE PAPER (trinity_warm.c); the defaults here are the paper's,
      * the placer and `opplace train trinity` turn them on. */
     const char *heuristics; /* reference placement: the best of these placers
-                               (learn_reference); NULL: none */
+                               (op_portfolio_best); NULL: none */
     int unit_target;        /* > 0 (with heuristics): decide per unit, about this many */
     int comm_from_reference, mem_from_reference; /* tolerance C^ (M^) := the reference's
                               peak communication (memory) instead of reward.max_* */

@@ -8,7 +8,7 @@
  * Three changes centre the search on a good placement:
  *
  *   1. a reference placement: the best of a list of fast heuristics
- *      (TRINITY_DEFAULT_HEURISTICS = expert; learn_reference), judged by
+ *      (TRINITY_DEFAULT_HEURISTICS = expert; op_portfolio_best), judged by
  *      its devices alone;
  *   2. priors centred on it (trinity_graph_set_reference): the G groups
  *      are cut into one block per device, sized by the reference's work on
@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "learn/reference.h"
+#include "learn/units.h"
 #include "placers/trinity/trinity_internal.h"
 
 /* Leaders per unit (its first op in topological order) and the members'
@@ -97,8 +97,9 @@ op_status trinity_reference_place(const op_problem *p, const char *heuristics, u
     op_status st = op_placement_init(&pl, p->n, p->nd, err);
     if (st)
         return st;
-    learn_reference_info info;
-    st = learn_reference(p, heuristics, seed, "trinity", &pl, &info, err);
+    op_place_ctx ctx = {.p = p, .seed = seed}; /* judged by their devices alone */
+    op_portfolio_winner info;
+    st = op_portfolio_best(&ctx, heuristics, 1, "trinity", &pl, &info, err);
     if (!st) {
         memcpy(device_of, pl.device_of, sizeof(int) * (size_t)p->n);
         snprintf(name, name_len, "%s", info.name);

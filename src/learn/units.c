@@ -1,34 +1,13 @@
 /*
- * reference.c - the reference placement and the decision units of the
- * learned placers (learn/reference.h).
+ * units.c - the decision units of the learned placers (learn/units.h).
  */
-#include "learn/reference.h"
+#include "learn/units.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "coarsen/coarsen.h"
-#include "opplace/placer.h"
-
-op_status learn_reference(const op_problem *p, const char *heuristics, uint64_t seed,
-                          const char *who, op_placement *out, learn_reference_info *info,
-                          op_error *err)
-{
-    /* the policy places ops only: judge the heuristics' devices alone */
-    op_place_ctx ctx = {.p = p, .seed = seed};
-    op_portfolio_winner w;
-    op_status st = op_portfolio_best(&ctx, heuristics, 1, who, out, &w, err);
-    memset(info, 0, sizeof *info);
-    if (!st) {
-        snprintf(info->name, sizeof info->name, "%s", w.name);
-        info->step_time_us = w.step;
-        info->oom = w.oom;
-    }
-    return st;
-}
-
-/* ------------------------------------------------------------- units */
 
 static int find_root(int *parent, int x)
 {
