@@ -307,7 +307,8 @@ typedef struct trinity_train_config {
     uint64_t seed;
     int ema_period;        /* N of eq. 15 (9: decay 0.8) */
     int marginal;          /* the partition's PPO ratio per op over the device its group was
-                              mapped to, its group marginalised (trinity_train.c; --paper keeps it) */
+                              mapped to, its group marginalised (trinity_train.c; --paper
+                              keeps it) */
     double structure_init; /* > 0: before PPO, fit the partition network to k-means groups of
                               its Node2vec inputs until an op's group has this mean
                               probability (trinity_train.c; --paper keeps it); 0: off */

@@ -134,8 +134,6 @@ static op_status structure_features(trinity_graph *tg, const node2vec_config *n2
     return st;
 }
 
-/* Leaders (first member of a colocation group in topological order),
- * allowed devices and repair devices. */
 /* Per op: the op whose group it copies, its allowed devices and its repair
  * device (learn/features.h: colocation). */
 static op_status decisions_and_masks(trinity_graph *tg, op_error *err)
