@@ -15,7 +15,9 @@
  *           every search stops at), OP_EINFEASIBLE when it does not fit.
  *
  * Training and search stop as soon as their incumbent reaches the proven
- * bound (done when proven): nothing that fits is faster.
+ * bound (done when proven; the trainers' stop_at_bound, which the placers
+ * set and `opplace train`, training for the policy's sake, does not):
+ * nothing that fits is faster.
  */
 #ifndef OPPLACE_LEARN_LIFECYCLE_H
 #define OPPLACE_LEARN_LIFECYCLE_H
