@@ -568,17 +568,19 @@ Test(sgdp, reference_is_the_best_heuristic_and_units_can_express_it)
     op_error err = {0};
     op_placement ref;
     op_placement_init(&ref, p->n, p->nd, &err);
-    sgdp_reference_info info;
-    cr_assert_eq(sgdp_reference(p, "expert,single,round-robin", 1, &ref, &info, &err), OP_OK,
-                 "%s", err.msg);
+    op_portfolio_winner info;
+    op_place_ctx hctx = {.p = p, .seed = 1};
+    cr_assert_eq(op_portfolio_best(&hctx, "expert,single,round-robin", 1, "sgdp", &ref, &info,
+                                   &err),
+                 OP_OK, "%s", err.msg);
     double best = fmin(simulate_placer(p, "expert"),
                        fmin(simulate_placer(p, "single"), simulate_placer(p, "round-robin")));
-    cr_assert_float_eq(info.step_time_us, best, 1e-9, "%s", info.name);
+    cr_assert_float_eq(info.step, best, 1e-9, "%s", info.name);
     cr_assert_eq(op_problem_check_placement(p, &ref, &err), OP_OK, "%s", err.msg);
-    cr_assert_neq(sgdp_reference(p, "no-such-placer", 1, &ref, &info, &err), OP_OK);
+    cr_assert_neq(op_portfolio_best(&hctx, "no-such-placer", 1, "sgdp", &ref, &info, &err), OP_OK);
 
     int unit_of[16], n_units = 0;
-    cr_assert_eq(sgdp_units_build(p, &ref, 4, unit_of, &n_units, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(learn_units_build(p, &ref, 4, unit_of, &n_units, &err), OP_OK, "%s", err.msg);
     cr_assert(n_units >= 1 && n_units <= p->n);
     cr_assert(unit_of[7] == unit_of[11] && unit_of[11] == unit_of[14]); /* colocated */
     for (int a = 0; a < p->n; a++)
@@ -628,15 +630,15 @@ Test(sgdp, warm_start_never_returns_worse_than_the_reference)
         sgdp_train_config tc = warm_train(3, 2, 1);
         sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
         cr_assert_not_null(t, "%s", err.msg);
-        const sgdp_reference_info *ref = sgdp_trainer_reference(t, 0);
+        const op_portfolio_winner *ref = sgdp_trainer_reference(t, 0);
         cr_assert_not_null(ref);
         double expert = simulate_placer(&tp.p, "expert");
-        cr_assert_leq(ref->step_time_us, expert + 1e-9);
+        cr_assert_leq(ref->step, expert + 1e-9);
         cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg);
         cr_assert_eq(sgdp_trainer_evaluate(t, 0, 4, &err), OP_OK, "%s", err.msg);
         sgdp_best b = sgdp_trainer_best(t, 0);
-        cr_assert_leq(b.step_time_us, ref->step_time_us + 1e-9, "seed %llu: %.1f > %.1f",
-                      (unsigned long long)seed, b.step_time_us, ref->step_time_us);
+        cr_assert_leq(b.step_time_us, ref->step + 1e-9, "seed %llu: %.1f > %.1f",
+                      (unsigned long long)seed, b.step_time_us, ref->step);
         op_sim_result r; /* and it is the simulator's time of the returned placement */
         op_sim_result_init(&r, &tp.p, &err);
         cr_assert_float_eq(tk_simulate(&tp.p, b.placement->device_of, &r), b.step_time_us, 1e-6);
@@ -882,7 +884,7 @@ Test(sgdp, varied_inputs_are_reproducible_and_keep_constraints)
             cr_assert_not_null(bst.placement);
             cr_assert_eq(op_problem_check_placement(probs[i], bst.placement, &err), OP_OK, "%s",
                          err.msg);
-            cr_assert_leq(bst.step_time_us, sgdp_trainer_reference(t, i)->step_time_us + 1e-9);
+            cr_assert_leq(bst.step_time_us, sgdp_trainer_reference(t, i)->step + 1e-9);
         }
         w[threads - 1] = flat_weights(sgdp_policy_params(pol), &total);
         sgdp_trainer_free(t);

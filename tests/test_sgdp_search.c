@@ -64,7 +64,7 @@ static outcome run_search(const op_problem *p, const char *heuristics, int threa
     sgdp_train_config tc = search_train(heuristics, threads, seed);
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
     cr_assert_not_null(t, "%s", err.msg);
-    outcome o = {.ref_time = sgdp_trainer_reference(t, 0)->step_time_us};
+    outcome o = {.ref_time = sgdp_trainer_reference(t, 0)->step};
     cr_assert_eq(sgdp_trainer_search(t, 0, &sc, &err), OP_OK, "%s", err.msg);
     sgdp_best b = sgdp_trainer_best(t, 0);
     cr_assert_not_null(b.placement);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "learn/options.h"
 #include "opplace/io.h"
 #include "core/parallel.h"
 #include "opplace/placer.h"
@@ -71,56 +72,45 @@ typedef op_status (*train_fn)(cli_args *a, train_inputs *in, op_error *err);
 
 /* ----------------------------------------------------------------- sgdp */
 
-/* `opplace train sgdp`'s options.  --paper: the paper's plain PPO (no
- * reference, units or warm start; those options are refused with it).
- * Beyond the paper (src/placers/sgdp/sgdp_warm.c):
- * --heuristics LIST ("none": no reference), --units N, --warm-start 0|1
- * (1 for a new policy); --slots B rollout batches per iteration (shared by MPI ranks). */
+/* `opplace train sgdp`'s options: the learned placers' shared ones
+ * (learn/options.h) and --max-devices, --hidden (a new policy's shape),
+ * --slots B rollout batches per iteration (shared by MPI ranks) and
+ * --warm-start 0|1 (1 for a new policy; beyond the paper, refused with
+ * --paper as --heuristics and --units are). */
 static op_status sgdp_options(cli_args *a, int fresh, sgdp_config *pc,
                               sgdp_train_config *tc, op_error *err)
 {
     static const char *const beyond[] = {"heuristics", "units", "warm-start", NULL};
     op_options *o = a->opts;
-    int paper = op_options_has(o, "paper");
-    for (int i = 0; paper && beyond[i]; i++)
-        if (op_options_has(o, beyond[i]))
-            return op_fail(err, OP_EUSAGE,
-                           "train sgdp: --%s is beyond the paper; drop it or drop --paper",
-                           beyond[i]);
-    long samples, threads, epochs, maxd, hidden, slots, units = 0, warm = 0;
+    learn_option_defaults ld = {.who = "train sgdp", .beyond = beyond,
+                                .heuristics = SGDP_DEFAULT_HEURISTICS,
+                                .samples = tc->samples, .epochs = tc->ppo.epochs};
+    learn_options lo;
+    long maxd, hidden, slots, warm = 0;
     op_status st;
-    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
-        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
-        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
-        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
-        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
-                                &tc->ppo.entropy_coef, err)) ||
+    if ((st = learn_options_read(o, &ld, 0, &lo, err)) ||
         (st = op_options_int(o, "max-devices", pc->max_devices, 1, 1024, &maxd, err)) ||
         (st = op_options_int(o, "hidden", pc->hidden, 4, 4096, &hidden, err)) ||
         (st = op_options_int(o, "slots", tc->slots, 1, 64, &slots, err)))
         return st;
-    const char *h = paper ? "none" : op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
-    if (!paper &&
-        ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &units, err)) ||
-         (st = op_options_int(o, "warm-start", fresh, 0, 1, &warm, err))))
+    if (!lo.paper && (st = op_options_int(o, "warm-start", fresh, 0, 1, &warm, err)))
         return st;
-    tc->samples = (int)samples;
-    tc->threads = (int)threads;
-    tc->ppo.epochs = (int)epochs;
+    tc->samples = (int)lo.samples;
+    tc->threads = (int)lo.threads;
+    tc->ppo.epochs = (int)lo.epochs;
     tc->slots = (int)slots;
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
-    tc->heuristics = strcmp(h, "none") ? h : NULL;
-    if (!tc->heuristics) { /* the plain policy (opplace/sgdp.h) */
+    tc->heuristics = lo.heuristics;
+    /* the plain policy without a reference (sgdp.h) */
+    if (!tc->heuristics)
         pc->head_init = SGDP_PLAIN_HEAD_INIT;
-        if (!op_options_has(o, "entropy"))
-            tc->ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
-        if (!op_options_has(o, "lr"))
-            tc->ppo.lr = SGDP_PLAIN_LR;
-    }
-    tc->unit_target = (int)units;
+    tc->ppo.lr = learn_or(lo.lr, tc->heuristics ? tc->ppo.lr : SGDP_PLAIN_LR);
+    tc->ppo.entropy_coef =
+        learn_or(lo.entropy, tc->heuristics ? tc->ppo.entropy_coef : SGDP_PLAIN_ENTROPY);
+    tc->unit_target = (int)lo.units;
     tc->warm_start = tc->heuristics && warm;
-    if (paper)
+    if (lo.paper)
         tc->proposal_moves = 0; /* the policy itself samples */
     return OP_OK;
 }
@@ -142,10 +132,10 @@ static void sgdp_print(const train_inputs *in, const sgdp_trainer *t)
                bst.oom ? "  OOM" : "");
     }
     for (int i = 0; i < in->n; i++) {
-        const sgdp_reference_info *ref = sgdp_trainer_reference(t, i);
+        const op_portfolio_winner *ref = sgdp_trainer_reference(t, i);
         if (ref)
             printf("reference    %s: %s %s%s\n", in->graphs[i]->name, ref->name,
-                   cli_time(a, sizeof a, ref->step_time_us), ref->oom ? "  OOM" : "");
+                   cli_time(a, sizeof a, ref->step), ref->oom ? "  OOM" : "");
     }
     sgdp_train_stats s = sgdp_trainer_stats(t);
     double ppo_s = s.seconds - s.clone_seconds;

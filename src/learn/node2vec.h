@@ -1,7 +1,7 @@
 /*
  * learn/node2vec.h - Node2vec structure embeddings of an op graph (Grover
- * and Leskovec, KDD 2016), the "structure" feature of Trinity (papers/
- * trinity.txt, section 4.1.1, Table 1).
+ * and Leskovec, KDD 2016), the "structure" feature of Trinity (the Trinity
+ * paper, section 4.1.1, Table 1).
  *
  * The graph is viewed undirected (an edge a->b links a and b both ways).
  * From every op, `walks` biased second-order random walks of `length` ops

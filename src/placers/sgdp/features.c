@@ -1,6 +1,6 @@
 /*
- * features.c - what SGDP's policy sees of a placement problem (papers/
- * sgdp.txt, "Graph Embedding Network": nodes are "the concatenation of
+ * features.c - what SGDP's policy sees of a placement problem (the SGDP
+ * paper, "Graph Embedding Network": nodes are "the concatenation of
  * their meta features (e.g., operation type, output shape, adjacent node
  * ids)").
  *
@@ -41,6 +41,7 @@
  * in placers/sgdp/sgdp.h.
  */
 #include "placers/sgdp/sgdp.h"
+#include "learn/features.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -202,30 +203,22 @@ static op_status fill_neighbours(sgdp_graph *sg, int knn, op_error *err)
     return OP_OK;
 }
 
-static void fill_masks(sgdp_graph *sg)
+/* Per row: its device mask and the row whose device it copies
+ * (learn/features.h: colocation). */
+static op_status fill_masks(sgdp_graph *sg, op_error *err)
 {
     const op_problem *p = sg->p;
     const op_graph *g = p->g;
-    for (int t = 0; t < sg->n; t++) {
-        int op = g->topo[t], grp = p->group_of[op];
-        unsigned char *m = sg->mask + (size_t)t * sg->max_devices;
-        sg->leader[t] = -1;
-        for (int d = 0; d < p->nd; d++)
-            m[d] = grp == OP_NONE ? (unsigned char)op_eligible(p, op, d)
-                                  : p->group_ok[(size_t)grp * p->nd + d];
-        if (grp == OP_NONE)
-            continue;
-        int lead = -1;
-        for (int k = p->group_off[grp]; k < p->group_off[grp + 1]; k++) {
-            int row = g->topo_pos[p->group_ops[k]];
-            if (lead < 0 || row < lead)
-                lead = row;
-        }
-        if (lead != t)
-            sg->leader[t] = lead;
-    }
-    for (int t = 0; t < sg->n; t++)
+    int *lead = op_malloc((size_t)sg->n * sizeof *lead, err);
+    op_status st = lead ? learn_coloc_leaders(p, lead, err) : OP_ENOMEM;
+    for (int t = 0; !st && t < sg->n; t++) {
+        int op = g->topo[t];
+        learn_allowed_row(p, op, sg->max_devices, sg->mask + (size_t)t * sg->max_devices);
+        sg->leader[t] = lead[op] < 0 ? -1 : g->topo_pos[lead[op]];
         sg->decides[t] = sg->leader[t] < 0;
+    }
+    free(lead);
+    return st;
 }
 
 op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, int knn,
@@ -259,7 +252,7 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
         sg->wait &&
         !(st = fill_features(sg, err)) &&
         !(st = fill_neighbours(sg, knn, err)))
-        fill_masks(sg);
+        st = fill_masks(sg, err);
     if (st)
         sgdp_graph_destroy(sg);
     return st;

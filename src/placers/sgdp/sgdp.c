@@ -54,18 +54,16 @@
  * weight update; the policy's reference input is the best placement seen
  * so far.
  */
-#include <stdlib.h>
 #include <string.h>
 
+#include "learn/lifecycle.h"
 #include "placers/sgdp/sgdp.h"
 #include "placers/placer_util.h"
 
 typedef struct sgdp_opts {
-    int paper;
-    const char *weights, *save, *heuristics;
+    learn_options lo;   /* the options shared with Trinity (learn/options.h) */
     const char *search; /* "guided" or "sample" */
-    long finetune, iterations, samples, threads, epochs, units, warm, rounds;
-    double lr, entropy;
+    long warm, rounds;
 } sgdp_opts;
 
 /* options that switch on or tune something beyond the paper */
@@ -73,96 +71,109 @@ static const char *const BEYOND[] = {"heuristics", "units", "warm-start", NULL};
 
 static op_status read_opts(op_options *o, sgdp_opts *s, op_error *err)
 {
-    op_status st;
-    s->paper = op_options_has(o, "paper");
-    if (s->paper)
-        for (int i = 0; BEYOND[i]; i++)
-            if (op_options_has(o, BEYOND[i]))
-                return op_fail(err, OP_EUSAGE,
-                               "sgdp: --%s is beyond the paper; drop it or drop --paper",
-                               BEYOND[i]);
-    s->weights = op_options_str(o, "weights", NULL);
-    s->save = op_options_str(o, "save-weights", NULL);
     sgdp_train_config d = sgdp_train_defaults();
-    if ((st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
-        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)) ||
-        (st = op_options_int(o, "samples", d.samples, 1, 4096, &s->samples, err)) ||
-        (st = op_options_int(o, "threads", 0, 0, 64, &s->threads, err)) ||
-        (st = op_options_int(o, "epochs", d.ppo.epochs, 1, 1000, &s->epochs, err)) ||
-        (st = op_options_double(o, "lr", d.ppo.lr, 0, 10, &s->lr, err)) ||
-        (st = op_options_double(o, "entropy", d.ppo.entropy_coef, 0, 100, &s->entropy, err)))
+    learn_option_defaults ld = {.who = "sgdp", .beyond = BEYOND,
+                                .heuristics = SGDP_DEFAULT_HEURISTICS, .samples = d.samples,
+                                .epochs = d.ppo.epochs};
+    learn_options *lo = &s->lo;
+    op_status st = learn_options_read(o, &ld, 1, lo, err);
+    if (st)
         return st;
-    if (s->paper || !strcmp(op_options_str(o, "heuristics", ""), "none")) {
-        /* without a reference (opplace/sgdp.h) */
-        if (!op_options_has(o, "entropy"))
-            s->entropy = SGDP_PLAIN_ENTROPY;
-        if (!op_options_has(o, "lr"))
-            s->lr = SGDP_PLAIN_LR;
-    }
-    if (s->finetune && !s->weights)
-        return op_fail(err, OP_EUSAGE, "sgdp: --finetune needs --weights FILE");
-    if (s->paper) { /* the paper: no reference, one-shot inference after any training */
-        s->heuristics = NULL;
-        s->units = 0;
+    /* without a reference, the plain policy's rate and bonus (sgdp.h) */
+    lo->lr = learn_or(lo->lr, lo->heuristics ? d.ppo.lr : SGDP_PLAIN_LR);
+    lo->entropy = learn_or(lo->entropy, lo->heuristics ? d.ppo.entropy_coef : SGDP_PLAIN_ENTROPY);
+    if (lo->paper) { /* the paper: no reference, one-shot inference after any training */
         s->warm = 0;
         s->search = "sample";
         s->rounds = 1;
         return OP_OK;
     }
-    if ((st = op_options_int(o, "units", SGDP_DEFAULT_UNITS, 0, 100000000, &s->units, err)) ||
-        (st = op_options_int(o, "warm-start", s->weights ? 0 : 1, 0, 1, &s->warm, err)))
-        return st;
     /* with weights, the guided search (SGDP_DEFAULT_SEARCH_ROUNDS rounds);
      * without, the trained policy's greedy placement and one round of samples */
-    s->search = s->weights ? "guided" : "sample";
-    s->rounds = s->weights ? SGDP_DEFAULT_SEARCH_ROUNDS : 1;
-    s->heuristics = op_options_str(o, "heuristics", SGDP_DEFAULT_HEURISTICS);
-    if (!strcmp(s->heuristics, "none"))
-        s->heuristics = NULL;
-    return OP_OK;
+    s->search = lo->weights ? "guided" : "sample";
+    s->rounds = lo->weights ? SGDP_DEFAULT_SEARCH_ROUNDS : 1;
+    return op_options_int(o, "warm-start", lo->weights ? 0 : 1, 0, 1, &s->warm, err);
 }
 
 static sgdp_policy *make_policy(const op_place_ctx *ctx, const sgdp_opts *s, op_error *err)
 {
-    if (s->weights)
-        return sgdp_policy_from_file(s->weights, err);
+    if (s->lo.weights)
+        return sgdp_policy_from_file(s->lo.weights, err);
     sgdp_config cfg = sgdp_config_default();
-    if (!s->heuristics)
-        cfg.head_init = SGDP_PLAIN_HEAD_INIT; /* opplace/sgdp.h */
+    if (!s->lo.heuristics)
+        cfg.head_init = SGDP_PLAIN_HEAD_INIT; /* sgdp.h */
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return sgdp_policy_new(&cfg, ctx->seed, err);
 }
 
+static sgdp_train_config train_config(const op_place_ctx *ctx, const sgdp_opts *s)
+{
+    const learn_options *lo = &s->lo;
+    sgdp_train_config tc = sgdp_train_defaults();
+    tc.samples = (int)lo->samples;
+    tc.threads = (int)lo->threads;
+    tc.seed = ctx->seed;
+    tc.ppo.epochs = (int)lo->epochs;
+    tc.ppo.lr = lo->lr;
+    tc.ppo.entropy_coef = lo->entropy;
+    tc.progress = ctx;
+    tc.deadline = ctx->deadline; /* the command's: every stage obeys it */
+    tc.stop_at_bound = 1;        /* done when proven */
+    /* after training: the search below, greedy + samples rollouts, about
+     * an iteration's (--paper: the greedy one alone) */
+    tc.reserve_iterations = lo->paper ? 1.0 / (double)(lo->samples + 1) : 1.0;
+    tc.heuristics = lo->heuristics;
+    tc.unit_target = (int)lo->units;
+    tc.warm_start = lo->heuristics && s->warm;
+    /* calibrated proposals around the input: zero-shot and fine-tuning */
+    tc.proposal_moves = lo->heuristics && lo->weights ? SGDP_DEFAULT_MOVES : 0;
+    learn_train_limits(ctx, lo, &tc.iterations, &tc.budget_seconds);
+    return tc;
+}
+
+/* The lifecycle's stages (learn/lifecycle.h) on one trainer. */
+typedef struct run {
+    const sgdp_opts *s;
+    sgdp_policy *pol;
+    sgdp_trainer *t;
+} run;
+
+static op_status stage_train(void *self, op_error *err)
+{
+    return sgdp_trainer_run(((run *)self)->t, err);
+}
+
+static op_status stage_search(void *self, op_error *err)
+{
+    const run *r = self;
+    const sgdp_opts *s = r->s;
+    op_status st = OP_OK;
+    if (!strcmp(s->search, "guided")) {
+        sgdp_search_config sc = sgdp_search_defaults();
+        sc.rounds = (int)s->rounds;
+        return sgdp_trainer_search(r->t, 0, &sc, err);
+    }
+    /* the paper's inference: the policy's most likely placement, once */
+    for (long k = 0; !st && k < s->rounds; k++)
+        st = sgdp_trainer_evaluate(r->t, 0, s->lo.paper ? 0 : (int)s->lo.samples, err);
+    return st;
+}
+
+static op_status stage_save(void *self, const char *path, op_error *err)
+{
+    return sgdp_policy_save(((run *)self)->pol, path, err);
+}
+
+static int stage_proven(const void *self)
+{
+    return sgdp_trainer_proven(((const run *)self)->t, 0);
+}
+
 static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sgdp_policy *pol,
                                  op_placement *out, op_error *err)
 {
-    sgdp_train_config tc = sgdp_train_defaults();
-    tc.samples = (int)s->samples;
-    tc.threads = (int)s->threads;
-    tc.seed = ctx->seed;
-    tc.ppo.epochs = (int)s->epochs;
-    tc.ppo.lr = s->lr;
-    tc.ppo.entropy_coef = s->entropy;
-    tc.progress = ctx;
-    tc.deadline = ctx->deadline; /* the command's: every stage obeys it */
-    /* after training: the evaluation below, greedy + samples rollouts, about
-     * an iteration's (--paper: the greedy one alone) */
-    tc.reserve_iterations = s->paper ? 1.0 / (double)(s->samples + 1) : 1.0;
-    tc.heuristics = s->heuristics;
-    tc.unit_target = (int)s->units;
-    tc.warm_start = s->heuristics && s->warm;
-    /* calibrated proposals around the input: zero-shot and fine-tuning */
-    tc.proposal_moves = s->heuristics && s->weights ? SGDP_DEFAULT_MOVES : 0;
-    int training = !s->weights || s->finetune > 0;
-    if (s->weights) {
-        tc.iterations = s->finetune;
-        tc.budget_seconds = ctx->budget_seconds; /* <= 0: no time limit */
-    } else {
-        tc.iterations = s->iterations;
-        tc.budget_seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds
-                                                    : (s->iterations > 0 ? 0 : 60);
-    }
+    sgdp_train_config tc = train_config(ctx, s);
     const op_problem *probs[1] = {ctx->p};
     double t0 = op_seconds_now();
     sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, err);
@@ -170,30 +181,15 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
         return err && err->code ? err->code : OP_ENOMEM;
     if (ctx->deadline > 0)
         op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
-                    s->heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
+                    s->lo.heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
                     op_seconds_left(ctx));
-    op_status st = OP_OK;
-    if (training)
-        st = sgdp_trainer_run(t, err);
-    if (!strcmp(s->search, "guided")) {
-        sgdp_search_config sc = sgdp_search_defaults();
-        sc.rounds = (int)s->rounds;
-        if (!st)
-            st = sgdp_trainer_search(t, 0, &sc, err);
-    } else {
-        /* the paper's inference: the policy's most likely placement, once */
-        for (long r = 0; !st && r < s->rounds; r++)
-            st = sgdp_trainer_evaluate(t, 0, s->paper ? 0 : (int)s->samples, err);
-    }
-    if (!st && training && s->save)
-        st = sgdp_policy_save(pol, s->save, err);
+    run r = {s, pol, t};
+    learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
+    op_status st = learn_lifecycle(&s->lo, &ls, err);
     if (!st) {
         sgdp_best b = sgdp_trainer_best(t, 0);
         memcpy(out->device_of, b.placement->device_of, (size_t)ctx->p->n * sizeof(int));
-        if (b.oom && !ctx->best_effort)
-            st = op_fail(err, OP_EINFEASIBLE,
-                         "sgdp: the best placement found runs out of memory "
-                         "(train longer, or pass --best-effort)");
+        st = learn_result(ctx, "sgdp", b.step_time_us, b.oom, err);
     }
     sgdp_trainer_free(t);
     return st;
@@ -215,20 +211,8 @@ static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error
 
 /* What read_opts reads. */
 static const op_opt_decl SGDP_OPTIONS[] = {
-    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL, "exactly the paper's method (none of the additions)"},
-    {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
-    {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
-    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL,
-     "training iterations on this graph from --weights"},
-    {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
-    {"samples", OP_OPT_INT, 1, 4096, "32", NULL, "placements sampled per iteration"},
-    {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
-    {"epochs", OP_OPT_INT, 1, 1000, NULL, NULL, "PPO epochs per iteration"},
-    {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
-    {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
-    {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
+    LEARN_OPTION_DECLS("exactly the paper's method (none of the additions)", "32"),
     {"warm-start", OP_OPT_INT, 0, 1, NULL, NULL, "imitate the heuristics first"},
-    {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
     {NULL, 0, 0, 0, NULL, NULL, NULL},
 };
 

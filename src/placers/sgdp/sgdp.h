@@ -20,9 +20,10 @@
  *                    and the policy acts through calibrated proposals (a
  *                    fixed number of moves off its input per sample, the
  *                    policy ranking which), as zero-shot placement does
- *   sgdp_warm.c      beyond the paper: a heuristic reference placement the
- *                    policy sees as input and is first cloned to, and
- *                    decision units (fused ops split by the reference)
+ *   sgdp_warm.c      beyond the paper: the policy's view of a heuristic
+ *                    reference placement, which it sees
+ *                    as input and is first cloned to, and of the decision
+ *                    units (fused ops split by the reference, learn/units.h)
  *   sgdp_search.c    beyond the paper: the zero-shot policy-guided search, a
  *                    steepest descent over the single moves the policy
  *                    ranks highest, its incumbent fed back as the input
@@ -47,9 +48,9 @@
  *   placement_net.c the placement network (Transformer-XL)
  *   sgdp_policy.c   the end-to-end policy; sgdp_internal.h its halves
  *   sgdp_train.c    PPO training on simulated step times
- *   sgdp_warm.c     reference placement and decision units (beyond the paper)
+ *   sgdp_warm.c     reference features and decision units (beyond the paper)
  *   sgdp_search.c   policy-guided zero-shot search (beyond the paper)
- * Shared learning pieces: src/learn/ (ppo.c, rollout_common.c).
+ * Shared learning pieces: src/learn/ (learn.h).
  */
 #ifndef OPPLACE_SGDP_H
 #define OPPLACE_SGDP_H
@@ -57,6 +58,7 @@
 #include <stdint.h>
 
 #include "learn/learn.h"
+#include "learn/units.h"
 #include "nn/nn.h"
 #include "opplace/placement.h"
 #include "opplace/placer.h"
@@ -100,44 +102,15 @@ op_status sgdp_graph_init(sgdp_graph *sg, const op_problem *p, int max_devices, 
 void sgdp_graph_destroy(sgdp_graph *sg);
 
 /* ------------------------------------------ reference and units (sgdp_warm.c)
- * BEYOND THE PAPER (sgdp_warm.c explains why): a reference placement from
- * fast heuristics, and decision units = fusion groups split by the
- * reference's devices, so PPO explores around a sensible placement. */
+ * Beyond the paper: a reference placement, the best of fast heuristics
+ * (op_portfolio_best), and decision units split by it (learn/units.h), so
+ * PPO explores around a sensible placement. */
 
 /* What the placer and `opplace train` use unless told otherwise. */
 #define SGDP_DEFAULT_HEURISTICS "expert,metis,m-topo,single"
-#define SGDP_DEFAULT_UNITS 256
 /* decisions moved per sample by the calibrated acting policy (batch
  * training and zero-shot; sgdp_train_config.proposal_moves) */
 #define SGDP_DEFAULT_MOVES 2.0
-
-typedef struct sgdp_reference_info {
-    char name[32];       /* the heuristic that won */
-    double step_time_us; /* its simulated step time */
-    int oom;
-} sgdp_reference_info;
-
-/* The best of the comma-separated placers in heuristics (e.g.
- * "expert,metis,m-topo,single"), run with best effort; placers that fail
- * on this graph are skipped.  out must be initialised for p. */
-op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
-                         op_placement *out, sgdp_reference_info *info, op_error *err);
-
-/* unit_of[op] in 0..*n_units-1: about `target` Celeritas fusion groups
- * (target <= 0 or >= n: one unit per op), each split by ref's device (ref
- * may be NULL), merged with colocation groups; a unit whose members share
- * no eligible device falls back to its colocation group. */
-op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
-                           int *unit_of, int *n_units, op_error *err);
-
-/* Per unit u of unit_of: its leader *lead[u], the member first in
- * topological order (an op id), and (*um)[u * D + d], whether every member
- * may use device d (the AND of their rows of mask, D entries per row; rows
- * indexed by op id, or by topological position when by_topo).  Shared by
- * SGDP and Trinity, which make a unit one decision; the caller frees both. */
-op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
-                            const unsigned char *mask, int D, int by_topo, int **lead,
-                            unsigned char **um, op_error *err);
 
 /* Fill the reference features (the last SGDP_REF_FEATURES columns) and
  * sg->ref_dev from ref_row[t], the reference's device of row t (or -1).
@@ -175,15 +148,15 @@ typedef struct sgdp_config {
 
 sgdp_config sgdp_config_default(void);
 
-/* WHY THE PLAIN POLICY NEEDS TWO CHANGES (bench/RESULTS.md, "Learned placers" has the
- * curves).  Without a reference the devices of a homogeneous cluster are
- * interchangeable, so at a uniform policy every op's expected gradient is
- * exactly zero (E[reward | op v on d] is the same for every d) and the
- * entropy bonus holds the policy there (measured: entropy ln 2 for 60 s on
- * GNMT-2 x 2).  Once the symmetry breaks, the steepest way up is the one
- * direction every op shares, a global preference for one device (fewer
- * cut edges fastest): plain PPO converges to one device (measured: SGDP
- * and Trinity).  So without a reference (sgdp_policy_forward):
+/* THE PLAIN POLICY (no reference; bench/RESULTS.md, "Learned placers",
+ * has the curves and the ablation).  Without a reference the devices of a
+ * homogeneous cluster are interchangeable, so at a uniform policy every
+ * op's expected gradient is exactly zero (E[reward | op v on d] is the
+ * same for every d) and the entropy bonus holds the policy there.  Once
+ * the symmetry breaks, the steepest way up is the one direction every op
+ * shares, a global preference for one device (fewer cut edges fastest), so
+ * plain PPO converges to one device.  So without a reference
+ * (sgdp_policy_forward):
  *   - each device's logits are centred over the graph's deciding ops (the
  *     mean over the rows that decide subtracted from every row, before the
  *     mask; a colocation group's followers copy its first member), which
@@ -192,33 +165,29 @@ sgdp_config sgdp_config_default(void);
  *   - the head's input is standardised over the deciding ops (each hidden
  *     column to mean 0 and deviation 1 over them, a normalisation over the
  *     graph as GraphNorm): the network's last layer varies little between
- *     ops, so centred logits were ~0 and the policy stayed at ln D (GNMT-4
- *     x 4: 150 s at entropy ln 4 at any rate); standardised, the untrained
- *     policy already prefers different devices for different ops.  Over
- *     every op instead of the deciding ones, an export's few group leaders
- *     (forward ops among thousands of backward ops) were outliers with
- *     sharp untrained logits (exported GNMT: entropy 0.28 at the start, a
- *     first update that moved the KL by 5);
+ *     ops, and centred logits of unstandardised inputs are ~0, a policy
+ *     that stays at entropy ln D; standardised, the untrained policy
+ *     already prefers different devices for different ops.  Over the
+ *     deciding ops only, because an export's few group leaders (forward
+ *     ops among thousands of backward ops) would be outliers with sharp
+ *     untrained logits;
  *   - the head starts at SGDP_PLAIN_HEAD_INIT x Glorot, the entropy bonus
  *     is SGDP_PLAIN_ENTROPY and Adam's rate SGDP_PLAIN_LR;
  *   - advantages are taken against the batch's mean reward, not a moving
- *     average (sgdp_train_config.moving_baseline): the lagging average
- *     made the samples of an improving policy all look good, and the
- *     policy converged prematurely (GNMT-4 x 4, seed 3: entropy 0.3 and
- *     161 ms after 20 iterations; with the batch mean 0.54 and 134 ms after
- *     60; bench/RESULTS.md, learned placers).
+ *     average (sgdp_train_config.moving_baseline): a lagging average makes
+ *     the samples of an improving policy all look good, and the policy
+ *     converges prematurely.
  * These are beyond the paper's text (which names neither), and --paper
- * uses them: they are how its policy learns here (bench/RESULTS.md, "Learned placers" has
- * the ablation).  Their cost: a centred policy cannot prefer one device for
- * every op, so its greedy placement always splits the graph, a handicap
- * where one device is best (measured on an exported Transformer). */
+ * uses them: they are how its policy learns here.  Their cost: a centred
+ * policy cannot prefer one device for every op, so its greedy placement
+ * always splits the graph, a handicap where one device is best. */
 #define SGDP_PLAIN_HEAD_INIT 1.0
 #define SGDP_PLAIN_ENTROPY 0.0
 /* Adam's step does not depend on the loss's scale, so the paper's rate
- * (Table 4: 0.5) is not the 3e-3 of a mean-over-ops loss; measured on two
- * mirror-image chains (tests/test_sgdp.c): the plain policy's greedy
- * placement is optimal after 80 iterations at 1e-2 or more, not at 3e-3
- * (it needs ~300 there). */
+ * (Table 4: 0.5) is not the 3e-3 of a mean-over-ops loss: on two
+ * mirror-image chains (tests/test_sgdp.c) the plain policy's greedy
+ * placement is optimal after 80 iterations at 1e-2 or more, at 3e-3 after
+ * ~300. */
 #define SGDP_PLAIN_LR 3e-2
 op_status sgdp_config_check(const sgdp_config *cfg, op_error *err);
 
@@ -305,6 +274,10 @@ typedef struct sgdp_train_config {
                                sgdp_trainer_evaluate; <= 0: the policy mixed
                                with the exploration floor, as SGDP-one trains;
                                2 */
+    int stop_at_bound;    /* training ends once every problem's best placement is
+                             proven optimal (sgdp_trainer_proven): the placer's
+                             goal is the placement; 0 (training for the policy's
+                             sake, `opplace train`): the iterations or budget */
     int moving_baseline;  /* plain policy: advantages against the moving-average
                              baseline (ppo_baseline) instead of the batch mean; 0:
                              the batch mean (a lagging baseline made every sample
@@ -372,8 +345,11 @@ typedef struct sgdp_best {
     int oom;
 } sgdp_best;
 sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i);
+/* Does problem i's best-seen placement fit and reach the problem's proven
+ * bound (op_problem_at_bound)?  Training and the search stop there. */
+int sgdp_trainer_proven(const sgdp_trainer *t, int i);
 /* The reference placement of problem i (NULL without heuristics). */
-const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i);
+const op_portfolio_winner *sgdp_trainer_reference(const sgdp_trainer *t, int i);
 
 typedef struct sgdp_train_stats {
     long iterations, rollouts; /* rollouts of all MPI ranks together */

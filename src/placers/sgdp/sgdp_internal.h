@@ -92,7 +92,7 @@ typedef struct sgdp_task {
     double best_time;
     /* reference placement (heuristics) and its per-row devices */
     int have_ref;
-    sgdp_reference_info ref;
+    op_portfolio_winner ref; /* the heuristic that won, its step and memory */
     int *ref_row; /* n: the reference's device per row */
     int *heur_row; /* n: the heuristic reference itself (ref_row follows the
                       best placement) */

@@ -372,9 +372,7 @@ op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *
     double start_time = z.cur_time;
     int r = 0, idle = 0;
     /* done when proven: the best seen reaches the problem's bound */
-    for (; !st && !idle && r < sc->rounds &&
-           !(tk->have_best && op_problem_at_bound(tk->p, tk->best_time, tk->best_oom));
-         r++)
+    for (; !st && !idle && r < sc->rounds && !sgdp_trainer_proven(t, i); r++)
         st = round_once(&z, sc, &idle, err);
     if (!st)
         op_progress(t->cfg.progress,

@@ -148,7 +148,9 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
     if (st)
         return st;
     int *unit_of = NULL, n_units = 0;
-    if ((st = sgdp_reference(p, cfg->heuristics, cfg->seed, &ref, &tk->ref, err)))
+    /* the policy places ops only: the heuristics judged by their devices */
+    op_place_ctx hctx = {.p = p, .seed = cfg->seed};
+    if ((st = op_portfolio_best(&hctx, cfg->heuristics, 1, "sgdp", &ref, &tk->ref, err)))
         goto done;
     if (!(tk->ref_row = op_malloc((size_t)p->n * sizeof *tk->ref_row, err)) ||
         !(unit_of = op_malloc((size_t)p->n * sizeof *unit_of, err))) {
@@ -163,21 +165,21 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
         goto done;
     }
     if (cfg->unit_target > 0 &&
-        (!(st = sgdp_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
+        (!(st = learn_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
         st = sgdp_graph_set_units(&tk->sg, unit_of, n_units, err);
     if (!st)
         st = task_timing(tk, err);
     memcpy(tk->heur_row, tk->ref_row, (size_t)p->n * sizeof *tk->heur_row);
     sgdp_graph_set_reference(&tk->sg, tk->ref_row); /* after the units: unit cut shares */
     tk->follow_best = 1;
-    tk->input_time = tk->ref.step_time_us;
+    tk->input_time = tk->ref.step;
     tk->input_oom = tk->ref.oom;
     if (!st && cfg->warm_start) {
         if ((st = op_placement_init(&tk->best, p->n, p->nd, err)))
             goto done;
         memcpy(tk->best.device_of, ref.device_of, (size_t)p->n * sizeof(int));
         tk->have_best = 1;
-        tk->best_time = tk->ref.step_time_us;
+        tk->best_time = tk->ref.step;
         tk->best_oom = tk->ref.oom;
     }
 done:
@@ -1125,10 +1127,28 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
         op_progress(t->cfg.progress,
                     "sgdp: cloned the reference (%s, %.1f us, %d decisions, eps %.4f) in %ld "
                     "steps, %.1f s",
-                    t->tasks[0].ref.name, t->tasks[0].ref.step_time_us, u,
+                    t->tasks[0].ref.name, t->tasks[0].ref.step, u,
                     clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0);
     }
     return st;
+}
+
+int sgdp_trainer_proven(const sgdp_trainer *t, int i)
+{
+    const task *tk = &t->tasks[i];
+    return tk->have_best && op_problem_at_bound(tk->p, tk->best_time, tk->best_oom);
+}
+
+/* Training stops at the proven bound (cfg.stop_at_bound) and every
+ * problem's best-seen placement reaches it. */
+static int done_when_proven(const sgdp_trainer *t)
+{
+    if (!t->cfg.stop_at_bound)
+        return 0;
+    for (int i = 0; i < t->n_tasks; i++)
+        if (!sgdp_trainer_proven(t, i))
+            return 0;
+    return 1;
 }
 
 op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
@@ -1141,7 +1161,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
     int need_clone = 0;
     for (int i = 0; i < t->n_tasks; i++)
         need_clone |= t->cfg.warm_start && t->tasks[i].have_ref && !t->tasks[i].cloned;
-    if (need_clone) {
+    if (need_clone && !done_when_proven(t)) {
         double frac = t->cfg.clone_fraction > 0 ? t->cfg.clone_fraction : 1.0;
         double until = t->cfg.budget_seconds > 0 ? t0 + frac * t->cfg.budget_seconds : 0;
         if (t->cfg.deadline > 0) {
@@ -1151,7 +1171,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         st = warm_start(t, until, err);
     }
     double last = 0.0; /* the last iteration's duration */
-    while (!st) {
+    while (!st && !done_when_proven(t)) {
         long done = t->stats.iterations - start_iter;
         /* the deadline as a budget from t0, less the next iteration and
          * what follows (rank 0's value is broadcast) */
@@ -1211,7 +1231,7 @@ sgdp_best sgdp_trainer_best(const sgdp_trainer *t, int i)
                        .step_time_us = tk->best_time, .oom = tk->best_oom};
 }
 
-const sgdp_reference_info *sgdp_trainer_reference(const sgdp_trainer *t, int i)
+const op_portfolio_winner *sgdp_trainer_reference(const sgdp_trainer *t, int i)
 {
     return t->tasks[i].have_ref ? &t->tasks[i].ref : NULL;
 }

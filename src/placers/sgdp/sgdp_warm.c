@@ -1,205 +1,30 @@
 /*
- * sgdp_warm.c - a reference placement and decision units for SGDP's
- * policy.  BEYOND THE PAPER: the SGDP paper starts PPO from a random
- * policy and places every op independently (eq. 4).  On graphs of
- * thousands of ops that policy cuts thousands of edges per sample, and in a
- * budget of minutes on two cores the first (and last) thing PPO learns is
- * to put everything on one device.  Two changes fix the exploration:
+ * sgdp_warm.c - what SGDP's policy sees of the reference placement and its
+ * decision units (learn/units.h): each unit made one
+ * decision (sgdp_graph_set_units), and the reference features of each row
+ * (sgdp_graph_set_reference: the reference's device, the unit's cut share,
+ * its device's load, its work and its queueing delay).  Neither is in the
+ * SGDP paper, whose policy starts from a random one and places every op
+ * independently (eq. 4).
  *
- *   1. a reference placement: the best (by simulated step time, placements
- *      that fit first) of a list of fast heuristics (expert, metis, m-topo,
- *      single by default), run through op_placer_find + op_place; a
- *      heuristic's per-device order, if any, is dropped (the policy places
- *      ops, the simulator orders them), so it is judged by its devices;
- *   2. decision units: Celeritas' Optimal Operation Fusion (coarsen.h,
- *      "celeritas", about `target` groups of consecutive ops in CPD-TOPO
- *      order cut at cheap edges), each group split by the reference's
- *      devices and merged with colocation groups.  A unit's first op in
- *      topological order is its decision; the other members copy it, the
- *      same mechanism as colocation (placers/sgdp/sgdp.h).  Any placement the
- *      reference can express, the units can express, and a sampled move
- *      shifts a whole fused chain instead of one op.
- *
- * The trainer (sgdp_train.c) then clones the reference (behaviour cloning
- * with label smoothing) before PPO and seeds its best-seen record with it,
- * so the placement it returns is never worse than the reference.  The
- * policy still places the whole graph in one shot from one forward pass.
+ * The trainer (sgdp_train.c) clones the reference (behaviour cloning with
+ * label smoothing) before PPO and seeds its best-seen record with it, so
+ * the placement it returns is never worse than the reference.  The policy
+ * still places the whole graph in one shot from one forward pass.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "coarsen/coarsen.h"
+#include "learn/units.h"
 #include "placers/sgdp/sgdp.h"
-#include "opplace/placer.h"
-#include "opplace/simulate.h"
-
-op_status sgdp_reference(const op_problem *p, const char *heuristics, uint64_t seed,
-                         op_placement *out, sgdp_reference_info *info, op_error *err)
-{
-    /* the policy places ops only: judge the heuristics' devices alone */
-    op_place_ctx ctx = {.p = p, .seed = seed};
-    op_portfolio_winner w;
-    op_status st = op_portfolio_best(&ctx, heuristics, 1, "sgdp", out, &w, err);
-    memset(info, 0, sizeof *info);
-    if (!st) {
-        snprintf(info->name, sizeof info->name, "%s", w.name);
-        info->step_time_us = w.step;
-        info->oom = w.oom;
-    }
-    return st;
-}
-
-/* ------------------------------------------------------------- units */
-
-static int find_root(int *parent, int x)
-{
-    while (parent[x] != x) {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
-    }
-    return x;
-}
-
-static void unite(int *parent, int a, int b)
-{
-    a = find_root(parent, a);
-    b = find_root(parent, b);
-    if (a != b)
-        parent[a < b ? b : a] = a < b ? a : b;
-}
-
-static void unite_colocated(const op_problem *p, int *parent)
-{
-    for (int grp = 0; grp < p->n_groups; grp++)
-        for (int k = p->group_off[grp] + 1; k < p->group_off[grp + 1]; k++)
-            unite(parent, p->group_ops[p->group_off[grp]], p->group_ops[k]);
-}
-
-/* Fusion groups (about target of them), or NULL when fusion fails. */
-static int *fusion_groups(const op_problem *p, int target, int *n_groups)
-{
-    const op_coarsener *cel = op_coarsener_find("celeritas");
-    op_error err = {0};
-    op_options *o = op_options_new(&err);
-    if (!cel || !o) {
-        op_options_free(o);
-        return NULL;
-    }
-    char buf[32];
-    snprintf(buf, sizeof buf, "%d", target);
-    op_coarse_map m = {0};
-    int *groups = NULL;
-    if (!op_options_set(o, "target", buf, &err) && !cel->run(p, o, &m, &err)) {
-        groups = malloc((size_t)p->n * sizeof *groups);
-        if (groups) {
-            memcpy(groups, m.group_of, (size_t)p->n * sizeof *groups);
-            *n_groups = m.coarse->n_ops;
-        }
-    }
-    op_coarse_map_destroy(&m);
-    op_options_free(o);
-    return groups;
-}
-
-op_status sgdp_units_build(const op_problem *p, const op_placement *ref, int target,
-                           int *unit_of, int *n_units, op_error *err)
-{
-    int n = p->n, nd = p->nd;
-    int *coloc = op_malloc((size_t)n * sizeof *coloc, err);
-    int *merged = op_malloc((size_t)n * sizeof *merged, err);
-    unsigned char *ok = op_malloc((size_t)n * (size_t)nd, err);
-    int *first = NULL, *fuse = NULL, n_fuse = 0;
-    op_status st = OP_OK;
-    if (!coloc || !merged || !ok) {
-        st = OP_ENOMEM;
-        goto done;
-    }
-    for (int i = 0; i < n; i++)
-        coloc[i] = merged[i] = i;
-    unite_colocated(p, coloc);
-    unite_colocated(p, merged);
-    if (target > 0 && target < n && (fuse = fusion_groups(p, target, &n_fuse))) {
-        size_t slots = (size_t)n_fuse * (size_t)nd;
-        if (!(first = op_malloc(slots * sizeof *first, err))) {
-            st = OP_ENOMEM;
-            goto done;
-        }
-        for (size_t k = 0; k < slots; k++)
-            first[k] = -1;
-        for (int i = 0; i < n; i++) {
-            int d = ref ? ref->device_of[i] : 0;
-            size_t key = (size_t)fuse[i] * (size_t)nd + (size_t)(d >= 0 && d < nd ? d : 0);
-            if (first[key] < 0)
-                first[key] = i;
-            else
-                unite(merged, first[key], i);
-        }
-    }
-    /* a merged unit whose members share no device falls back to colocation */
-    memset(ok, 1, (size_t)n * (size_t)nd);
-    for (int i = 0; i < n; i++) {
-        int r = find_root(merged, i);
-        for (int d = 0; d < nd; d++)
-            ok[(size_t)r * nd + d] &= (unsigned char)op_eligible(p, i, d);
-    }
-    for (int i = 0; i < n; i++) {
-        int r = find_root(merged, i), any = 0;
-        for (int d = 0; d < nd; d++)
-            any |= ok[(size_t)r * nd + d];
-        unit_of[i] = any ? r : find_root(coloc, i);
-    }
-    /* compact the roots to 0..U-1 (reusing coloc as the index) */
-    for (int i = 0; i < n; i++)
-        coloc[i] = -1;
-    int u = 0;
-    for (int i = 0; i < n; i++) {
-        int r = unit_of[i];
-        if (coloc[r] < 0)
-            coloc[r] = u++;
-        unit_of[i] = coloc[r];
-    }
-    *n_units = u;
-done:
-    free(coloc), free(merged), free(ok), free(first), free(fuse);
-    return st;
-}
-
-op_status sgdp_unit_leaders(const op_graph *g, const int *unit_of, int n_units,
-                            const unsigned char *mask, int D, int by_topo, int **lead,
-                            unsigned char **um, op_error *err)
-{
-    *lead = op_malloc((size_t)n_units * sizeof **lead + 1, err);
-    *um = op_malloc((size_t)n_units * (size_t)D + 1, err);
-    if (!*lead || !*um) {
-        free(*lead), free(*um);
-        return OP_ENOMEM;
-    }
-    memset(*um, 1, (size_t)n_units * (size_t)D);
-    for (int u = 0; u < n_units; u++)
-        (*lead)[u] = -1;
-    for (int t = 0; t < g->n_ops; t++) {
-        int op = g->topo[t], u = unit_of[op];
-        if (u < 0 || u >= n_units) {
-            free(*lead), free(*um);
-            return op_fail(err, OP_EINTERNAL, "unit %d of op %d out of range", u, op);
-        }
-        if ((*lead)[u] < 0)
-            (*lead)[u] = op;
-        const unsigned char *row = mask + (size_t)(by_topo ? t : op) * D;
-        for (int d = 0; d < D; d++)
-            (*um)[(size_t)u * D + d] &= row[d];
-    }
-    return OP_OK;
-}
 
 op_status sgdp_graph_set_units(sgdp_graph *sg, const int *unit_of, int n_units, op_error *err)
 {
     const op_graph *g = sg->p->g;
     int D = sg->max_devices, *lead;
     unsigned char *um;
-    op_status st = sgdp_unit_leaders(g, unit_of, n_units, sg->mask, D, 1, &lead, &um, err);
+    op_status st = learn_unit_leaders(g, unit_of, n_units, sg->mask, D, 1, &lead, &um, err);
     if (st)
         return st;
     for (int t = 0; t < sg->n; t++) {

@@ -16,10 +16,11 @@
  * decisions, list-schedule orders or boundary moves; the result is the best
  * PPO sample, first-ready-first) with the RL fixes of trinity_paper_settings
  * (centred logits, the device-marginal partition ratio, the structure
- * initialisation, lr 3e-3, no entropy bonus); it refuses the options below that tune an addition beyond the
- * paper.
+ * initialisation, lr 3e-3, no entropy bonus); it refuses the options below
+ * that tune an addition beyond the paper.
  * Options (read by trinity_options_read, shared with `opplace train
- * trinity`): --samples K (16), --threads T, --lr, --epochs, --entropy,
+ * trinity`; those of every learned placer are learn/options.h's, their
+ * run learn/lifecycle.h's): --samples K (16), --threads T, --lr, --epochs, --entropy,
  * --groups G (64), --max-comm BYTES and --max-mem BYTES (the user's
  * tolerances C^ and M^ of eqs. 6-7; default: the reference's peaks, or
  * 8 GiB each without one), --mdpe A,B,C (MDPE weights alpha, beta, gamma:
@@ -76,41 +77,23 @@
  * OP_EINFEASIBLE unless --best-effort.  The final line on stderr reports
  * runtime, peak communication and peak memory as the paper's Table 4.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "opplace/list_schedule.h"
 #include "core/parallel.h"
+#include "learn/lifecycle.h"
 #include "placers/trinity/trinity.h"
 #include "placers/placer_util.h"
 
-typedef struct trinity_opts {
-    const char *weights, *save;
-    long finetune, iterations;
-    trinity_options o; /* shared with `opplace train trinity` (trinity_options.c) */
-} trinity_opts;
-
-static op_status read_opts(op_options *o, trinity_opts *s, op_error *err)
-{
-    s->weights = op_options_str(o, "weights", NULL);
-    s->save = op_options_str(o, "save-weights", NULL);
-    op_status st;
-    if ((st = trinity_options_read(o, 1, &s->o, err)) ||
-        (st = op_options_int(o, "finetune", 0, 0, 1000000, &s->finetune, err)) ||
-        (st = op_options_int(o, "iterations", 0, 0, 100000000, &s->iterations, err)))
-        return st;
-    if (s->finetune && !s->weights)
-        return op_fail(err, OP_EUSAGE, "trinity: --finetune needs --weights FILE");
-    return OP_OK;
-}
-
-static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_opts *s,
+static trinity_policy *make_policy(const op_place_ctx *ctx, const trinity_options *s,
                                    op_error *err)
 {
-    if (s->weights)
-        return trinity_policy_from_file(s->weights, err);
-    trinity_config cfg = s->o.pc;
+    if (s->lo.weights)
+        return trinity_policy_from_file(s->lo.weights, err);
+    trinity_config cfg = s->pc;
     if (ctx->p->nd > cfg.max_devices)
         cfg.max_devices = ctx->p->nd;
     return trinity_policy_new(&cfg, ctx->seed, err);
@@ -138,23 +121,17 @@ static int stage_passed(const stages *sg, double share)
     return sg->end > 0 && op_seconds_now() > stage_at(sg, share);
 }
 
-static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_opts *s,
+static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_options *s,
                                          const stages *sg)
 {
-    trinity_train_config tc = s->o.tc;
+    trinity_train_config tc = s->tc;
     tc.setup_deadline = stage_at(sg, 0.25);
     tc.deadline = stage_at(sg, 0.70);
     tc.seed = ctx->seed;
     tc.n2v.seed = ctx->seed;
     tc.progress = op_par_rank() == 0 ? ctx : NULL;
-    if (s->weights) {
-        tc.iterations = s->finetune;
-        tc.budget_seconds = ctx->budget_seconds;
-    } else {
-        tc.iterations = s->iterations;
-        tc.budget_seconds = ctx->budget_seconds > 0 ? ctx->budget_seconds
-                                                    : (s->iterations > 0 ? 0 : 60);
-    }
+    tc.stop_at_bound = 1; /* done when proven */
+    learn_train_limits(ctx, &s->lo, &tc.iterations, &tc.budget_seconds);
     return tc;
 }
 
@@ -163,16 +140,16 @@ static trinity_train_config train_config(const op_place_ctx *ctx, const trinity_
 /* Layer-boundary moves around the reference (trinity_boundary.c): the
  * admissible candidates faster than the reference + order join the final
  * choice.  res is left empty (n_kept 0) when there is no reference. */
-static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
+static op_status boundary_moves(const op_place_ctx *ctx, const trinity_options *s,
                                 const trinity_trainer *t, const trinity_reward_config *rc,
                                 const stages *sg, trinity_boundary_result *res, op_error *err)
 {
     const trinity_reference *ref = trinity_trainer_reference(t, 0);
     memset(res, 0, sizeof *res);
-    if (!s->o.boundary_moves || !ref)
+    if (!s->boundary_moves || !ref)
         return OP_OK;
     trinity_boundary_config bc = trinity_boundary_defaults();
-    bc.chunks = s->o.boundary_moves;
+    bc.chunks = s->boundary_moves;
     bc.deadline = stage_at(sg, 0.90);
     op_status st = trinity_boundary_search(ctx->p, ref->device_of, rc, &bc, res, err);
     if (!st)
@@ -190,99 +167,139 @@ static op_status boundary_moves(const op_place_ctx *ctx, const trinity_opts *s,
     return st;
 }
 
-static op_status train_and_place(const op_place_ctx *ctx, const trinity_opts *s,
+/* The lifecycle's stages (learn/lifecycle.h) on one trainer. */
+typedef struct run {
+    const op_place_ctx *ctx;
+    const trinity_options *s;
+    const stages *sg;
+    trinity_policy *pol;
+    trinity_trainer *t;
+} run;
+
+static op_status stage_train(void *self, op_error *err)
+{
+    return trinity_trainer_run(((run *)self)->t, err);
+}
+
+/* The final evaluation, a round of samples, if it starts before 75 %. */
+static op_status stage_search(void *self, op_error *err)
+{
+    const run *r = self;
+    if (!stage_passed(r->sg, 0.75))
+        return trinity_trainer_evaluate(r->t, 0, r->s->tc.samples, err);
+    op_progress(r->ctx, "trinity: no final evaluation (past 75 %% of the time)");
+    return OP_OK;
+}
+
+static op_status stage_save(void *self, const char *path, op_error *err)
+{
+    return op_par_rank() == 0 ? trinity_policy_save(((run *)self)->pol, path, err) : OP_OK;
+}
+
+static int stage_proven(const void *self)
+{
+    return trinity_trainer_proven(((const run *)self)->t, 0);
+}
+
+/* The progress lines after the final choice: the judge, the reference,
+ * and the result as the paper's Table 4. */
+static void report(const op_place_ctx *ctx, const trinity_options *s, const trinity_trainer *t,
+                   const trinity_metrics *fm)
+{
+    trinity_train_stats ts = trinity_trainer_stats(t);
+    const trinity_reference *ref = trinity_trainer_reference(t, 0);
+    trinity_reward_config rc = trinity_trainer_reward(t, 0);
+    double share;
+    int judge = trinity_trainer_reward_order(t, 0, &share);
+    if (judge != OP_PRIORITY_FIFO)
+        op_progress(ctx,
+                    "trinity: rollouts judged by the %s list schedule, memory cap %.0f%% of "
+                    "%.2f GiB (--order-search judged)",
+                    trinity_reward_order_name(judge), 100 * share,
+                    rc.max_mem_bytes / 1073741824.0);
+    else
+        op_progress(ctx, "trinity: rollouts judged first-ready-first%s",
+                    s->tc.reward_order == OP_PRIORITY_FIFO ? "" : " (the best for the reference)");
+    if (ref)
+        op_progress(ctx,
+                    "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
+                    "memory %.2f GiB; tolerances %.1f MiB, %.2f GiB",
+                    ref->name, ref->m.step_us / 1000.0, (double)ref->m.peak_comm / 1048576.0,
+                    (double)ref->m.peak_mem / 1073741824.0, rc.max_comm_bytes / 1048576.0,
+                    rc.max_mem_bytes / 1073741824.0);
+    op_progress(ctx,
+                "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
+                "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
+                fm->step_us / 1000.0, (double)fm->peak_comm / 1048576.0,
+                (double)fm->peak_mem / 1073741824.0, ts.iterations, ts.rollouts, ts.seconds,
+                ts.setup_seconds);
+}
+
+/* The best placement into out, then (with orders) the boundary moves and
+ * the final choice; *fm the result's metrics, ordered or not. */
+static op_status final_choice(const op_place_ctx *ctx, const trinity_options *s,
+                              const trinity_trainer *t, const stages *sg, op_placement *out,
+                              trinity_metrics *fm, op_error *err)
+{
+    trinity_best b = trinity_trainer_best(t, 0);
+    trinity_reward_config rc = trinity_trainer_reward(t, 0);
+    memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
+    op_placement_drop_order(out);
+    *fm = b.m;
+    if (!s->schedule_orders)
+        return OP_OK;
+    trinity_boundary_result br = {0};
+    op_place_ctx fctx = *ctx; /* the final choice orders until 95 % (the rest: the
+                                 command's own simulation and output) */
+    fctx.deadline = stage_at(sg, 0.95);
+    op_status st = boundary_moves(ctx, s, t, &rc, sg, &br, err);
+    if (!st)
+        st = trinity_final_choice(&fctx, t, &rc, br.kept, br.n_kept, out, fm, err);
+    trinity_boundary_result_destroy(&br);
+    return st;
+}
+
+/* Is the result's step the one the command will simulate?  With an order
+ * it is; without one, only when rollouts are judged first-ready-first. */
+static int step_is_fifo_or_ordered(const trinity_trainer *t, const op_placement *out)
+{
+    return out->has_order || trinity_trainer_reward_order(t, 0, NULL) == OP_PRIORITY_FIFO;
+}
+
+static op_status train_and_place(const op_place_ctx *ctx, const trinity_options *s,
                                  trinity_policy *pol, op_placement *out, op_error *err)
 {
     stages sg = {op_seconds_now(), ctx->deadline};
-    int training = !s->weights || s->finetune > 0;
-    if (sg.end <= 0 && ctx->budget_seconds <= 0 && training && !s->weights && s->iterations <= 0)
-        sg.end = sg.start + 60; /* the default training budget */
+    if (sg.end <= 0 && ctx->budget_seconds <= 0 && !s->lo.weights && s->lo.iterations <= 0)
+        sg.end = sg.start + LEARN_DEFAULT_BUDGET;
     trinity_train_config tc = train_config(ctx, s, &sg);
     const op_problem *probs[1] = {ctx->p};
     trinity_trainer *t = trinity_trainer_new(pol, probs, 1, &tc, err);
     if (!t)
         return err && err->code ? err->code : OP_ENOMEM;
-    op_status st = OP_OK;
-    if (training)
-        st = trinity_trainer_run(t, err);
-    if (!st && !stage_passed(&sg, 0.75))
-        st = trinity_trainer_evaluate(t, 0, s->o.tc.samples, err);
-    else if (!st)
-        op_progress(ctx, "trinity: no final evaluation (past 75 %% of the time)");
-    if (!st && training && s->save && op_par_rank() == 0)
-        st = trinity_policy_save(pol, s->save, err);
+    run r = {ctx, s, &sg, pol, t};
+    learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
+    op_status st = learn_lifecycle(&s->lo, &ls, err);
+    trinity_metrics fm;
+    if (!st)
+        st = final_choice(ctx, s, t, &sg, out, &fm, err);
     if (!st) {
-        trinity_best b = trinity_trainer_best(t, 0);
-        trinity_train_stats ts = trinity_trainer_stats(t);
-        const trinity_reference *ref = trinity_trainer_reference(t, 0);
-        trinity_reward_config rc = trinity_trainer_reward(t, 0);
-        memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
-        op_placement_drop_order(out);
-        trinity_metrics fm = b.m; /* the result's, ordered or not */
-        trinity_boundary_result br = {0};
-        op_place_ctx fctx = *ctx; /* the final choice orders until 95 % (the rest: the
-                                     command's own simulation and output) */
-        fctx.deadline = stage_at(&sg, 0.95);
-        if (s->o.schedule_orders)
-            st = boundary_moves(ctx, s, t, &rc, &sg, &br, err);
-        if (!st && s->o.schedule_orders)
-            st = trinity_final_choice(&fctx, t, &rc, br.kept, br.n_kept, out, &fm, err);
-        trinity_boundary_result_destroy(&br);
-        double share;
-        int judge = trinity_trainer_reward_order(t, 0, &share);
-        if (!st && judge != OP_PRIORITY_FIFO)
-            op_progress(ctx,
-                        "trinity: rollouts judged by the %s list schedule, memory cap %.0f%% of "
-                        "%.2f GiB (--order-search judged)",
-                        trinity_reward_order_name(judge), 100 * share,
-                        rc.max_mem_bytes / 1073741824.0);
-        else if (!st)
-            op_progress(ctx, "trinity: rollouts judged first-ready-first%s",
-                        s->o.tc.reward_order == OP_PRIORITY_FIFO ? ""
-                                                                 : " (the best for the reference)");
-        if (!st && ref)
-            op_progress(ctx,
-                        "trinity: reference %s %.3f ms, peak communication %.1f MiB, peak "
-                        "memory %.2f GiB; tolerances %.1f MiB, %.2f GiB",
-                        ref->name, ref->m.step_us / 1000.0, (double)ref->m.peak_comm / 1048576.0,
-                        (double)ref->m.peak_mem / 1073741824.0, rc.max_comm_bytes / 1048576.0,
-                        rc.max_mem_bytes / 1073741824.0);
-        if (!st)
-            op_progress(ctx,
-                        "trinity: runtime %.3f ms, peak communication %.1f MiB, peak memory "
-                        "%.2f GiB (%ld iterations, %ld rollouts, %.1f s + %.1f s set-up)",
-                        fm.step_us / 1000.0, (double)fm.peak_comm / 1048576.0,
-                        (double)fm.peak_mem / 1073741824.0, ts.iterations, ts.rollouts,
-                        ts.seconds, ts.setup_seconds);
-        if (!st && fm.oom && !ctx->best_effort)
-            st = op_fail(err, OP_EINFEASIBLE,
-                         "trinity: the best placement found runs out of memory "
-                         "(train longer, or pass --best-effort)");
+        report(ctx, s, t, &fm);
+        /* a step the command would not reproduce proves nothing */
+        double step = step_is_fifo_or_ordered(t, out) ? fm.step_us : INFINITY;
+        st = learn_result(ctx, "trinity", step, fm.oom, err);
     }
     trinity_trainer_free(t);
     return st;
 }
 
-/* What read_opts reads. */
+/* What trinity_options_read reads for the placer. */
 static const op_opt_decl TRINITY_OPTIONS[] = {
-    {"paper", OP_OPT_FLAG, 0, 0, NULL, NULL,
-     "the paper's method with the RL fixes (none of the additions)"},
+    LEARN_OPTION_DECLS("the paper's method with the RL fixes (none of the additions)", NULL),
     {"max-devices", OP_OPT_INT, 1, 1024, NULL, NULL, "devices the policy can address"},
     {"hidden", OP_OPT_INT, 1, 4096, NULL, NULL, "hidden width of the networks"},
-    {"weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "trained weights to start from (zero-shot)"},
-    {"save-weights", OP_OPT_TEXT, 0, 0, NULL, NULL, "write the weights after training"},
-    {"heuristics", OP_OPT_TEXT, 0, 0, NULL, NULL, "reference placers, comma-separated, or none"},
-    {"finetune", OP_OPT_INT, 0, 1000000, "0", NULL,
-     "training iterations on this graph from --weights"},
-    {"iterations", OP_OPT_INT, 0, 100000000, "0", NULL, "training iterations"},
-    {"samples", OP_OPT_INT, 1, 4096, NULL, NULL, "rollouts per iteration"},
-    {"threads", OP_OPT_INT, 0, 64, "0", NULL, "worker threads (0: one per core)"},
-    {"epochs", OP_OPT_INT, 1, 1000, NULL, NULL, "PPO epochs per iteration"},
     {"groups", OP_OPT_INT, 1, 4096, NULL, NULL, "partition groups"},
     {"slots", OP_OPT_INT, 1, TRINITY_MAX_SLOTS, NULL, NULL, "decision slots"},
-    {"units", OP_OPT_INT, 0, 100000000, NULL, NULL, "coarsen to about this many units"},
-    {"lr", OP_OPT_NUM, 0, 10, NULL, NULL, "learning rate"},
-    {"entropy", OP_OPT_NUM, 0, 100, NULL, NULL, "entropy bonus"},
     {"max-comm", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: communication bound, bytes"},
     {"max-mem", OP_OPT_NUM, 0, 1e18, NULL, NULL, "reward: memory bound, bytes"},
     {"mdpe", OP_OPT_TEXT, 0, 0, NULL, NULL,
@@ -295,8 +312,8 @@ static const op_opt_decl TRINITY_OPTIONS[] = {
 
 static op_status place_trinity(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    trinity_opts s;
-    op_status st = read_opts(ctx->opts, &s, err);
+    trinity_options s;
+    op_status st = trinity_options_read(ctx->opts, 1, &s, err);
     if (st)
         return st;
     trinity_policy *pol = make_policy(ctx, &s, err);

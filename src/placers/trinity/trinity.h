@@ -1,6 +1,6 @@
 /*
- * placers/trinity/trinity.h - Trinity (Zhang et al., Algorithms 2022; papers/
- * trinity.txt sections 3-4): a two-level RL placer.  A partition network
+ * placers/trinity/trinity.h - Trinity (Zhang et al., Algorithms 2022,
+ * sections 3-4): a two-level RL placer.  A partition network
  * puts every op into one of G groups; a seq2seq schedule network reads the
  * groups in order and emits a device per group; both are trained jointly
  * with PPO on the MDPE reward (runtime, communication and memory).
@@ -69,6 +69,7 @@
 #include <stdint.h>
 
 #include "learn/learn.h"
+#include "learn/options.h"
 #include "nn/nn.h"
 #include "learn/node2vec.h"
 #include "opplace/placer.h"
@@ -95,13 +96,11 @@ typedef struct trinity_config {
     int centre;         /* 0 [none]: centred logits, see trinity_policy.c (--paper: 1) */
 } trinity_config;
 
-/* The centred policy's training constants (--paper; bench/RESULTS.md,
- * "Learned placers"; bench/RESULTS.md, Trinity).  From a random partition
- * network Adam needed 3e-2 without an entropy bonus (3e-3 and the 0.01
- * bonus left the centred policy at the uniform saddle).  With the structure
- * initialisation below the policy starts informed, and 3e-2 destroys it in
- * a few updates (GNMT-2 x 4: 76 -> 12 % of the data edges inside a group,
- * mean reward -0.65 -> -1.8): the paper's 3e-3, still without a bonus. */
+/* The centred policy's training constants (--paper): the paper's Adam rate
+ * 3e-3 and no entropy bonus.  The structure initialisation below starts
+ * the policy informed, and a larger rate destroys that in a few updates (at
+ * 3e-2 on GNMT-2 x 4 the data edges inside a group fall from 76 to 12 %);
+ * an entropy bonus holds the centred policy at the uniform saddle. */
 #define TRINITY_CENTRED_LR 3e-3
 #define TRINITY_CENTRED_ENTROPY 0.0
 /* --paper's Node2vec (the paper gives no p, q or walk lengths): q = 0.25
@@ -180,7 +179,7 @@ int trinity_group_feature_dim(const trinity_config *cfg);
  * maps the block to d, so the untrained policy samples placements around
  * the reference.  unit_target > 0: decisions are made per unit (about
  * unit_target Celeritas fusion groups split by the reference's devices,
- * sgdp_units_build): a unit's first op decides its group, the others copy
+ * learn_units_build): a unit's first op decides its group, the others copy
  * it, as colocation does.  Call once, right after trinity_graph_init. */
 op_status trinity_graph_set_reference(trinity_graph *tg, const int *ref_device_of,
                                       int unit_target, uint64_t seed, op_error *err);
@@ -308,13 +307,14 @@ typedef struct trinity_train_config {
     uint64_t seed;
     int ema_period;        /* N of eq. 15 (9: decay 0.8) */
     int marginal;          /* the partition's PPO ratio per op over the device its group was
-                              mapped to, its group marginalised (trinity_train.c; an RL fix) */
+                              mapped to, its group marginalised (trinity_train.c; --paper
+                              keeps it) */
     double structure_init; /* > 0: before PPO, fit the partition network to k-means groups of
                               its Node2vec inputs until an op's group has this mean
-                              probability (trinity_train.c; an RL fix); 0: off */
+                              probability (trinity_train.c; --paper keeps it); 0: off */
     int ppo_dropout;       /* 1 (the paper): PPO's sampling and update passes run the partition
                               network's dropout, one mask per iteration shared by its rollouts;
-                              0: without it (trinity_train.c; an RL fix, --paper) */
+                              0: without it (trinity_train.c; --paper) */
     int noise_steps;       /* iterations with logit noise (500) */
     double noise_max;      /* 0.1 */
     double explore;        /* beyond the paper: decisions per rollout of each network
@@ -323,6 +323,10 @@ typedef struct trinity_train_config {
     trinity_reward_config reward;
     node2vec_config n2v;
     const op_place_ctx *progress; /* op_progress lines; may be NULL */
+    int stop_at_bound;     /* training ends once every problem's best placement is
+                              proven optimal (trinity_trainer_proven): the placer's
+                              goal is the placement; 0 (training for the policy's
+                              sake, `opplace train`): the iterations or budget */
     int slots;             /* rollout batches per iteration (1), split over MPI ranks:
                               batch b is sampled, simulated and backpropagated by rank
                               b mod size; same seed and iterations give the same
@@ -330,7 +334,7 @@ typedef struct trinity_train_config {
     /* BEYOND THE PAPER (trinity_warm.c); the defaults here are the paper's,
      * the placer and `opplace train trinity` turn them on. */
     const char *heuristics; /* reference placement: the best of these placers
-                               (sgdp_reference); NULL: none */
+                               (op_portfolio_best); NULL: none */
     int unit_target;        /* > 0 (with heuristics): decide per unit, about this many */
     int comm_from_reference, mem_from_reference; /* tolerance C^ (M^) := the reference's
                               peak communication (memory) instead of reward.max_* */
@@ -363,7 +367,6 @@ int trinity_reward_order_parse(const char *name);
 const char *trinity_reward_order_name(int order);
 
 #define TRINITY_DEFAULT_HEURISTICS "expert"
-#define TRINITY_DEFAULT_UNITS 256
 #define TRINITY_DEFAULT_EXPLORE 1.0
 /* Priors of a new policy centred on a reference: stronger than the plain
  * defaults, so that an untrained policy's samples stay near the reference
@@ -377,29 +380,30 @@ trinity_train_config trinity_train_defaults(void);
 
 /* The options of the placer (placer = 1) and of `opplace train trinity`
  * (0), read in one place (trinity_options.c) so their names and defaults
- * agree.  --paper: the paper's method (no reference, priors, uniformly
- * drawn decisions, orders or boundary moves; options that tune those are
- * usage errors with it).  Otherwise: --heuristics LIST (expert; none),
- * --units N (256), --order-search off|final|judged|all (trinity_options.c;
- * placer: all with a reference, training: judged).  Both: --samples
- * --threads --epochs --lr --entropy --groups --slots --max-comm --max-mem
- * --mdpe A,B,C;
- * training also --max-devices and --hidden (a new policy's shape). */
+ * agree: the learned placers' shared ones (learn/options.h; --heuristics
+ * defaults to TRINITY_DEFAULT_HEURISTICS, --samples to 16) and --groups
+ * --slots --max-comm --max-mem --mdpe A,B,C, --order-search
+ * off|final|judged|all (placer: all with a reference, training: judged);
+ * training also --max-devices and --hidden (a new policy's shape).
+ * --paper: the paper's method (no reference, priors, uniformly drawn
+ * decisions, orders or boundary moves; options that tune those are usage
+ * errors with it). */
 struct op_options;
 typedef struct trinity_options {
-    int paper;
+    learn_options lo;         /* the shared options (learn/options.h) */
     trinity_config pc;        /* a new policy's architecture and priors */
     trinity_train_config tc;  /* training (iterations, budget, seed, progress: the caller's) */
     int schedule_orders;      /* placer: the final choice orders its candidates */
     int boundary_moves;       /* placer: chunks per layer scope; 0 = off */
 } trinity_options;
 /* --paper's settings: the paper's networks and PPO (no priors, no uniformly
- * drawn decisions) with the RL fixes of issue 20 (bench/RESULTS.md, "Trinity: the RL fixes"):
- * centred logits (trinity_config.centre), the device-marginal partition
- * ratio (trinity_train_config.marginal), the structure initialisation
+ * drawn decisions) with what makes its PPO learn here: centred logits
+ * (trinity_config.centre), the device-marginal partition ratio
+ * (trinity_train_config.marginal), the structure initialisation
  * (trinity_train_config.structure_init, with TRINITY_PAPER_N2V_*), Adam at
  * TRINITY_CENTRED_LR without an entropy bonus, and PPO's passes without the
- * partition network's dropout (trinity_train_config.ppo_dropout = 0).  The learning test runs exactly these. */
+ * partition network's dropout (trinity_train_config.ppo_dropout = 0).  The
+ * learning test runs exactly these. */
 void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc);
 op_status trinity_options_read(struct op_options *o, int placer, trinity_options *out,
                                op_error *err);
@@ -419,6 +423,10 @@ typedef struct trinity_best {
     trinity_metrics m;
 } trinity_best;
 trinity_best trinity_trainer_best(const trinity_trainer *t, int i);
+/* Does problem i's best placement fit and reach the problem's proven bound
+ * (op_problem_at_bound), under the judge of its rollouts?  Training stops
+ * there. */
+int trinity_trainer_proven(const trinity_trainer *t, int i);
 /* Problem i's pool: up to cfg.pool distinct placements, best first by the
  * constrained order under the search's judge (reward_order); entry 0 is
  * trinity_trainer_best.  The reference is in it while it ranks high

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "learn/features.h"
 #include "placers/trinity/trinity_internal.h"
 
 /* ----------------------------------------------------------- vocabulary */
@@ -133,38 +134,22 @@ static op_status structure_features(trinity_graph *tg, const node2vec_config *n2
     return st;
 }
 
-/* Leaders (first member of a colocation group in topological order),
- * allowed devices and repair devices. */
-static void decisions_and_masks(trinity_graph *tg)
+/* Per op: the op whose group it copies, its allowed devices and its repair
+ * device (learn/features.h: colocation). */
+static op_status decisions_and_masks(trinity_graph *tg, op_error *err)
 {
-    const op_problem *p = tg->p;
-    int n = tg->n, md = tg->max_devices;
-    int *first = calloc((size_t)(p->n_groups > 0 ? p->n_groups : 1), sizeof(int));
-    for (int grp = 0; grp < p->n_groups && first; grp++)
-        first[grp] = -1;
-    for (int t = 0; t < n; t++) {
-        int i = p->g->topo[t], grp = p->group_of[i];
-        tg->leader[i] = -1;
-        if (grp != OP_NONE && first) {
-            if (first[grp] < 0)
-                first[grp] = i;
-            else
-                tg->leader[i] = first[grp];
-        }
+    int md = tg->max_devices;
+    op_status st = learn_coloc_leaders(tg->p, tg->leader, err);
+    for (int i = 0; !st && i < tg->n; i++) {
+        unsigned char *row = tg->allowed + (size_t)i * md;
         tg->decides[i] = tg->leader[i] < 0;
-    }
-    free(first);
-    for (int i = 0; i < n; i++) {
-        int grp = p->group_of[i];
+        learn_allowed_row(tg->p, i, md, row);
         tg->first_allowed[i] = -1;
-        for (int d = 0; d < md; d++) {
-            int ok = d < tg->nd && (grp != OP_NONE ? p->group_ok[(size_t)grp * tg->nd + d]
-                                                   : op_eligible(p, i, d));
-            tg->allowed[(size_t)i * md + d] = (unsigned char)ok;
-            if (ok && tg->first_allowed[i] < 0)
+        for (int d = 0; d < md && tg->first_allowed[i] < 0; d++)
+            if (row[d])
                 tg->first_allowed[i] = d;
-        }
     }
+    return st;
 }
 
 op_status trinity_graph_init(trinity_graph *tg, const op_problem *p, const trinity_config *cfg,
@@ -206,8 +191,9 @@ op_status trinity_graph_init(trinity_graph *tg, const op_problem *p, const trini
         tg->type_id[i] = trinity_type_id(p->g->op_type[i]);
     for (int t = 0; t < tg->groups; t++)
         tg->block_dev[t] = (int)((long)t * tg->nd / tg->groups);
-    decisions_and_masks(tg);
-    op_status st = scalar_features(tg, err);
+    op_status st = decisions_and_masks(tg, err);
+    if (!st)
+        st = scalar_features(tg, err);
     if (!st)
         st = trinity_anchor_groups(p, cfg->groups, n2v->seed, tg->anchor, err);
     if (!st && cfg->n2v_dim > 0)

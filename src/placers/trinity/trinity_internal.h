@@ -46,7 +46,7 @@ op_status trinity_anchor_blocks(const op_problem *p, int G, uint64_t seed, const
                                 int *anchor, int *block_dev, op_error *err);
 
 /* The reference placement (trinity_warm.c): the best of the comma-separated
- * heuristics (sgdp_reference); name receives the winner. */
+ * heuristics (op_portfolio_best); name receives the winner. */
 op_status trinity_reference_place(const op_problem *p, const char *heuristics, uint64_t seed,
                                   int *device_of, char *name, size_t name_len, op_error *err);
 

@@ -1,14 +1,15 @@
 /*
  * trinity_options.c - the Trinity options, read once for both the placer
- * (src/placers/trinity.c) and `opplace train trinity` (src/cli/
- * train_trinity.c), so their names and defaults cannot drift apart.
+ * (trinity.c) and `opplace train trinity` (src/cli/train_trinity.c), so
+ * their names and defaults agree; the options every learned placer shares
+ * are learn/options.h's.
  *
- * --paper is the paper's method exactly (the Trinity paper sections 3-4):
- * no reference placement, no priors, no uniformly drawn decisions, rollouts
- * judged first-ready-first, no list-schedule orders and no boundary moves
- * in the final choice; tolerances 8 GiB (section 5).  The options that only
- * tune an addition beyond the paper are refused with it.  --paper keeps
- * the RL fixes of issue 20 (trinity_paper_settings): centred logits
+ * --paper is the paper's method (sections 3-4): no reference placement, no
+ * priors, no uniformly drawn decisions, rollouts judged first-ready-first,
+ * no list-schedule orders and no boundary moves in the final choice;
+ * tolerances 8 GiB (section 5).  The options that only tune an addition
+ * beyond the paper are refused with it.  --paper keeps the changes that
+ * make its PPO learn here (trinity_paper_settings): centred logits
  * (trinity_config.centre, trinity_policy.c), the device-marginal partition
  * ratio (trinity_train_config.marginal, trinity_train.c), the structure
  * initialisation (trinity_train_config.structure_init: the partition
@@ -16,16 +17,14 @@
  * Node2vec walks that follow neighbourhoods, TRINITY_PAPER_N2V_*), Adam at
  * the paper's 3e-3, no entropy bonus, and PPO's passes without the
  * partition network's dropout (trinity_train_config.ppo_dropout; the fit
- * keeps it).  They change how PPO starts,
- * estimates and follows the gradient, not what it optimises; measured in
- * bench/RESULTS.md, Trinity (GNMT-2 x 4, 60 iterations: 84.4 / 83.4 ms for
- * seeds 1 / 2, before the structure initialisation 104.9 / 105.4; expert
- * 70.38 ms, one device 108.56).
+ * keeps it).  They change how PPO starts, estimates and follows the
+ * gradient, not what it optimises.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "opplace/list_schedule.h"
+#include "learn/options.h"
 #include "opplace/options.h"
 #include "placers/trinity/trinity.h"
 
@@ -68,7 +67,7 @@ void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc)
     pc->prior = 0.0; /* the paper's networks: no priors */
     pc->sched_prior = 0.0;
     tc->explore = 0.0;
-    /* the RL fixes (trinity.h) */
+    /* what makes its PPO learn (trinity.h) */
     pc->centre = 1;
     tc->marginal = 1;
     tc->ppo.lr = TRINITY_CENTRED_LR;
@@ -80,6 +79,24 @@ void trinity_paper_settings(trinity_config *pc, trinity_train_config *tc)
     tc->n2v.window = TRINITY_PAPER_N2V_WINDOW;
 }
 
+/* The reference, the priors and exploration, or --paper's settings. */
+static void apply_reference(op_options *o, trinity_options *out)
+{
+    trinity_config *pc = &out->pc;
+    trinity_train_config *tc = &out->tc;
+    tc->heuristics = out->lo.heuristics;
+    /* absent tolerances: the reference's peaks (trinity_warm.c) */
+    tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
+    tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
+    if (out->lo.paper) {
+        trinity_paper_settings(pc, tc);
+        return;
+    }
+    pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
+    pc->sched_prior = tc->heuristics ? TRINITY_REF_SCHED_PRIOR : pc->sched_prior;
+    tc->explore = TRINITY_DEFAULT_EXPLORE;
+}
+
 op_status trinity_options_read(op_options *o, int placer, trinity_options *out, op_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -87,37 +104,19 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
     trinity_train_config *tc = &out->tc;
     *pc = trinity_config_default();
     *tc = trinity_train_defaults();
-    out->paper = op_options_has(o, "paper");
-    op_status st;
-    if (out->paper)
-        for (int i = 0; BEYOND[i]; i++)
-            if (op_options_has(o, BEYOND[i]))
-                return op_fail(err, OP_EUSAGE,
-                               "trinity: --%s is beyond the paper; drop it or drop --paper",
-                               BEYOND[i]);
-    tc->heuristics = out->paper ? NULL : op_options_str(o, "heuristics", TRINITY_DEFAULT_HEURISTICS);
-    if (tc->heuristics && !strcmp(tc->heuristics, "none"))
-        tc->heuristics = NULL;
-    /* absent tolerances: the reference's peaks (trinity_warm.c) */
-    tc->comm_from_reference = tc->heuristics && !op_options_has(o, "max-comm");
-    tc->mem_from_reference = tc->heuristics && !op_options_has(o, "max-mem");
-    if (out->paper)
-        trinity_paper_settings(pc, tc);
-    else {
-        pc->prior = tc->heuristics ? TRINITY_REF_PRIOR : pc->prior;
-        pc->sched_prior = tc->heuristics ? TRINITY_REF_SCHED_PRIOR : pc->sched_prior;
-        tc->explore = TRINITY_DEFAULT_EXPLORE;
-    }
-    long samples, threads, epochs, groups, slots, units = 0;
+    learn_option_defaults ld = {.who = "trinity", .beyond = BEYOND,
+                                .heuristics = TRINITY_DEFAULT_HEURISTICS,
+                                .samples = tc->samples, .epochs = tc->ppo.epochs};
+    op_status st = learn_options_read(o, &ld, placer, &out->lo, err);
+    if (st)
+        return st;
+    apply_reference(o, out);
+    tc->ppo.lr = learn_or(out->lo.lr, tc->ppo.lr);
+    tc->ppo.entropy_coef = learn_or(out->lo.entropy, tc->ppo.entropy_coef);
+    long groups, slots;
     long maxd = pc->max_devices, hidden = pc->hidden;
-    if ((st = op_options_int(o, "samples", tc->samples, 1, 4096, &samples, err)) ||
-        (st = op_options_int(o, "threads", 0, 0, 64, &threads, err)) ||
-        (st = op_options_int(o, "epochs", tc->ppo.epochs, 1, 1000, &epochs, err)) ||
-        (st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
+    if ((st = op_options_int(o, "groups", pc->groups, 1, 4096, &groups, err)) ||
         (st = op_options_int(o, "slots", tc->slots, 1, TRINITY_MAX_SLOTS, &slots, err)) ||
-        (st = op_options_double(o, "lr", tc->ppo.lr, 0, 10, &tc->ppo.lr, err)) ||
-        (st = op_options_double(o, "entropy", tc->ppo.entropy_coef, 0, 100,
-                                &tc->ppo.entropy_coef, err)) ||
         (st = op_options_double(o, "max-comm", tc->reward.max_comm_bytes, 0, 1e18,
                                 &tc->reward.max_comm_bytes, err)) ||
         (st = op_options_double(o, "max-mem", tc->reward.max_mem_bytes, 0, 1e18,
@@ -128,11 +127,8 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
         ((st = op_options_int(o, "max-devices", maxd, 1, 1024, &maxd, err)) ||
          (st = op_options_int(o, "hidden", hidden, 1, 4096, &hidden, err))))
         return st;
-    if (!out->paper &&
-        (st = op_options_int(o, "units", TRINITY_DEFAULT_UNITS, 0, 100000000, &units, err)))
-        return st;
     int level = ORDERS_OFF;
-    if (!out->paper) {
+    if (!out->lo.paper) {
         int def = placer ? (tc->heuristics ? ORDERS_ALL : ORDERS_JUDGED)
                          : (tc->heuristics ? ORDERS_JUDGED : ORDERS_OFF);
         const char *v = op_options_str(o, "order-search", ORDER_LEVELS[def]);
@@ -155,11 +151,11 @@ op_status trinity_options_read(op_options *o, int placer, trinity_options *out, 
     tc->reward_order = level >= ORDERS_JUDGED ? TRINITY_REWARD_ORDER_AUTO : OP_PRIORITY_FIFO;
     int orders = placer && level >= ORDERS_FINAL;
     int boundary = level == ORDERS_ALL ? TRINITY_DEFAULT_BOUNDARY_MOVES : 0;
-    tc->samples = (int)samples;
-    tc->threads = (int)threads;
-    tc->ppo.epochs = (int)epochs;
+    tc->samples = (int)out->lo.samples;
+    tc->threads = (int)out->lo.threads;
+    tc->ppo.epochs = (int)out->lo.epochs;
     tc->slots = (int)slots;
-    tc->unit_target = (int)units;
+    tc->unit_target = (int)out->lo.units;
     pc->groups = (int)groups;
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;

@@ -357,8 +357,8 @@ static void squash_backward(const trinity_config *c, const nn_tensor *u,
     }
 }
 
-/* CENTRING (cfg.centre; not in the paper; an RL fix that --paper uses, the
- * defaults do not; bench/RESULTS.md, "Trinity").
+/* CENTRING (cfg.centre; not in the paper; --paper uses it, the defaults do
+ * not).
  * With interchangeable devices the steepest way up from a random policy is
  * a preference every decision shares: every op for one group, every group
  * for one device, i.e. everything on one device (the plain method's

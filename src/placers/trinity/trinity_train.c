@@ -432,8 +432,8 @@ static op_status ensure_capacity(trinity_trainer *t, int k, op_error *err)
     return st;
 }
 
-/* STRUCTURE INITIALISATION (trinity_train_config.structure_init; an RL fix
- * of --paper, bench/RESULTS.md, Trinity).  The paper feeds Node2vec vectors
+/* STRUCTURE INITIALISATION (trinity_train_config.structure_init; --paper
+ * uses it).  The paper feeds Node2vec vectors
  * to the partition network so that its groups follow the graph's structure
  * (the Trinity paper, section 1 (2) and 4.1.1).  A randomly initialised
  * network does not do that: its group distributions are nearly uniform
@@ -1011,6 +1011,24 @@ static op_status iterate(trinity_trainer *t, op_error *err)
     return OP_OK;
 }
 
+int trinity_trainer_proven(const trinity_trainer *t, int i)
+{
+    const task *tk = &t->tasks[i];
+    return tk->have_best && op_problem_at_bound(tk->p, tk->best_m.step_us, tk->best_m.oom);
+}
+
+/* Training stops at the proven bound (cfg.stop_at_bound) and every
+ * problem's best placement reaches it. */
+static int done_when_proven(const trinity_trainer *t)
+{
+    if (!t->cfg.stop_at_bound)
+        return 0;
+    for (int i = 0; i < t->n_tasks; i++)
+        if (!trinity_trainer_proven(t, i))
+            return 0;
+    return 1;
+}
+
 op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
 {
     if (t->cfg.iterations <= 0 && t->cfg.budget_seconds <= 0)
@@ -1024,7 +1042,7 @@ op_status trinity_trainer_run(trinity_trainer *t, op_error *err)
     long start = t->stats.iterations;
     op_status st = OP_OK;
     double last = 0.0; /* the last iteration's seconds */
-    while (!st) {
+    while (!st && !done_when_proven(t)) {
         long done = t->stats.iterations - start;
         int stop;
         /* with a deadline, no iteration starts after it, nor one that would

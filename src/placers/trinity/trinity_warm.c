@@ -1,17 +1,15 @@
 /*
- * trinity_warm.c - a reference placement for Trinity's policy.  BEYOND THE
- * PAPER: the Trinity paper trains both networks from scratch (section
- * 4.2) and returns the placement with the best MDPE reward.  In a budget of
- * a minute on two cores that policy does not find the layer-wise split a
- * human expert writes for an RNN (bench/RESULTS.md, Trinity: +9..+34 %
- * step time on GNMT-2 and NMT-2), and its best reward often comes with
- * more communication or memory than the expert's.  As for SGDP
- * (sgdp_warm.c, whose sgdp_reference and sgdp_units_build this file calls),
- * three changes centre the search on a good placement:
+ * trinity_warm.c - a reference placement for Trinity's policy.  Beyond the
+ * paper, which trains both networks from scratch (section 4.2) and returns
+ * the placement with the best MDPE reward; in a budget of a minute on two
+ * cores that policy does not find the layer-wise split a human expert
+ * writes for an RNN, and its best reward often comes with more
+ * communication or memory than the expert's (bench/RESULTS.md, Trinity).
+ * Three changes centre the search on a good placement:
  *
  *   1. a reference placement: the best of a list of fast heuristics
- *      (TRINITY_DEFAULT_HEURISTICS = expert; placers/sgdp/sgdp.h,
- *      sgdp_reference), judged by its devices alone;
+ *      (TRINITY_DEFAULT_HEURISTICS = expert; op_portfolio_best), judged by
+ *      its devices alone;
  *   2. priors centred on it (trinity_graph_set_reference): the G groups
  *      are cut into one block per device, sized by the reference's work on
  *      that device; the ops the reference puts on device d are partitioned
@@ -21,14 +19,13 @@
  *      some ops shifted into neighbouring groups and some groups moved to
  *      another device: PPO starts next to the reference instead of from a
  *      random split;
- *   3. decision units (optional, on in the placer): about unit_target
- *      Celeritas fusion groups split by the reference's devices and merged
- *      with colocation groups (sgdp_units_build).  A unit's first op in
+ *   3. decision units (optional, on in the placer; learn_units_build):
+ *      about unit_target Celeritas fusion groups split by the reference's
+ *      devices and merged with colocation groups.  A unit's first op in
  *      topological order picks the group for all its members, the same
- *      mechanism as colocation (placers/trinity/trinity.h), so a sampled move
- *      shifts a fused chain, and the partition network has a few hundred
- *      decisions instead of thousands.  Any placement the reference can
- *      express, the units can express.
+ *      mechanism as colocation (placers/trinity/trinity.h), so a sampled
+ *      move shifts a fused chain, and the partition network has a few
+ *      hundred decisions instead of thousands.
  *
  * The trainer (trinity_train.c) seeds its best-seen record with the
  * reference and, unless the user gives --max-comm / --max-mem, takes the
@@ -41,8 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "learn/units.h"
 #include "placers/trinity/trinity_internal.h"
-#include "placers/sgdp/sgdp.h"
 
 /* Leaders per unit (its first op in topological order) and the members'
  * common devices; a unit with no common device keeps its ops' own leaders. */
@@ -50,8 +47,8 @@ static op_status set_units(trinity_graph *tg, const int *unit_of, int n_units, o
 {
     int n = tg->n, md = tg->max_devices, *lead;
     unsigned char *um;
-    op_status st = sgdp_unit_leaders(tg->p->g, unit_of, n_units, tg->allowed, md, 0, &lead, &um,
-                                     err);
+    op_status st = learn_unit_leaders(tg->p->g, unit_of, n_units, tg->allowed, md, 0, &lead, &um,
+                                      err);
     if (st)
         return st;
     for (int i = 0; i < n; i++) {
@@ -86,7 +83,7 @@ op_status trinity_graph_set_reference(trinity_graph *tg, const int *ref_device_o
         return OP_ENOMEM;
     op_placement ref = {.n_ops = p->n, .n_dev = p->nd, .device_of = (int *)ref_device_of};
     int n_units = 0;
-    st = sgdp_units_build(p, &ref, unit_target, unit_of, &n_units, err);
+    st = learn_units_build(p, &ref, unit_target, unit_of, &n_units, err);
     if (!st)
         st = set_units(tg, unit_of, n_units, err);
     free(unit_of);
@@ -100,8 +97,9 @@ op_status trinity_reference_place(const op_problem *p, const char *heuristics, u
     op_status st = op_placement_init(&pl, p->n, p->nd, err);
     if (st)
         return st;
-    sgdp_reference_info info;
-    st = sgdp_reference(p, heuristics, seed, &pl, &info, err);
+    op_place_ctx ctx = {.p = p, .seed = seed}; /* judged by their devices alone */
+    op_portfolio_winner info;
+    st = op_portfolio_best(&ctx, heuristics, 1, "trinity", &pl, &info, err);
     if (!st) {
         memcpy(device_of, pl.device_of, sizeof(int) * (size_t)p->n);
         snprintf(name, name_len, "%s", info.name);
