@@ -12,7 +12,8 @@
 #   GRAPHS  the exported graphs, MODEL.json (default bench/out/real, as
 #           bench/real.sh writes them; export the missing ones with it)
 #   MODELS  default "resnet50 inception_v3 vgg16 gpt12 lstm"
-#   BAECHI_PYTHON  a python with networkx and cvxopt (default /usr/bin/python3)
+#   BAECHI_PYTHON  a python with networkx and cvxopt (default /usr/bin/python3;
+#           bench/requirements-baechi.txt pins them)
 #   SEEDS   shuffles of the op order per graph (default "1 2")
 set -euo pipefail
 BIN=${1:-./build/opplace}
