@@ -11,8 +11,8 @@ keeps its `colocate` group when it holds state (param_bytes > 0: the op that
 owns a weight, an update's optimizer state) or is a sink (an update, which
 nothing reads); a group left with one member is dropped.  Ops, edges, times
 and memory are unchanged.  Such a graph is for comparing placers only:
-PyTorch cannot run a backward op away from its forward op (`opplace.torch run`
-refuses the placement).
+PyTorch runs a backward op where its forward op ran (`opplace.torch apply`
+warns that the measured step will then differ from the simulated one).
 """
 import argparse
 import json
