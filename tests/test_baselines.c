@@ -398,7 +398,7 @@ Test(m_topo, fills_devices_in_topological_order)
         cr_assert_eq(run_placer("m-topo", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
         int order[60], used[4] = {0};
         int rank[60];
-        op_rank_order(&tp.p, 1, rank, &err);
+        op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err);
         m_topo_bfs_order(tp.g, rank, order, &err);
         for (int k = 1; k < 60; k++)
             cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
@@ -826,8 +826,9 @@ static op_graph *shuffled(const op_graph *g, uint64_t seed)
 }
 
 /* x -> {b, a}, a -> c, written x, b, a, c: a heads the longer path.  The
- * rank is the program order a depth-first walk gives, x a c b, in any op
- * order of the file; Baechi's BFS of the file (the old tie) was x b a c. */
+ * rank (longest sibling first) is the program order a depth-first walk
+ * gives, x a c b, in any op order of the file; the file's order (the old
+ * tie) was x b a c. */
 static op_graph *fork_graph(int reversed)
 {
     op_error err = {0};
@@ -860,9 +861,18 @@ Test(op_rank, is_a_depth_first_program_order_in_any_file_order)
         tk_bind(&tp, fork_graph(rev), tk_cluster(2, 10, 1e-4, INT64_C(1) << 40));
         op_error err = {0};
         int rank[4], bfs[4];
-        cr_assert_eq(op_rank_order(&tp.p, 1, rank, &err), OP_OK);
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err), OP_OK);
         for (int k = 0; k < 4; k++)
             cr_assert_eq(rank[op_named(tp.g, want[k])], k, "%s", want[k]);
+        /* the other walks: shortest sibling first x b a c, breadth first x a b c */
+        const char *shortest[4] = {"x", "b", "a", "c"}, *breadth[4] = {"x", "a", "b", "c"};
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_SHORTEST_FIRST, rank, &err), OP_OK);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(rank[op_named(tp.g, shortest[k])], k, "shortest first: %s", shortest[k]);
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_BREADTH_FIRST, rank, &err), OP_OK);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(rank[op_named(tp.g, breadth[k])], k, "breadth first: %s", breadth[k]);
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err), OP_OK);
         /* m-TOPO's BFS: the ops x makes ready queue by rank (a before b) */
         cr_assert_eq(m_topo_bfs_order(tp.g, rank, bfs, &err), OP_OK);
         cr_assert_str_eq(tp.g->op_name[bfs[1]], "a");
@@ -889,7 +899,8 @@ Test(m_etf, ties_follow_the_rank_not_the_file_order)
         cr_assert_eq(op_placement_init(&pl, 4, 1, &err), OP_OK);
         etf_trace tr = {calloc(4, sizeof(double)), calloc(4, sizeof(int))};
         op_place_ctx ctx = {.p = &tp.p};
-        etf_options o = {.name = "m-etf", .set_order = 1, .tie = ETF_TIE_RANK, .longest_first = 1};
+        etf_options o = {.name = "m-etf", .set_order = 1, .tie = ETF_TIE_RANK,
+                         .walk = OP_RANK_LONGEST_FIRST};
         cr_assert_eq(etf_schedule(&ctx, &o, &pl, &tr, &err), OP_OK, "%s", err.msg);
         for (int k = 0; k < 4; k++) {
             cr_assert_str_eq(tp.g->op_name[tr.sequence[k]], want[k]);
@@ -959,7 +970,7 @@ Test(m_etf, keeps_the_faster_of_both_sibling_orders)
             cr_assert_eq(op_placement_init(&pl, tp.p.n, tp.p.nd, &err), OP_OK);
             op_place_ctx ctx = {.p = &tp.p};
             etf_options o = {.name = "m-etf", .set_order = 1, .tie = ETF_TIE_RANK,
-                             .longest_first = longest};
+                             .walk = longest ? OP_RANK_LONGEST_FIRST : OP_RANK_SHORTEST_FIRST};
             cr_assert_eq(etf_schedule(&ctx, &o, &pl, NULL, &err), OP_OK, "%s", err.msg);
             t[longest] = step_of(&tp.p, &pl);
             op_placement_destroy(&pl);

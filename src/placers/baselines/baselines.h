@@ -26,9 +26,15 @@
 op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_error *err);
 
 /* An order of the ops independent of the graph file's op order (op_rank.c):
- * rank[v] = position of v in a depth-first topological order whose ops made
- * ready together go by b-level (longest_first: decreasing), then name. */
-op_status op_rank_order(const op_problem *p, int longest_first, int *rank, op_error *err);
+ * rank[v] = position of v in a topological walk, depth first (the ops made
+ * ready together by decreasing b-level, longest first, or increasing) or
+ * breadth first (decreasing), ties by name. */
+typedef enum op_rank_walk {
+    OP_RANK_LONGEST_FIRST,
+    OP_RANK_SHORTEST_FIRST,
+    OP_RANK_BREADTH_FIRST
+} op_rank_walk;
+op_status op_rank_order(const op_problem *p, op_rank_walk walk, int *rank, op_error *err);
 /* The edges by (rank of source, rank of destination) into eorder (n_edges). */
 op_status op_rank_edges(const op_graph *g, const int *rank, int *eorder, op_error *err);
 

@@ -191,7 +191,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
             return OP_ENOMEM;
         for (size_t i = 0; i < n; i++)
             s->tpos[s->seq[i]] = (int)i;
-    } else if (op_rank_order(p, o->longest_first, s->tpos, err)) {
+    } else if (op_rank_order(p, o->walk, s->tpos, err)) {
         return OP_ENOMEM;
     }
     preds_by_tie(p->g, o->tie == ETF_TIE_BFS ? NULL : s->tpos, s->pred_e, s->seq, s->stuck);
@@ -612,10 +612,12 @@ op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_place
     double best_over = 0, best_step = 0;
     int have = 0;
     op_error first = {.code = OP_OK};
-    for (int longest = 1; longest >= 0; longest--) {
+    static const op_rank_walk walks[] = {OP_RANK_LONGEST_FIRST, OP_RANK_SHORTEST_FIRST,
+                                         OP_RANK_BREADTH_FIRST};
+    for (int k = 0; k < 3 && !(k == 2 && have && best_over == 0); k++) { /* breadth: none fits */
         double over, step;
         op_error e = {.code = OP_OK};
-        o->longest_first = longest;
+        o->walk = walks[k];
         st = etf_checked_run(ctx, o, &cand, sim, &r, &over, &step, &e);
         if (st == OP_EINFEASIBLE) { /* the other order may still fit */
             if (!first.code)

@@ -6,6 +6,7 @@
 #define OPPLACE_ETF_ENGINE_H
 
 #include "opplace/placer.h"
+#include "placers/baselines/baselines.h"
 
 /* Ties between equal start times: the op earlier in Baechi's BFS
  * topological order of the file (its topo_order), or earlier by
@@ -19,7 +20,7 @@ typedef struct etf_options {
     int set_order;       /* write the schedule as the placement's per-device order */
     const char *name;    /* for messages */
     etf_tie tie;         /* tie-break order between equal start times */
-    int longest_first;   /* ETF_TIE_RANK: op_rank_order's sibling order */
+    op_rank_walk walk;   /* ETF_TIE_RANK: op_rank_order's walk */
     const double *margin; /* per device memory margin (placer_mem.h), NULL for 1 */
     int *estimate_fits;  /* out, may be NULL: 0 when best effort placed an op
                             beyond the memory estimate */
@@ -47,8 +48,9 @@ op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_e
 
 /* etf_schedule under pmem_place_checked (the simulator check); o->margin
  * and o->estimate_fits are set by it.  With ETF_TIE_RANK it schedules with
- * both sibling orders (o->longest_first 1 and 0) and keeps the placement
- * the simulator ranks first (ties: longest first). */
+ * both depth-first walks of op_rank_order (longest, shortest sibling first)
+ * and keeps the placement the simulator ranks first (ties: longest first);
+ * the breadth-first walk too when neither fits. */
 op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_placement *out,
                                op_error *err);
 

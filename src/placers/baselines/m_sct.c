@@ -84,7 +84,7 @@ static op_status sct_order_init(const op_problem *p, sct_order *o, op_error *err
     o->eorder = op_malloc(m * sizeof(int) + 1, err);
     o->epos = op_malloc(m * sizeof(int) + 1, err);
     if (!o->rank || !o->by_rank || !o->eorder || !o->epos ||
-        op_rank_order(p, 1, o->rank, err) || op_rank_edges(p->g, o->rank, o->eorder, err))
+        op_rank_order(p, OP_RANK_LONGEST_FIRST, o->rank, err) || op_rank_edges(p->g, o->rank, o->eorder, err))
         return OP_ENOMEM;
     for (int v = 0; v < p->n; v++)
         o->by_rank[o->rank[v]] = v;

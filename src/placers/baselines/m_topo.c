@@ -230,7 +230,7 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
     f.gload = op_malloc((size_t)p->n_groups * sizeof(double) + 1, err);
     op_status st = OP_ENOMEM;
     if (order && rank && f.group_device && f.limit && f.load && f.gcheck && f.gload &&
-        !op_rank_order(p, 1, rank, err) && !m_topo_bfs_order(p->g, rank, order, err) &&
+        !op_rank_order(p, OP_RANK_LONGEST_FIRST, rank, err) && !m_topo_bfs_order(p->g, rank, order, err) &&
         !pmem_init(&f.mem, p, order, margin, err)) {
         f.device_of = out->device_of;
         for (int i = 0; i < p->n; i++)

@@ -19,7 +19,10 @@
  * first matters as much and no one choice wins everywhere (m-ETF with
  * TensorFlow's colocation: longest first 76.5 ms on ResNet-50 and 109.0 on
  * Inception-V3, shortest first 80.3 and 98.9), so m-ETF and m-SCT try both
- * (etf_schedule_checked).
+ * (etf_schedule_checked), and a breadth-first walk (Kahn's algorithm with
+ * a queue, Baechi's own flavour, the same sibling keys) when neither fits
+ * in memory: it keeps fewer tensors alive on a GNMT whose depth-first
+ * schedules overflow (test_torch_examples.py).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,11 @@ typedef struct rank_keys {
     const double *blevel;
     int longest_first;
 } rank_keys;
+
+typedef struct rank_work {
+    int *indeg, *stack, *ready, *tmp;
+    int top, head; /* a stack (depth first) or a queue from head (breadth first) */
+} rank_work;
 
 /* Taken first: the higher b-level (the lower one when !longest_first),
  * then the smaller name. */
@@ -56,20 +64,16 @@ static void rank_sort(const rank_keys *k, int *a, int *tmp, int n)
     memcpy(a, tmp, (size_t)n * sizeof *a);
 }
 
-typedef struct rank_work {
-    int *indeg, *stack, *ready, *tmp;
-    int top;
-} rank_work;
-
-/* Sort the nr ready ops and push them so the first one pops first. */
-static void push_ready(const rank_keys *k, rank_work *w, int nr)
+/* Sort the nr ready ops and add them so the first one is taken first:
+ * pushed in reverse on the stack, or appended to the queue. */
+static void push_ready(const rank_keys *k, rank_work *w, int nr, int breadth)
 {
     rank_sort(k, w->ready, w->tmp, nr);
-    for (int i = nr - 1; i >= 0; i--)
-        w->stack[w->top++] = w->ready[i];
+    for (int i = 0; i < nr; i++)
+        w->stack[w->top++] = w->ready[breadth ? i : nr - 1 - i];
 }
 
-static void dfs_rank(const op_graph *g, const rank_keys *k, rank_work *w, int *rank)
+static void walk_rank(const op_graph *g, const rank_keys *k, rank_work *w, int breadth, int *rank)
 {
     int nr = 0, pos = 0;
     for (int v = 0; v < g->n_ops; v++) {
@@ -77,19 +81,19 @@ static void dfs_rank(const op_graph *g, const rank_keys *k, rank_work *w, int *r
         if (!w->indeg[v])
             w->ready[nr++] = v;
     }
-    push_ready(k, w, nr);
-    while (w->top > 0) {
-        int v = w->stack[--w->top];
+    push_ready(k, w, nr, breadth);
+    while (breadth ? w->head < w->top : w->top > 0) {
+        int v = breadth ? w->stack[w->head++] : w->stack[--w->top];
         rank[v] = pos++;
         nr = 0;
         for (int j = g->succ_off[v]; j < g->succ_off[v + 1]; j++)
             if (--w->indeg[g->succ[j]] == 0)
                 w->ready[nr++] = g->succ[j];
-        push_ready(k, w, nr);
+        push_ready(k, w, nr, breadth);
     }
 }
 
-op_status op_rank_order(const op_problem *p, int longest_first, int *rank, op_error *err)
+op_status op_rank_order(const op_problem *p, op_rank_walk walk, int *rank, op_error *err)
 {
     size_t n = (size_t)p->n;
     double *bl = op_malloc(n * sizeof(double) + 1, err);
@@ -100,9 +104,9 @@ op_status op_rank_order(const op_problem *p, int longest_first, int *rank, op_er
         return OP_ENOMEM;
     }
     etf_static_level(p, bl);
-    rank_keys k = {p->g, bl, longest_first};
-    rank_work w = {buf, buf + n, buf + 2 * n, buf + 3 * n, 0};
-    dfs_rank(p->g, &k, &w, rank);
+    rank_keys k = {p->g, bl, walk != OP_RANK_SHORTEST_FIRST};
+    rank_work w = {buf, buf + n, buf + 2 * n, buf + 3 * n, 0, 0};
+    walk_rank(p->g, &k, &w, walk == OP_RANK_BREADTH_FIRST, rank);
     free(bl);
     free(buf);
     return OP_OK;
