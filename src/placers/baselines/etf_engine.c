@@ -597,6 +597,42 @@ static op_status keep_candidate(op_placement *out, const op_placement *cand, op_
     return op_placement_copy(out, cand, err);
 }
 
+/* The best placement over the walks tried so far; first: the refusal of
+ * the first walk that did not fit. */
+typedef struct etf_best {
+    double over, step;
+    int have;
+    op_error first;
+} etf_best;
+
+/* Schedule with walk w into cand and keep it in out when the simulator
+ * ranks it first so far; a walk that does not fit is noted, not an error. */
+static op_status try_walk(const op_place_ctx *ctx, etf_options *o, op_rank_walk w,
+                          op_placement *cand, op_sim *sim, op_sim_result *r, etf_best *b,
+                          op_placement *out, op_error *err)
+{
+    double over, step;
+    op_error e = {.code = OP_OK};
+    o->walk = w;
+    op_status st = etf_checked_run(ctx, o, cand, sim, r, &over, &step, &e);
+    if (st == OP_EINFEASIBLE) {
+        if (!b->first.code)
+            b->first = e;
+        return OP_OK;
+    }
+    if (st) {
+        if (err)
+            *err = e;
+        return st;
+    }
+    if (b->have && !op_sim_ranks_before(over, step, b->over, b->step))
+        return OP_OK;
+    b->over = over;
+    b->step = step;
+    b->have = 1;
+    return keep_candidate(out, cand, err);
+}
+
 op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_placement *out,
                                op_error *err)
 {
@@ -607,40 +643,19 @@ op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_place
     op_sim_result r = {0};
     op_placement cand = {0};
     op_status st = OP_ENOMEM;
-    if (!sim || op_sim_result_init(&r, p, err) || op_placement_init(&cand, p->n, p->nd, err))
-        goto done;
-    double best_over = 0, best_step = 0;
-    int have = 0;
-    op_error first = {.code = OP_OK};
-    static const op_rank_walk walks[] = {OP_RANK_LONGEST_FIRST, OP_RANK_SHORTEST_FIRST,
-                                         OP_RANK_BREADTH_FIRST};
-    for (int k = 0; k < 3 && !(k == 2 && have && best_over == 0); k++) { /* breadth: none fits */
-        double over, step;
-        op_error e = {.code = OP_OK};
-        o->walk = walks[k];
-        st = etf_checked_run(ctx, o, &cand, sim, &r, &over, &step, &e);
-        if (st == OP_EINFEASIBLE) { /* the other order may still fit */
-            if (!first.code)
-                first = e;
-            continue;
-        }
-        if (st) {
+    etf_best b = {.first = {.code = OP_OK}};
+    if (sim && !op_sim_result_init(&r, p, err) && !op_placement_init(&cand, p->n, p->nd, err)) {
+        st = try_walk(ctx, o, OP_RANK_LONGEST_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st)
+            st = try_walk(ctx, o, OP_RANK_SHORTEST_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st && (!b.have || b.over > 0)) /* neither fits: breadth first too */
+            st = try_walk(ctx, o, OP_RANK_BREADTH_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st && !b.have) {
+            st = b.first.code;
             if (err)
-                *err = e;
-            goto done;
-        }
-        if (!have || op_sim_ranks_before(over, step, best_over, best_step)) {
-            if ((st = keep_candidate(out, &cand, err)))
-                goto done;
-            best_over = over;
-            best_step = step;
-            have = 1;
+                *err = b.first;
         }
     }
-    st = have ? OP_OK : first.code;
-    if (!have && err)
-        *err = first;
-done:
     op_placement_destroy(&cand);
     op_sim_result_destroy(&r);
     op_sim_free(sim);
