@@ -796,6 +796,7 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
     cr_assert_eq(tk_run(cmd, &out), 2);
     free(out);
 }
+
 /* ------------------------------------------------- the op order of a file */
 
 /* g with its ops in a random order (edges follow their ops). */
