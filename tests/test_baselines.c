@@ -397,7 +397,9 @@ Test(m_topo, fills_devices_in_topological_order)
         op_placement pl;
         cr_assert_eq(run_placer("m-topo", &tp.p, 0, NULL, &pl, &err), OP_OK, "%s", err.msg);
         int order[60], used[4] = {0};
-        m_topo_bfs_order(tp.g, order, &err);
+        int rank[60];
+        op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err);
+        m_topo_bfs_order(tp.g, rank, order, &err);
         for (int k = 1; k < 60; k++)
             cr_assert_geq(pl.device_of[order[k]], pl.device_of[order[k - 1]],
                           "seed %d: op %d goes back to an earlier device", (int)seed, k);
@@ -793,4 +795,195 @@ Test(bench, prints_one_row_per_model_cluster_and_algorithm)
     snprintf(cmd, sizeof cmd, "%s bench --models synthetic:ops=50 --algo nope", OPPLACE_BIN);
     cr_assert_eq(tk_run(cmd, &out), 2);
     free(out);
+}
+
+/* ------------------------------------------------- the op order of a file */
+
+/* g with its ops in a random order (edges follow their ops). */
+static op_graph *shuffled(const op_graph *g, uint64_t seed)
+{
+    op_error err = {0};
+    int n = g->n_ops, *perm = malloc((size_t)n * sizeof *perm), *at = malloc((size_t)n * sizeof *at);
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)(tk_rand(&seed) % (uint64_t)(i + 1)), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    op_graph_builder *b = op_graph_builder_new(g->name, &err);
+    for (int k = 0; k < n; k++) {
+        int v = perm[k], grp = g->colocate[v];
+        at[v] = tk_op_full(b, &(op_op_spec){
+            .name = g->op_name[v], .time_us = g->time_val[g->time_off[v]],
+            .output_bytes = g->output_bytes[v], .param_bytes = g->param_bytes[v],
+            .temp_bytes = g->temp_bytes[v], .colocate = grp == OP_NONE ? NULL : g->group_name[grp]});
+    }
+    for (int e = 0; e < g->n_edges; e++)
+        tk_edge(b, at[g->edge_src[e]], at[g->edge_dst[e]], g->edge_bytes[e]);
+    free(perm);
+    free(at);
+    return tk_finish(b);
+}
+
+/* x -> {b, a}, a -> c, written x, b, a, c: a heads the longer path.  The
+ * rank (longest sibling first) is the program order a depth-first walk
+ * gives, x a c b, in any op order of the file; the file's order (the old
+ * tie) was x b a c. */
+static op_graph *fork_graph(int reversed)
+{
+    op_error err = {0};
+    op_graph_builder *b = op_graph_builder_new("fork", &err);
+    const char *names[4] = {"x", "b", "a", "c"};
+    int id[4];
+    for (int k = 0; k < 4; k++) {
+        int i = reversed ? 3 - k : k;
+        id[i] = tk_op(b, names[i], 100, 1000);
+    }
+    tk_edge(b, id[0], id[1], 1000);
+    tk_edge(b, id[0], id[2], 1000);
+    tk_edge(b, id[2], id[3], 1000);
+    return tk_finish(b);
+}
+
+static int op_named(const op_graph *g, const char *name)
+{
+    for (int v = 0; v < g->n_ops; v++)
+        if (!strcmp(g->op_name[v], name))
+            return v;
+    return -1;
+}
+
+Test(op_rank, is_a_depth_first_program_order_in_any_file_order)
+{
+    const char *want[4] = {"x", "a", "c", "b"};
+    for (int rev = 0; rev < 2; rev++) {
+        tk_problem tp;
+        tk_bind(&tp, fork_graph(rev), tk_cluster(2, 10, 1e-4, INT64_C(1) << 40));
+        op_error err = {0};
+        int rank[4], bfs[4];
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err), OP_OK);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(rank[op_named(tp.g, want[k])], k, "%s", want[k]);
+        /* the other walks: shortest sibling first x b a c, breadth first x a b c */
+        const char *shortest[4] = {"x", "b", "a", "c"}, *breadth[4] = {"x", "a", "b", "c"};
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_SHORTEST_FIRST, rank, &err), OP_OK);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(rank[op_named(tp.g, shortest[k])], k, "shortest first: %s", shortest[k]);
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_BREADTH_FIRST, rank, &err), OP_OK);
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(rank[op_named(tp.g, breadth[k])], k, "breadth first: %s", breadth[k]);
+        cr_assert_eq(op_rank_order(&tp.p, OP_RANK_LONGEST_FIRST, rank, &err), OP_OK);
+        /* m-TOPO's BFS: the ops x makes ready queue by rank (a before b) */
+        cr_assert_eq(m_topo_bfs_order(tp.g, rank, bfs, &err), OP_OK);
+        cr_assert_str_eq(tp.g->op_name[bfs[1]], "a");
+        cr_assert_str_eq(tp.g->op_name[bfs[2]], "b");
+        if (!rev) { /* the file's BFS (Baechi's topo_order, the old m-TOPO order) */
+            cr_assert_eq(m_topo_bfs_order(tp.g, NULL, bfs, &err), OP_OK);
+            cr_assert_str_eq(tp.g->op_name[bfs[1]], "b");
+        }
+        tk_unbind(&tp);
+    }
+}
+
+/* m-ETF on fork_graph, one device: x [0,100], then a and b tie at 100;
+ * the rank takes a and then c (ready at 200, tied with b): x a c b, where
+ * the file's order gave x b a c. */
+Test(m_etf, ties_follow_the_rank_not_the_file_order)
+{
+    const char *want[4] = {"x", "a", "c", "b"};
+    for (int rev = 0; rev < 2; rev++) {
+        tk_problem tp;
+        tk_bind(&tp, fork_graph(rev), tk_cluster(1, 10, 1e-4, INT64_C(1) << 40));
+        op_placement pl;
+        op_error err = {0};
+        cr_assert_eq(op_placement_init(&pl, 4, 1, &err), OP_OK);
+        etf_trace tr = {calloc(4, sizeof(double)), calloc(4, sizeof(int))};
+        op_place_ctx ctx = {.p = &tp.p};
+        etf_options o = {.name = "m-etf", .set_order = 1, .tie = ETF_TIE_RANK,
+                         .walk = OP_RANK_LONGEST_FIRST};
+        cr_assert_eq(etf_schedule(&ctx, &o, &pl, &tr, &err), OP_OK, "%s", err.msg);
+        for (int k = 0; k < 4; k++) {
+            cr_assert_str_eq(tp.g->op_name[tr.sequence[k]], want[k]);
+            cr_assert_float_eq(tr.start[tr.sequence[k]], 100.0 * k, 1e-9);
+        }
+        free(tr.start);
+        free(tr.sequence);
+        op_placement_destroy(&pl);
+        tk_unbind(&tp);
+    }
+}
+
+/* The Baechi ports give the same step on any op order of the file: the
+ * hand-made CNN and random DAGs with colocation groups, shuffled. */
+Test(baechi_ports, same_step_in_any_op_order)
+{
+    static const char *const ports[] = {"m-topo", "m-etf", "m-sct"};
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        op_graph *g = seed == 1 ? mini_cnn() : rules_dag(40, 0.1, seed, 3, 0, 1000, 4000);
+        tk_problem a, b;
+        tk_bind(&a, g, tk_cluster(4, 12, 1e-4, INT64_C(1) << 34));
+        tk_bind(&b, shuffled(g, seed * 7919), tk_cluster(4, 12, 1e-4, INT64_C(1) << 34));
+        for (int k = 0; k < 3; k++) {
+            op_placement pa, pb;
+            op_error err = {0};
+            cr_assert_eq(run_placer(ports[k], &a.p, 0, NULL, &pa, &err), OP_OK, "%s", err.msg);
+            cr_assert_eq(run_placer(ports[k], &b.p, 0, NULL, &pb, &err), OP_OK, "%s", err.msg);
+            for (int v = 0; v < g->n_ops; v++)
+                cr_assert_eq(pa.device_of[v], pb.device_of[op_named(b.g, g->op_name[v])],
+                             "%s, graph %d: %s moved", ports[k], (int)seed, g->op_name[v]);
+            op_placement_destroy(&pa);
+            op_placement_destroy(&pb);
+        }
+        tk_unbind(&a);
+        tk_unbind(&b);
+    }
+}
+
+/* Simulated step of a placement with its own per-device order. */
+static double step_of(const op_problem *p, const op_placement *pl)
+{
+    op_error err = {0};
+    op_sim *s = op_sim_new(p, &err);
+    op_sim_result r;
+    cr_assert(s && !op_sim_result_init(&r, p, &err));
+    cr_assert_eq(op_sim_run(s, pl, &r, NULL, &err), OP_OK, "%s", err.msg);
+    double t = r.step_time_us;
+    op_sim_result_destroy(&r);
+    op_sim_free(s);
+    return t;
+}
+
+/* m-ETF schedules with both sibling orders of the rank and keeps the
+ * faster: its step is the smaller of the two schedules' (the hand-made
+ * CNN and random DAGs; on some the two differ). */
+Test(m_etf, keeps_the_faster_of_both_sibling_orders)
+{
+    int differ = 0;
+    for (uint64_t seed = 1; seed <= 6; seed++) {
+        tk_problem tp;
+        tk_bind(&tp, seed == 1 ? mini_cnn() : tk_random_dag(40, 0.1, seed),
+                tk_cluster(4, 12, 1e-4, INT64_C(1) << 34));
+        op_error err = {0};
+        double t[2];
+        for (int longest = 0; longest < 2; longest++) {
+            op_placement pl;
+            cr_assert_eq(op_placement_init(&pl, tp.p.n, tp.p.nd, &err), OP_OK);
+            op_place_ctx ctx = {.p = &tp.p};
+            etf_options o = {.name = "m-etf", .set_order = 1, .tie = ETF_TIE_RANK,
+                             .walk = longest ? OP_RANK_LONGEST_FIRST : OP_RANK_SHORTEST_FIRST};
+            cr_assert_eq(etf_schedule(&ctx, &o, &pl, NULL, &err), OP_OK, "%s", err.msg);
+            t[longest] = step_of(&tp.p, &pl);
+            op_placement_destroy(&pl);
+        }
+        op_placement best;
+        cr_assert_eq(run_placer("m-etf", &tp.p, 0, NULL, &best, &err), OP_OK, "%s", err.msg);
+        double want = t[0] < t[1] ? t[0] : t[1];
+        cr_assert_float_eq(step_of(&tp.p, &best), want, 1e-6, "graph %d: %.3f, the two orders %.3f "
+                           "and %.3f", (int)seed, step_of(&tp.p, &best), t[1], t[0]);
+        differ += t[0] != t[1];
+        op_placement_destroy(&best);
+        tk_unbind(&tp);
+    }
+    cr_assert_gt(differ, 0, "the two sibling orders never differ on these graphs");
 }

@@ -8,6 +8,7 @@
  *   expert.c       expert: the human, layer-wise placement of the papers
  *   metis.c        metis: k-way partition with the METIS library
  *   m_topo.c       m-topo: Baechi's memory-bounded topological fill
+ *   op_rank.c      the op order the Baechi ports break ties by
  *   m_etf.c        m-etf: Baechi's memory-constrained Earliest Time First
  *   m_sct.c        m-sct: Baechi's m-ETF with SCT favorite children
  *   etf_engine.c/.h  the list scheduler m-etf and m-sct share
@@ -24,8 +25,22 @@
  * topological position) and each op's upward rank. */
 op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_error *err);
 
-/* m-TOPO (m_topo.c): the BFS-like topological order it fills devices in. */
-op_status m_topo_bfs_order(const op_graph *g, int *order, op_error *err);
+/* An order of the ops independent of the graph file's op order (op_rank.c):
+ * rank[v] = position of v in a topological walk, depth first (the ops made
+ * ready together by decreasing b-level, longest first, or increasing) or
+ * breadth first (decreasing), ties by name. */
+typedef enum op_rank_walk {
+    OP_RANK_LONGEST_FIRST,
+    OP_RANK_SHORTEST_FIRST,
+    OP_RANK_BREADTH_FIRST
+} op_rank_walk;
+op_status op_rank_order(const op_problem *p, op_rank_walk walk, int *rank, op_error *err);
+/* The edges by (rank of source, rank of destination) into eorder (n_edges). */
+op_status op_rank_edges(const op_graph *g, const int *rank, int *eorder, op_error *err);
+
+/* m-TOPO (m_topo.c): the BFS-like topological order it fills devices in;
+ * ops made ready together are queued by rank (NULL: by file position). */
+op_status m_topo_bfs_order(const op_graph *g, const int *rank, int *order, op_error *err);
 
 /* expert (expert.c): lower bounds of the simulator's overflow (bytes above
  * capacity, summed) and step time for a placement; expert skips a device

@@ -7,8 +7,9 @@
  * (all predecessors scheduled) and every device, the pair with the earliest
  * start time, start = max(device free, data arrival on that device); ties go
  * to the op earlier in a fixed order of the ops (o->tie: Baechi's
- * topo_order, a BFS topological order, m_topo_bfs_order; or the graph
- * file's own op order), then the smaller device index.
+ * topo_order, the BFS topological order of the file, m_topo_bfs_order; or
+ * op_rank_order, which no op order of the file changes), then the smaller
+ * device index.
  *
  * Communication as Baechi's placer models it (placer_utils.ReadyOpManager,
  * device.DeviceWrapper): every device has ONE channel, busy while it sends
@@ -17,7 +18,8 @@
  *     send = max(finish(u), chan(src)), recv = max(send, chan(d)),
  *     arrival = recv + transfer_us(src, d, bytes),
  * moving chan(src) to send + transfer and chan(d) to the arrival; an op's
- * transfers go one by one in predecessor order, and it starts at
+ * transfers go one by one in predecessor order (by the same fixed order),
+ * and it starts at
  * max(device free, its last arrival).  One deliberate difference: Baechi
  * estimates a candidate's start with each transfer on its own (its dry
  * run) and queues them only when it commits, so an op with two large
@@ -89,7 +91,8 @@ typedef struct etf_state {
     double *chan;      /* per device: its one channel is busy until */
     double *scratch;   /* per device: arrival()'s copy of chan */
     double *cached;    /* n x nd: arrival of u's tensor on d, or -1 */
-    int *tpos;         /* per op: position in the BFS topological order */
+    int *tpos;         /* per op: position in the tie order (o->tie) */
+    int *pred_e;       /* per op, at g->pred_off: its in-edges, preds by tpos */
     pheap *pending, *avail;
     int *stuck;
     int n_stuck;
@@ -117,7 +120,25 @@ static int by_level_desc(const void *a, const void *b)
     const etf_state *s = sort_state;
     if (s->blevel[x] != s->blevel[y])
         return s->blevel[x] > s->blevel[y] ? -1 : 1;
-    return s->p->g->topo_pos[x] - s->p->g->topo_pos[y];
+    return s->tpos[x] - s->tpos[y];
+}
+
+/* pred_e: each op's in-edges, their sources in rank order (the order its
+ * transfers are committed in, so no op order of the file changes it;
+ * rank NULL: the file's order, as Baechi's in_edges); by_pos and fill: n
+ * ints of scratch each. */
+static void preds_by_tie(const op_graph *g, const int *rank, int *pred_e, int *by_pos, int *fill)
+{
+    int n = g->n_ops;
+    for (int v = 0; v < n; v++) {
+        by_pos[rank ? rank[v] : v] = v;
+        fill[v] = g->pred_off[v];
+    }
+    for (int i = 0; i < n; i++) {
+        int u = by_pos[i];
+        for (int j = g->succ_off[u]; j < g->succ_off[u + 1]; j++)
+            pred_e[fill[g->succ[j]]++] = g->succ_edge[j];
+    }
 }
 
 static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_options *o,
@@ -142,6 +163,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
     s->scratch = op_calloc(nd, sizeof(double), err);
     s->cached = op_malloc(n * nd * sizeof(double) + 1, err);
     s->tpos = op_malloc(n * sizeof(int) + 1, err);
+    s->pred_e = op_malloc((size_t)p->g->n_edges * sizeof(int) + 1, err);
     s->finish = op_malloc(n * sizeof(double) + 1, err);
     s->start = op_malloc(n * sizeof(double) + 1, err);
     s->blevel = op_malloc(n * sizeof(double) + 1, err);
@@ -149,7 +171,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
     s->pending = op_calloc(nd, sizeof(pheap), err);
     s->avail = op_calloc(nd, sizeof(pheap), err);
     if (!s->device_of || !s->group_device || !s->preds_left || !s->alive || !s->seq ||
-        !s->stuck || !s->last || !s->scheduled || !s->chan || !s->scratch || !s->cached || !s->tpos || !s->finish ||
+        !s->stuck || !s->last || !s->scheduled || !s->chan || !s->scratch || !s->cached || !s->tpos || !s->pred_e || !s->finish ||
         !s->start || !s->blevel || !s->dev_free || !s->pending || !s->avail)
         return OP_ENOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -164,15 +186,17 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
         s->last[d] = -1;
     s->fits = 1;
     etf_static_level(p, s->blevel);
-    if (o->tie == ETF_TIE_BFS && m_topo_bfs_order(p->g, s->seq, err))
-        return OP_ENOMEM;
-    if (o->tie == ETF_TIE_INDEX)
+    if (o->tie == ETF_TIE_BFS) {
+        if (m_topo_bfs_order(p->g, NULL, s->seq, err))
+            return OP_ENOMEM;
         for (size_t i = 0; i < n; i++)
-            s->seq[i] = (int)i;
-    for (size_t i = 0; i < n; i++)
-        s->tpos[s->seq[i]] = (int)i;
-    /* memory slots: decreasing b-level (a topological order: ties keep
-     * the graph's order); seq is free scratch until scheduling starts */
+            s->tpos[s->seq[i]] = (int)i;
+    } else if (op_rank_order(p, o->walk, s->tpos, err)) {
+        return OP_ENOMEM;
+    }
+    preds_by_tie(p->g, o->tie == ETF_TIE_BFS ? NULL : s->tpos, s->pred_e, s->seq, s->stuck);
+    /* memory slots: decreasing b-level (a topological order: ties by the
+     * tie order); seq is free scratch until scheduling starts */
     for (size_t i = 0; i < n; i++)
         s->seq[i] = p->g->topo[i];
     sort_state = s;
@@ -196,6 +220,7 @@ static void state_destroy(etf_state *s)
     free(s->scratch);
     free(s->cached);
     free(s->tpos);
+    free(s->pred_e);
     free(s->finish);
     free(s->start);
     free(s->blevel);
@@ -217,7 +242,7 @@ static double arrival(etf_state *s, int v, int d)
     const op_graph *g = s->p->g;
     double t = 0, *ch = NULL;
     for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
-        int u = g->pred[k], du = s->device_of[u];
+        int e = s->pred_e[k], u = g->edge_src[e], du = s->device_of[u];
         double a = s->finish[u];
         if (du != d) {
             double c = s->cached[(size_t)u * s->nd + d];
@@ -228,7 +253,7 @@ static double arrival(etf_state *s, int v, int d)
                     ch = s->scratch;
                     memcpy(ch, s->chan, (size_t)s->nd * sizeof *ch);
                 }
-                double w = op_cluster_transfer_us(s->p->c, du, d, g->edge_bytes[g->pred_edge[k]]);
+                double w = op_cluster_transfer_us(s->p->c, du, d, g->edge_bytes[e]);
                 double send = a > ch[du] ? a : ch[du];
                 ch[du] = send + w;
                 double recv = send > ch[d] ? send : ch[d];
@@ -377,12 +402,12 @@ static double commit_transfers(etf_state *s, int v, int d, op_error *err, int *n
     const op_graph *g = s->p->g;
     double t = 0;
     for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++) {
-        int u = g->pred[k], du = s->device_of[u];
+        int e = s->pred_e[k], u = g->edge_src[e], du = s->device_of[u];
         double a = s->finish[u];
         if (du != d) {
             double *c = &s->cached[(size_t)u * s->nd + d];
             if (*c < 0) {
-                double w = op_cluster_transfer_us(s->p->c, du, d, g->edge_bytes[g->pred_edge[k]]);
+                double w = op_cluster_transfer_us(s->p->c, du, d, g->edge_bytes[e]);
                 double send = a > s->chan[du] ? a : s->chan[du];
                 s->chan[du] = send + w;
                 double recv = send > s->chan[d] ? send : s->chan[d];
@@ -549,8 +574,90 @@ static op_status etf_attempt(const op_place_ctx *ctx, void *arg, const double *m
     return etf_schedule(ctx, o, out, NULL, err);
 }
 
+/* One run under the simulator check into cand; *over and *step from the
+ * simulation of the placement it returns. */
+static op_status etf_checked_run(const op_place_ctx *ctx, etf_options *o, op_placement *cand,
+                                 op_sim *sim, op_sim_result *r, double *over, double *step,
+                                 op_error *err)
+{
+    int simulated = 0;
+    op_status st = pmem_place_checked_sim(ctx, o->name, etf_attempt, o, cand, sim, r,
+                                          &simulated, err);
+    if (!st && !simulated)
+        st = op_sim_run(sim, cand, r, NULL, err);
+    *over = op_sim_overflow_bytes(ctx->p, r);
+    *step = r->step_time_us;
+    return st;
+}
+
+/* out := cand (same sizes; out's order replaced by cand's or dropped). */
+static op_status keep_candidate(op_placement *out, const op_placement *cand, op_error *err)
+{
+    op_placement_destroy(out);
+    return op_placement_copy(out, cand, err);
+}
+
+/* The best placement over the walks tried so far; first: the refusal of
+ * the first walk that did not fit. */
+typedef struct etf_best {
+    double over, step;
+    int have;
+    op_error first;
+} etf_best;
+
+/* Schedule with walk w into cand and keep it in out when the simulator
+ * ranks it first so far; a walk that does not fit is noted, not an error. */
+static op_status try_walk(const op_place_ctx *ctx, etf_options *o, op_rank_walk w,
+                          op_placement *cand, op_sim *sim, op_sim_result *r, etf_best *b,
+                          op_placement *out, op_error *err)
+{
+    double over, step;
+    op_error e = {.code = OP_OK};
+    o->walk = w;
+    op_status st = etf_checked_run(ctx, o, cand, sim, r, &over, &step, &e);
+    if (st == OP_EINFEASIBLE) {
+        if (!b->first.code)
+            b->first = e;
+        return OP_OK;
+    }
+    if (st) {
+        if (err)
+            *err = e;
+        return st;
+    }
+    if (b->have && !op_sim_ranks_before(over, step, b->over, b->step))
+        return OP_OK;
+    b->over = over;
+    b->step = step;
+    b->have = 1;
+    return keep_candidate(out, cand, err);
+}
+
 op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_placement *out,
                                op_error *err)
 {
-    return pmem_place_checked(ctx, o->name, etf_attempt, o, out, err);
+    if (o->tie != ETF_TIE_RANK)
+        return pmem_place_checked(ctx, o->name, etf_attempt, o, out, err);
+    const op_problem *p = ctx->p;
+    op_sim *sim = op_sim_new(p, err);
+    op_sim_result r = {0};
+    op_placement cand = {0};
+    op_status st = OP_ENOMEM;
+    etf_best b = {.first = {.code = OP_OK}};
+    if (sim && !op_sim_result_init(&r, p, err) && !op_placement_init(&cand, p->n, p->nd, err)) {
+        st = try_walk(ctx, o, OP_RANK_LONGEST_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st)
+            st = try_walk(ctx, o, OP_RANK_SHORTEST_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st && (!b.have || b.over > 0)) /* neither fits: breadth first too */
+            st = try_walk(ctx, o, OP_RANK_BREADTH_FIRST, &cand, sim, &r, &b, out, err);
+        if (!st && !b.have) {
+            st = b.first.code;
+            if (err)
+                *err = b.first;
+        }
+    }
+    op_placement_destroy(&cand);
+    op_sim_result_destroy(&r);
+    op_sim_free(sim);
+    return st;
 }

@@ -8,11 +8,12 @@
  * (`--order none` leaves the order to the simulator's first-ready rule).
  * As Baechi: one channel per device, busy while it sends or receives, and a
  * tensor sent once per device (etf_engine.c).  Ties between equal start
- * times go to the op earlier in the graph file (ETF_TIE_INDEX); Baechi's
- * tie is its BFS topo_order, whose exact sequence follows TensorFlow's edge
- * insertion order, which a graph file does not keep.  On the real graphs
- * of bench/real.sh the file order is never slower than Baechi's own m-ETF
- * (bench/RESULTS.md, "Baechi ports side by side"), the BFS order is up to 6% slower (ResNet-50).
+ * times go to the op earlier by op_rank_order (ETF_TIE_RANK), scheduled
+ * with both of its sibling orders, the simulator keeping the better
+ * placement; Baechi's tie is its BFS topo_order, whose exact sequence
+ * follows TensorFlow's edge insertion order, which a graph file does not
+ * keep, and the graph file's own order made the result depend on how the
+ * file lists its ops (bench/RESULTS.md, "Baechi ports side by side").
  * Differences from Baechi: the memory estimate is placer_mem.h's liveness
  * rule, and the result is checked by the simulator, tightening the margin
  * and scheduling again when it runs out of memory (Baechi frees outputs
@@ -35,7 +36,7 @@ op_status placer_read_order_option(const op_place_ctx *ctx, int *set_order, op_e
 
 static op_status place_m_etf(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    etf_options o = {.favorite = NULL, .name = "m-etf", .tie = ETF_TIE_INDEX};
+    etf_options o = {.favorite = NULL, .name = "m-etf", .tie = ETF_TIE_RANK};
     if (placer_read_order_option(ctx, &o.set_order, err))
         return OP_EUSAGE;
     return etf_schedule_checked(ctx, &o, out, err);

@@ -26,17 +26,20 @@
  * --budget-seconds when one is given, and never beyond the command's
  * deadline (the former --lp-seconds); an unfinished LP falls back to
  * greedy.  The LP runs in the killable solver child every exact method
- * shares (pesto_lp.h), so the deadline and Ctrl-C reach it.  Greedy (not in the paper): in topological order each op
+ * shares (pesto_lp.h), so the deadline and Ctrl-C reach it.  Greedy (not in the paper): in rank order each op
  * picks as favorite the child with the costliest edge that has no favorite
- * parent yet.
+ * parent yet.  The LP's columns and rows, the rounding's edge order and
+ * greedy's op order follow op_rank_order, so no op order of the file
+ * changes the favorites (a degenerate LP has several optima, and the
+ * solver's pick followed the column order).
  *
  * Scheduling is etf_engine.c with the favorite-child rule (a device whose
  * last op's favorite child is ready and starts earliest there waits for
  * it unless another op is urgent), Baechi's communication model (one
- * channel per device, tensors cached per device), ties by the graph
- * file's op order as m-ETF (Baechi's BFS topo_order is 1.56x slower on
- * VGG-16 and 3.5% faster on Inception-V3, bench/RESULTS.md, "Baechi ports side by side"),
- * memory by placer_mem.h's liveness estimate, checked by the simulator.
+ * channel per device, tensors cached per device), ties by op_rank_order
+ * with both sibling orders as m-ETF (bench/RESULTS.md, "Baechi ports side
+ * by side"), memory by placer_mem.h's liveness estimate, checked by the
+ * simulator.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +61,42 @@ static double edge_comm(const op_problem *p, int e, double lat, double upb)
     return p->nd > 1 ? lat + upb * (double)p->g->edge_bytes[e] : 0;
 }
 
-/* Baechi's assignment of rounded favorite edges (x_e == 0 favorite). */
-static void assign_favorites(const op_problem *p, const unsigned char *fav_edge, int *favorite)
+/* The order the favorites are decided in, so no op order of the file
+ * changes them: ops by op_rank_order (longest first), edges by the ranks
+ * of their ends (op_rank_edges), and each edge's position in it. */
+typedef struct sct_order {
+    int *rank, *by_rank, *eorder, *epos;
+} sct_order;
+
+static void sct_order_free(sct_order *o)
+{
+    free(o->rank);
+    free(o->by_rank);
+    free(o->eorder);
+    free(o->epos);
+}
+
+static op_status sct_order_init(const op_problem *p, sct_order *o, op_error *err)
+{
+    size_t n = (size_t)p->n, m = (size_t)p->g->n_edges;
+    o->rank = op_malloc(n * sizeof(int) + 1, err);
+    o->by_rank = op_malloc(n * sizeof(int) + 1, err);
+    o->eorder = op_malloc(m * sizeof(int) + 1, err);
+    o->epos = op_malloc(m * sizeof(int) + 1, err);
+    if (!o->rank || !o->by_rank || !o->eorder || !o->epos ||
+        op_rank_order(p, OP_RANK_LONGEST_FIRST, o->rank, err) || op_rank_edges(p->g, o->rank, o->eorder, err))
+        return OP_ENOMEM;
+    for (int v = 0; v < p->n; v++)
+        o->by_rank[o->rank[v]] = v;
+    for (int i = 0; i < p->g->n_edges; i++)
+        o->epos[o->eorder[i]] = i;
+    return OP_OK;
+}
+
+/* Baechi's assignment of rounded favorite edges (x_e == 0 favorite), the
+ * edges in the order ord gives. */
+static void assign_favorites(const op_problem *p, const sct_order *ord,
+                             const unsigned char *fav_edge, int *favorite)
 {
     const op_graph *g = p->g;
     int *parent = malloc((size_t)p->n * sizeof(int) + 1);
@@ -69,7 +106,8 @@ static void assign_favorites(const op_problem *p, const unsigned char *fav_edge,
         return; /* no favorites: plain m-ETF */
     for (int i = 0; i < p->n; i++)
         parent[i] = -1;
-    for (int e = 0; e < g->n_edges; e++) {
+    for (int i = 0; i < g->n_edges; i++) {
+        int e = ord->eorder[i];
         if (!fav_edge[e])
             continue;
         int a = g->edge_src[e], b = g->edge_dst[e];
@@ -85,7 +123,7 @@ static void assign_favorites(const op_problem *p, const unsigned char *fav_edge,
     free(parent);
 }
 
-static void greedy_favorites(const op_problem *p, int *favorite)
+static void greedy_favorites(const op_problem *p, const sct_order *ord, int *favorite)
 {
     const op_graph *g = p->g;
     double lat, upb;
@@ -95,14 +133,15 @@ static void greedy_favorites(const op_problem *p, int *favorite)
         favorite[i] = -1;
     if (!taken)
         return; /* no favorites: plain m-ETF */
-    for (int t = 0; t < p->n; t++) {
-        int v = g->topo[t], best = -1;
+    for (int i = 0; i < g->n_edges;) { /* each source's edges, sources in rank order */
+        int v = g->edge_src[ord->eorder[i]], best = -1;
         double best_c = -1;
-        for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++) {
-            double c = edge_comm(p, g->succ_edge[k], lat, upb);
-            if (!taken[g->succ[k]] && c > best_c) {
+        for (; i < g->n_edges && g->edge_src[ord->eorder[i]] == v; i++) {
+            int e = ord->eorder[i];
+            double c = edge_comm(p, e, lat, upb);
+            if (!taken[g->edge_dst[e]] && c > best_c) {
                 best_c = c;
-                best = g->succ[k];
+                best = g->edge_dst[e];
             }
         }
         if (best >= 0) {
@@ -117,8 +156,8 @@ static void greedy_favorites(const op_problem *p, int *favorite)
  * (placers/pesto/pesto_lp.h: CBC in a child process killed at the deadline
  * or Ctrl-C); returns 1 and fills fav_edge when it proved an optimum, 0
  * otherwise (cut short, or no memory). */
-static int lp_favorites(const op_problem *p, double seconds, double deadline,
-                        unsigned char *fav_edge, op_error *err)
+static int lp_favorites(const op_problem *p, const sct_order *ord, double seconds,
+                        double deadline, unsigned char *fav_edge, op_error *err)
 {
     const op_graph *g = p->g;
     int E = g->n_edges, N = p->n, W = E + N;
@@ -130,28 +169,31 @@ static int lp_favorites(const op_problem *p, double seconds, double deadline,
     for (int v = 0; v < N; v++) /* s_v */
         lp_col(&m, 0, LP_INF, 0, 0);
     lp_col(&m, 0, LP_INF, 1, 0); /* w */
-    for (int e = 0; e < E; e++) { /* s_j - s_i - c x_e >= p_i */
-        int i = g->edge_src[e], j = g->edge_dst[e];
-        lp_term(&m, E + j, 1);
-        lp_term(&m, E + i, -1);
-        lp_term(&m, e, -edge_comm(p, e, lat, upb));
+    /* columns and rows in ord's order: x_e is column epos[e], s_v E + rank[v] */
+    const int *X = ord->epos, *S = ord->rank;
+    for (int k = 0; k < E; k++) { /* s_j - s_i - c x_e >= p_i */
+        int e = ord->eorder[k], i = g->edge_src[e], j = g->edge_dst[e];
+        lp_term(&m, E + S[j], 1);
+        lp_term(&m, E + S[i], -1);
+        lp_term(&m, X[e], -edge_comm(p, e, lat, upb));
         lp_row_end(&m, p->min_exec[i], LP_INF);
     }
-    for (int v = 0; v < N; v++) {
+    for (int t = 0; t < N; t++) {
+        int v = ord->by_rank[t];
         int out = g->succ_off[v + 1] - g->succ_off[v], in = g->pred_off[v + 1] - g->pred_off[v];
         if (out >= 2) {
             for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
-                lp_term(&m, g->succ_edge[k], 1);
+                lp_term(&m, X[g->succ_edge[k]], 1);
             lp_row_end(&m, out - 1, LP_INF);
         }
         if (in >= 2) {
             for (int k = g->pred_off[v]; k < g->pred_off[v + 1]; k++)
-                lp_term(&m, g->pred_edge[k], 1);
+                lp_term(&m, X[g->pred_edge[k]], 1);
             lp_row_end(&m, in - 1, LP_INF);
         }
         if (out == 0) { /* w - s_v >= p_v */
             lp_term(&m, W, 1);
-            lp_term(&m, E + v, -1);
+            lp_term(&m, E + S[v], -1);
             lp_row_end(&m, p->min_exec[v], LP_INF);
         }
     }
@@ -162,7 +204,7 @@ static int lp_favorites(const op_problem *p, double seconds, double deadline,
         if (!lp_solve(&m, &o, &sol, err)) {
             if (sol.status == LP_OPTIMAL && sol.x) {
                 for (int e = 0; e < E; e++)
-                    fav_edge[e] = sol.x[e] < 0.5;
+                    fav_edge[e] = sol.x[X[e]] < 0.5;
                 ok = 1;
             }
             free(sol.x);
@@ -190,26 +232,35 @@ op_status m_sct_favorites(const op_place_ctx *ctx, long max_edges, int *favorite
     if (seconds < 0.1)
         seconds = 0.1;
     int use_lp = p->g->n_edges <= max_edges;
+    sct_order ord = {0};
+    if (sct_order_init(p, &ord, err)) {
+        sct_order_free(&ord);
+        return OP_ENOMEM;
+    }
+    int ok = 0;
     if (use_lp && p->g->n_edges > 0) {
         unsigned char *fav_edge = op_calloc((size_t)p->g->n_edges, 1, err);
-        if (!fav_edge)
+        if (!fav_edge) {
+            sct_order_free(&ord);
             return OP_ENOMEM;
+        }
         op_error lerr = {0}; /* a failed solve falls back to greedy, as a slow one */
-        int ok = lp_favorites(p, seconds, op_seconds_now() + seconds, fav_edge, &lerr);
+        ok = lp_favorites(p, &ord, seconds, op_seconds_now() + seconds, fav_edge, &lerr);
         if (ok)
-            assign_favorites(p, fav_edge, favorite);
+            assign_favorites(p, &ord, fav_edge, favorite);
         free(fav_edge);
-        if (ok)
-            return OP_OK;
-        op_progress(ctx, "m-sct: the favorite-child LP did not finish; using the greedy rule");
+        if (!ok)
+            op_progress(ctx, "m-sct: the favorite-child LP did not finish; using the greedy rule");
     }
-    greedy_favorites(p, favorite);
+    if (!ok)
+        greedy_favorites(p, &ord, favorite);
+    sct_order_free(&ord);
     return OP_OK;
 }
 
 static op_status place_m_sct(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
-    etf_options o = {.name = "m-sct", .tie = ETF_TIE_INDEX};
+    etf_options o = {.name = "m-sct", .tie = ETF_TIE_RANK};
     if (placer_read_order_option(ctx, &o.set_order, err))
         return OP_EUSAGE;
     int *favorite = op_malloc((size_t)ctx->p->n * sizeof(int) + 1, err);

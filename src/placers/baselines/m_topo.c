@@ -3,7 +3,10 @@
  * Celeritas paper, section 4.2, describes its order): walk the ops in a
  * BFS-like topological order (a FIFO queue of zero-indegree ops) and fill
  * the devices one after another, moving to the next device when the
- * current one has received its share.
+ * current one has received its share.  The ops one op makes ready enter
+ * the queue by op_rank_order (longest branch first), not in the file's op
+ * order, so any op order of the file gives the same placement (Baechi's
+ * order follows TensorFlow's edge insertion order).
  *
  * Share (memory, as in Baechi's "uniform" variant,
  * TopoUniformWithColocation; a fixed choice, formerly `--share`): total static
@@ -36,25 +39,45 @@
 #include "placers/baselines/baselines.h"
 #include "placers/placer_util.h"
 
-/* Kahn's algorithm with a FIFO queue (BFS-like), as m-TOPO uses. */
-op_status m_topo_bfs_order(const op_graph *g, int *order, op_error *err)
+static int int_cmp(const void *a, const void *b)
 {
-    int *indeg = op_malloc((size_t)g->n_ops * sizeof(int) + 1, err);
-    if (!indeg)
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Kahn's algorithm with a FIFO queue (BFS-like), as m-TOPO uses; the ops
+ * that become ready together enter the queue in rank order (rank NULL: in
+ * the graph file's order, Baechi's rule on a file). */
+op_status m_topo_bfs_order(const op_graph *g, const int *rank, int *order, op_error *err)
+{
+    int n = g->n_ops;
+    int *indeg = op_malloc((size_t)n * sizeof(int) + 1, err);
+    int *by_rank = op_malloc((size_t)n * sizeof(int) + 1, err);
+    if (!indeg || !by_rank) {
+        free(indeg);
+        free(by_rank);
         return OP_ENOMEM;
+    }
+    for (int v = 0; v < n; v++)
+        by_rank[rank ? rank[v] : v] = v;
     int head = 0, tail = 0;
-    for (int v = 0; v < g->n_ops; v++) {
+    for (int i = 0; i < n; i++) { /* the sources, in rank order */
+        int v = by_rank[i];
         indeg[v] = g->pred_off[v + 1] - g->pred_off[v];
         if (!indeg[v])
             order[tail++] = v;
     }
     while (head < tail) {
-        int v = order[head++];
+        int v = order[head++], lo = tail;
         for (int k = g->succ_off[v]; k < g->succ_off[v + 1]; k++)
             if (--indeg[g->succ[k]] == 0)
-                order[tail++] = g->succ[k];
+                order[tail++] = rank ? rank[g->succ[k]] : g->succ[k];
+        qsort(order + lo, (size_t)(tail - lo), sizeof *order, int_cmp);
+        for (int i = lo; i < tail; i++)
+            order[i] = by_rank[order[i]];
     }
     free(indeg);
+    free(by_rank);
     return OP_OK;
 }
 
@@ -199,13 +222,15 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
     (void)arg;
     topo_fill f = {.p = p, .by_memory = 1, .fits = 1};
     int *order = op_malloc((size_t)p->n * sizeof(int) + 1, err);
+    int *rank = op_malloc((size_t)p->n * sizeof(int) + 1, err);
     f.group_device = op_malloc((size_t)p->n_groups * sizeof(int) + 1, err);
     f.limit = op_malloc((size_t)p->nd * sizeof(double), err);
     f.load = op_calloc((size_t)p->nd, sizeof(double), err);
     f.gcheck = op_malloc((size_t)p->n_groups * sizeof(double) + 1, err);
     f.gload = op_malloc((size_t)p->n_groups * sizeof(double) + 1, err);
     op_status st = OP_ENOMEM;
-    if (order && f.group_device && f.limit && f.load && f.gcheck && f.gload && !m_topo_bfs_order(p->g, order, err) &&
+    if (order && rank && f.group_device && f.limit && f.load && f.gcheck && f.gload &&
+        !op_rank_order(p, OP_RANK_LONGEST_FIRST, rank, err) && !m_topo_bfs_order(p->g, rank, order, err) &&
         !pmem_init(&f.mem, p, order, margin, err)) {
         f.device_of = out->device_of;
         for (int i = 0; i < p->n; i++)
@@ -218,6 +243,7 @@ static op_status m_topo_attempt(const op_place_ctx *ctx, void *arg, const double
         pmem_destroy(&f.mem);
     }
     free(order);
+    free(rank);
     free(f.group_device);
     free(f.limit);
     free(f.load);

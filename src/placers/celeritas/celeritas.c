@@ -436,7 +436,7 @@ static const int SEARCH_RANGES[] = {200, 128, 64, 32, 16, 8, 4, 2, 1};
  * skip them (placement time: m-ETF and HEFT take seconds on 36k ops). */
 static const char *const BORROWED[] = {"expert", "m-etf", "m-sct", "heft"};
 #ifndef BORROW_MAX_OPS /* -DBORROW_MAX_OPS=0 builds the mechanism alone (ablation) */
-#define BORROW_MAX_OPS 5000
+#define BORROW_MAX_OPS 8000
 #endif
 
 
