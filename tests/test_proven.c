@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "opplace/bound.h"
+#include "opplace/placer.h"
 #include "opplace/io.h"
 #include "opplace/search.h"
 #include "testkit.h"

@@ -43,7 +43,7 @@
 #include <stdint.h>
 
 #include "opplace/list_schedule.h"
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 /* ---------------------------------------------------------------- ranking */
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 #include "opplace/search.h"
 
 const double op_cap_shares[OP_N_CAP_SHARES] = {0, 1.0, 0.95, 0.9, -1};
