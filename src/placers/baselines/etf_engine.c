@@ -73,7 +73,7 @@
 
 #include "placers/baselines/etf_engine.h"
 #include "placers/baselines/baselines.h"
-#include "placers/placer_heap.h"
+#include "core/pheap.h"
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
 

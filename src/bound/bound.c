@@ -1,5 +1,6 @@
 /*
- * pesto_bound.c - the lower bound of opplace/bound.h.
+ * bound.c - the proven lower bound of opplace/bound.h, and the exact
+ * solve of small graphs that shares its ILP (bound/exact.h).
  */
 #include "opplace/bound.h"
 
@@ -8,10 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/placer.h"
-#include "placers/placer_heap.h"
-#include "placers/pesto/pesto_ilp.h"
-#include "placers/pesto/pesto_lp.h"
+#include "bound/exact.h"
+#include "core/pheap.h"
+#include "opplace/run_ctx.h"
+#include "solve/lp.h"
+#include "solve/pesto_ilp.h"
 
 #define GRID 256
 

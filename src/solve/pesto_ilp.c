@@ -64,7 +64,7 @@
  * Each of these makes the model a relaxation of the simulator's schedules on
  * the original graph (its transfer of an edge's bytes is never longer than
  * the simulator's transfer of the largest edge to that device), which is
- * why opplace bound may use its proven bound (pesto_bound.c).
+ * why opplace bound may use its proven bound (src/bound/bound.c).
  * Reported step times always come from the simulator.
  */
 #include <fcntl.h>
@@ -76,9 +76,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opplace/placer.h"
-#include "placers/pesto/pesto_ilp.h"
-#include "placers/pesto/pesto_lp.h"
+#include "opplace/run_ctx.h"
+#include "solve/pesto_ilp.h"
+#include "solve/lp.h"
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
