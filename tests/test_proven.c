@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "opplace/bound.h"
-#include "opplace/placer.h"
 #include "opplace/io.h"
+#include "opplace/placer.h"
 #include "opplace/search.h"
 #include "testkit.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "coarsen/coarsen.h"
 #include "opplace/io.h"
 #include "core/stats.h"

@@ -77,8 +77,8 @@
 #include <unistd.h>
 
 #include "opplace/run_ctx.h"
-#include "solve/pesto_ilp.h"
 #include "solve/lp.h"
+#include "solve/pesto_ilp.h"
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {

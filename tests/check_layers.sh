@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# check_layers.sh - the layering check: every #include "..." between the
+# folders of src/ (and the public headers of include/opplace/, each of
+# which belongs to the layer that implements it) points down.
+#
+# The layers, lowest first; a folder may include its own headers and those
+# of lower layers, never those of a higher layer or of another folder on its
+# own line:
+#
+#   0  core                  the data model, errors, files, the run context
+#                            (clock, deadline, Ctrl-C, progress), the heap
+#   1  cost nn coarsen sim   cost model and profiles; tensors and layers;
+#                            coarse graphs; the simulator and list schedules
+#                            (the judge)
+#   2  io zoo                where graphs come from and results go: files
+#                            (ONNX costed with cost/'s roofline, traces of
+#                            sim/) and the model generators
+#   3  solve                 the one LP/ILP runner (CBC in a killable child)
+#                            and the Pesto ILP model
+#   4  search bound          ranking, orders, refinement; the proven lower
+#                            bound and the exact solve of small graphs
+#   5  learn report          the learned placers' common parts (policies,
+#                            PPO, node2vec); the HTML/SVG/DOT reports
+#   6  placers               the algorithms, auto, the portfolio, the registry
+#   7  cli                   the opplace command
+#
+# usage: bash tests/check_layers.sh [repository root]   (ctest: check_layers)
+set -euo pipefail
+ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$ROOT"
+
+declare -A RANK=(
+    [core]=0
+    [cost]=1 [nn]=1 [coarsen]=1 [sim]=1
+    [io]=2 [zoo]=2
+    [solve]=3
+    [search]=4 [bound]=4
+    [learn]=5 [report]=5
+    [placers]=6
+    [cli]=7
+)
+
+# The layer of each public header include/opplace/NAME.h: where it is
+# implemented.  opplace.h, the umbrella, is for library users only.
+declare -A PUBLIC=(
+    [error]=core [limits]=core [graph]=core [cluster]=core [options]=core
+    [placement]=core [problem]=core [run_ctx]=core
+    [estimate]=cost [profile]=cost
+    [io]=io [zoo]=zoo
+    [simulate]=sim [list_schedule]=sim
+    [search]=search [bound]=bound
+    [report]=report
+    [placer]=placers
+    [opplace]=cli
+)
+
+bad=0
+complain() {
+    echo "check_layers: $*" >&2
+    bad=1
+}
+
+# The layer a file belongs to, from its path.
+layer_of_file() {
+    case $1 in
+    include/opplace/*)
+        local name=${1#include/opplace/}
+        echo "${PUBLIC[${name%.h}]:-?}"
+        ;;
+    src/*)
+        local rest=${1#src/}
+        echo "${rest%%/*}"
+        ;;
+    esac
+}
+
+# The layer an include "inc" written in folder `own` reaches, or "" for a
+# header outside the layers (generated code, the same folder).
+layer_of_include() {
+    local own=$1 inc=$2
+    case $inc in
+    opplace/*)
+        local name=${inc#opplace/}
+        echo "${PUBLIC[${name%.h}]:-?}"
+        ;;
+    */*) echo "${inc%%/*}" ;;
+    *) echo "$own" ;;
+    esac
+}
+
+while IFS= read -r file; do
+    from=$(layer_of_file "$file")
+    if [ -z "${RANK[$from]+set}" ]; then
+        complain "$file: folder or public header '$from' has no layer (add it to tests/check_layers.sh)"
+        continue
+    fi
+    while IFS=: read -r line inc; do
+        to=$(layer_of_include "$from" "$inc")
+        [ "$to" = "$from" ] && continue
+        [ "$inc" = onnx.pb-c.h ] && continue # generated in the build tree for io/
+        if [ -z "${RANK[$to]+set}" ]; then
+            complain "$file:$line: #include \"$inc\": '$to' has no layer"
+        elif [ "${RANK[$to]}" -ge "${RANK[$from]}" ]; then
+            complain "$file:$line: $from (layer ${RANK[$from]}) includes \"$inc\" of $to (layer ${RANK[$to]})"
+        fi
+    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
+             sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true)
+done < <(find src include/opplace -name '*.[ch]' | sort)
+
+if [ "$bad" -ne 0 ]; then
+    echo "check_layers: upward or sideways includes (the layers are listed at the top of tests/check_layers.sh)" >&2
+    exit 1
+fi
+echo "check_layers: every include points down"
