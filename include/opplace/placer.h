@@ -45,26 +45,4 @@ const op_placer *op_placer_find(const char *name);
 op_status op_place(const op_placer *pl, const op_place_ctx *ctx, op_placement *out,
                    op_error *err);
 
-/* -------------------------------------------------------------- portfolio */
-
-/* Run pl as a portfolio member: its default options, best effort, silent.
- * *placed = 0 when it could not place the graph (not an error; only
- * running out of memory is). */
-op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_placement *out,
-                           int *placed, op_error *err);
-
-typedef struct op_portfolio_winner {
-    char name[32]; /* the placer that won */
-    double over, step; /* its overflow and step */
-    int oom;
-} op_portfolio_winner;
-
-/* The best (plain ranking) of the comma-separated placers in names, e.g.
- * "expert,metis,m-topo,single", judged without their orders when
- * drop_order; its device_of into out (initialised for ctx->p).  who
- * prefixes the messages. */
-op_status op_portfolio_best(const op_place_ctx *ctx, const char *names, int drop_order,
-                            const char *who, op_placement *out, op_portfolio_winner *w,
-                            op_error *err);
-
 #endif

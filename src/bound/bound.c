@@ -2,6 +2,7 @@
  * bound.c - the proven lower bound of opplace/bound.h, and the exact
  * solve of small graphs that shares its ILP (bound/exact.h).
  */
+#include "core/alloc_hooks.h"
 #include "opplace/bound.h"
 
 #include <math.h>

@@ -1,4 +1,5 @@
 /* error.c - the op_error record and checked allocation (see opplace/error.h). */
+#include "core/alloc_hooks.h"
 #include "opplace/error.h"
 
 #include <stdint.h>

@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 
+#include "core/alloc_hooks.h"
 #include "opplace/error.h"
 
 typedef struct pheap_entry {

@@ -1,4 +1,5 @@
 /* strtab.c - string interning, see strtab.h. */
+#include "core/alloc_hooks.h"
 #include "core/strtab.h"
 
 #include <stdlib.h>

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "core/file_util.h"
 #include "cost/commfit.h"
 #include "opplace/limits.h"

@@ -33,7 +33,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "core/file_util.h"
+#include "core/graph_builder.h"
 #include "core/name_index.h"
 #include "onnx.pb-c.h"
 #include "opplace/graph.h"

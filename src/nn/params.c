@@ -7,6 +7,7 @@
  * the identity used by save/load, so registration rejects duplicates.  The
  * initialisers here are the only place weights get their first values.
  */
+#include "core/alloc_hooks.h"
 #include "nn_internal.h"
 
 #include <math.h>

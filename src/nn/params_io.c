@@ -12,6 +12,7 @@
  * copying any value, so a rejected file leaves the model untouched.  Each
  * failure names the file and what to do about it.
  */
+#include "core/alloc_hooks.h"
 #include "nn/nn.h"
 
 #include <errno.h>

@@ -47,6 +47,8 @@
 #include "opplace/placer.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
+#include "placers/portfolio.h"
+#include "search/search_internal.h"
 
 typedef struct candidate {
     op_placement pl;

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/file_util.h"
+#include "core/problem_util.h"
 #include "opplace/bound.h"
 #include "opplace/report.h"
 #include "report/report_util.h"

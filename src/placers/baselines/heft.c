@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "core/sort.h"
 #include "placers/baselines/etf_engine.h"
 #include "placers/placer_mem.h"

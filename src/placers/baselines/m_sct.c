@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "placers/baselines/baselines.h"
 #include "placers/baselines/etf_engine.h"
 #include "solve/lp.h"

@@ -116,6 +116,7 @@
 #include "opplace/simulate.h"
 #include "placers/celeritas/celeritas_place.h"
 #include "placers/placer_mem.h"
+#include "placers/portfolio.h"
 
 /* Sorts coarse ops by planned start (ties: sequence position). */
 typedef struct start_key {

@@ -56,6 +56,7 @@
 #include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "placers/pesto/pesto_export.h"
+#include "search/search_internal.h"
 #include "solve/pesto_ilp.h"
 #include "placers/pesto/pesto_lns.h"
 

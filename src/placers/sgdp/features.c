@@ -40,6 +40,7 @@
  * the result is deterministic).  Masks and colocation leaders are described
  * in placers/sgdp/sgdp.h.
  */
+#include "core/problem_util.h"
 #include "placers/sgdp/sgdp.h"
 
 #include <math.h>

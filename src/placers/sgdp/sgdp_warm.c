@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "coarsen/coarsen.h"
+#include "placers/portfolio.h"
 #include "placers/sgdp/sgdp.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
