@@ -111,7 +111,7 @@ static op_status sgdp_options(cli_args *a, int fresh, sgdp_config *pc,
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
     tc->heuristics = strcmp(h, "none") ? h : NULL;
-    if (!tc->heuristics) { /* the plain policy (opplace/sgdp.h) */
+    if (!tc->heuristics) { /* the plain policy (placers/sgdp/sgdp.h) */
         pc->head_init = SGDP_PLAIN_HEAD_INIT;
         if (!op_options_has(o, "entropy"))
             tc->ppo.entropy_coef = SGDP_PLAIN_ENTROPY;
