@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # check_layers.sh - the layering check: every #include "..." between the
 # folders of src/ (and the public headers of include/opplace/, each of
-# which belongs to the layer that implements it) points down.
+# which belongs to the layer that implements it) points down, and so does
+# every call: given a build directory, no object file of the library uses
+# a symbol that a higher or sibling layer defines.
 #
 # The layers, lowest first; a folder may include its own headers and those
 # of lower layers, never those of a higher layer or of another folder on its
@@ -24,9 +26,11 @@
 #   6  placers               the algorithms, auto, the portfolio, the registry
 #   7  cli                   the opplace command
 #
-# usage: bash tests/check_layers.sh [repository root]   (ctest: check_layers)
+# usage: bash tests/check_layers.sh [repository root [build directory]]
+# (ctest: check_layers, with both)
 set -euo pipefail
 ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+BUILD=${2:-}
 cd "$ROOT"
 
 declare -A RANK=(
@@ -107,8 +111,50 @@ while IFS= read -r file; do
              sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true)
 done < <(find src include/opplace -name '*.[ch]' | sort)
 
+# Calls: each undefined symbol of a library object against the layer of the
+# object that defines it (CMake puts src/F/x.c's object at
+# CMakeFiles/opplace_lib.dir/src/F/x.c.o; one whose source is gone is stale).
+check_calls() {
+    local objdir=$1/CMakeFiles/opplace_lib.dir/src ranks=""
+    if [ ! -d "$objdir" ]; then
+        echo "check_layers: no objects under $objdir: calls not checked"
+        return
+    fi
+    for layer in "${!RANK[@]}"; do
+        ranks+="$layer=${RANK[$layer]} "
+    done
+    find "$objdir" -name '*.o' | sort | while IFS= read -r obj; do
+        local rel=${obj#"$objdir"/}
+        [ -f "src/${rel%.o}" ] || continue # left behind by a source moved away
+        nm -g --defined-only "$obj" | awk -v f="$rel" 'NF == 3 {print "D", $3, f}'
+        nm -u "$obj" | awk -v f="$rel" '{print "U", $NF, f}'
+    done | awk -v ranks="$ranks" '
+        BEGIN { n = split(ranks, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); rank[p[1]] = p[2] } }
+        function layer(f) { sub(/\/.*/, "", f); return f }
+        $1 == "D" { def[$2] = $3; next }
+        { use[++m] = $2; by[m] = $3 }
+        END {
+            for (i = 1; i <= m; i++) {
+                s = use[i]
+                if (!(s in def)) continue
+                from = layer(by[i]); to = layer(def[s])
+                if (to != from && rank[to] >= rank[from])
+                    printf "src/%s calls %s of src/%s: %s (layer %d) -> %s (layer %d)\n",
+                        by[i], s, def[s], from, rank[from], to, rank[to]
+            }
+        }'
+}
+
+if [ -n "$BUILD" ]; then
+    calls=$(check_calls "$BUILD")
+    case $calls in
+    "" | "check_layers: no objects"*) [ -n "$calls" ] && echo "$calls" ;;
+    *) while IFS= read -r l; do complain "$l"; done <<< "$calls" ;;
+    esac
+fi
+
 if [ "$bad" -ne 0 ]; then
-    echo "check_layers: upward or sideways includes (the layers are listed at the top of tests/check_layers.sh)" >&2
+    echo "check_layers: upward or sideways includes or calls (the layers are listed at the top of tests/check_layers.sh)" >&2
     exit 1
 fi
-echo "check_layers: every include points down"
+echo "check_layers: every include${BUILD:+ and call} points down"

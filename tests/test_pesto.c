@@ -25,6 +25,7 @@
 #include "coarsen/coarsen.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
+#include "placers/coarseners.h"
 #include "solve/pesto_ilp.h"
 #include "placers/pesto/pesto_lns.h"
 #include "testkit.h"

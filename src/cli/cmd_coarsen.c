@@ -12,6 +12,7 @@
 #include "core/file_util.h"
 #include "coarsen/coarsen.h"
 #include "opplace/io.h"
+#include "placers/coarseners.h"
 #include "core/stats.h"
 
 static const char HELP[] =

@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coarsen/coarsen.h"
+#include "placers/coarseners.h"
 #include "placers/portfolio.h"
 #include "placers/sgdp/sgdp.h"
 #include "opplace/placer.h"
