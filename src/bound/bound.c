@@ -2,7 +2,6 @@
  * bound.c - the proven lower bound of opplace/bound.h, and the exact
  * solve of small graphs that shares its ILP (bound/exact.h).
  */
-#include "core/alloc_hooks.h"
 #include "opplace/bound.h"
 
 #include <math.h>
@@ -11,6 +10,7 @@
 #include <string.h>
 
 #include "bound/exact.h"
+#include "core/alloc_hooks.h"
 #include "core/pheap.h"
 #include "core/sort.h"
 #include "opplace/run_ctx.h"

@@ -1,11 +1,12 @@
 /* error.c - the op_error record and checked allocation (see opplace/error.h). */
-#include "core/alloc_hooks.h"
 #include "opplace/error.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/alloc_hooks.h"
 
 op_status op_vfail(op_error *err, op_status code, const char *fmt, va_list ap)
 {

@@ -1,6 +1,7 @@
 /* stats.c - summary numbers of a problem (see core/stats.h). */
-#include "core/problem_util.h"
 #include "core/stats.h"
+
+#include "core/problem_util.h"
 
 static void reference_link(const op_cluster *c, double *lat, double *upb)
 {

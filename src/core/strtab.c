@@ -1,9 +1,10 @@
 /* strtab.c - string interning, see strtab.h. */
-#include "core/alloc_hooks.h"
 #include "core/strtab.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/alloc_hooks.h"
 
 char *op_strdup(const char *s, op_error *err)
 {

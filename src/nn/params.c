@@ -7,13 +7,14 @@
  * the identity used by save/load, so registration rejects duplicates.  The
  * initialisers here are the only place weights get their first values.
  */
-#include "core/alloc_hooks.h"
 #include "nn_internal.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/alloc_hooks.h"
 
 void nn_params_init(nn_params *ps)
 {

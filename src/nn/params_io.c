@@ -12,7 +12,6 @@
  * copying any value, so a rejected file leaves the model untouched.  Each
  * failure names the file and what to do about it.
  */
-#include "core/alloc_hooks.h"
 #include "nn/nn.h"
 
 #include <errno.h>
@@ -23,6 +22,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "core/alloc_hooks.h"
 
 #define NN_FILE_MAGIC "OPNN"
 #define NN_FILE_MAX_BYTES ((size_t)1 << 34) /* 16 GiB: far above any placer */

@@ -40,12 +40,13 @@
  * the result is deterministic).  Masks and colocation leaders are described
  * in placers/sgdp/sgdp.h.
  */
-#include "core/problem_util.h"
 #include "placers/sgdp/sgdp.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/problem_util.h"
 
 static unsigned type_bucket(const char *type)
 {
