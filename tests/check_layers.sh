@@ -64,52 +64,57 @@ complain() {
     bad=1
 }
 
-# The layer a file belongs to, from its path.
+# The layer a file belongs to, from its path: sets $layer (no subshell, so
+# the check stays fast).
 layer_of_file() {
     case $1 in
     include/opplace/*)
         local name=${1#include/opplace/}
-        echo "${PUBLIC[${name%.h}]:-?}"
+        layer=${PUBLIC[${name%.h}]:-?}
         ;;
     src/*)
         local rest=${1#src/}
-        echo "${rest%%/*}"
+        layer=${rest%%/*}
         ;;
+    *) layer=? ;;
     esac
 }
 
-# The layer an include "inc" written in folder `own` reaches, or "" for a
-# header outside the layers (generated code, the same folder).
+# The layer an include "inc" written in folder $1 reaches (a header without
+# a folder is the includer's own): sets $layer.
 layer_of_include() {
-    local own=$1 inc=$2
+    local inc=$2
     case $inc in
     opplace/*)
         local name=${inc#opplace/}
-        echo "${PUBLIC[${name%.h}]:-?}"
+        layer=${PUBLIC[${name%.h}]:-?}
         ;;
-    */*) echo "${inc%%/*}" ;;
-    *) echo "$own" ;;
+    */*) layer=${inc%%/*} ;;
+    *) layer=$1 ;;
     esac
 }
 
 while IFS= read -r file; do
-    from=$(layer_of_file "$file")
-    if [ -z "${RANK[$from]+set}" ]; then
-        complain "$file: folder or public header '$from' has no layer (add it to tests/check_layers.sh)"
-        continue
-    fi
-    while IFS=: read -r line inc; do
-        to=$(layer_of_include "$from" "$inc")
-        [ "$to" = "$from" ] && continue
-        [ "$inc" = onnx.pb-c.h ] && continue # generated in the build tree for io/
-        if [ -z "${RANK[$to]+set}" ]; then
-            complain "$file:$line: #include \"$inc\": '$to' has no layer"
-        elif [ "${RANK[$to]}" -ge "${RANK[$from]}" ]; then
-            complain "$file:$line: $from (layer ${RANK[$from]}) includes \"$inc\" of $to (layer ${RANK[$to]})"
-        fi
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$file" |
-             sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/' || true)
+    layer_of_file "$file"
+    [ -n "${RANK[$layer]+set}" ] ||
+        complain "$file: folder or public header '$layer' has no layer (add it to tests/check_layers.sh)"
 done < <(find src include/opplace -name '*.[ch]' | sort)
+
+while IFS=: read -r file line inc; do
+    layer_of_file "$file"
+    from=$layer
+    [ -n "${RANK[$from]+set}" ] || continue # reported above
+    [ "$inc" = onnx.pb-c.h ] && continue    # generated in the build tree for io/
+    layer_of_include "$from" "$inc"
+    to=$layer
+    [ "$to" = "$from" ] && continue
+    if [ -z "${RANK[$to]+set}" ]; then
+        complain "$file:$line: #include \"$inc\": '$to' has no layer"
+    elif [ "${RANK[$to]}" -ge "${RANK[$from]}" ]; then
+        complain "$file:$line: $from (layer ${RANK[$from]}) includes \"$inc\" of $to (layer ${RANK[$to]})"
+    fi
+done < <(grep -rn --include='*.[ch]' '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' src include/opplace |
+         sed 's/^\([^:]*\):\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2:\3/' | sort)
 
 # Calls: each undefined symbol of a library object against the layer of the
 # object that defines it (CMake puts src/F/x.c's object at
@@ -123,12 +128,15 @@ check_calls() {
     for layer in "${!RANK[@]}"; do
         ranks+="$layer=${RANK[$layer]} "
     done
-    find "$objdir" -name '*.o' | sort | while IFS= read -r obj; do
+    local objs=()
+    while IFS= read -r obj; do
         local rel=${obj#"$objdir"/}
-        [ -f "src/${rel%.o}" ] || continue # left behind by a source moved away
-        nm -g --defined-only "$obj" | awk -v f="$rel" 'NF == 3 {print "D", $3, f}'
-        nm -u "$obj" | awk -v f="$rel" '{print "U", $NF, f}'
-    done | awk -v ranks="$ranks" '
+        [ -f "src/${rel%.o}" ] && objs+=("$obj") # else left behind by a source moved away
+    done < <(find "$objdir" -name '*.o' | sort)
+    [ "${#objs[@]}" -gt 0 ] || return 0
+    { nm -A -g --defined-only "${objs[@]}" | awk -v d="$objdir/" '{sub(":.*", "", $1); sub(d, "", $1); if (NF == 3) print "D", $3, $1}'
+      nm -A -u "${objs[@]}" | awk -v d="$objdir/" '{sub(":.*", "", $1); sub(d, "", $1); print "U", $NF, $1}'
+    } | awk -v ranks="$ranks" '
         BEGIN { n = split(ranks, kv, " "); for (i = 1; i <= n; i++) { split(kv[i], p, "="); rank[p[1]] = p[2] } }
         function layer(f) { sub(/\/.*/, "", f); return f }
         $1 == "D" { def[$2] = $3; next }
