@@ -23,7 +23,8 @@
 #                            bound and the exact solve of small graphs
 #   5  learn report          the learned placers' common parts (policies,
 #                            PPO, node2vec); the HTML/SVG/DOT reports
-#   6  placers               the algorithms, auto, the portfolio, the registry
+#   6  placers               the algorithms, auto, the portfolio, the lists of
+#                            placers and coarsening methods
 #   7  cli                   the opplace command
 #
 # usage: bash tests/check_layers.sh [repository root [build directory]]
