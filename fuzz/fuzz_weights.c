@@ -6,8 +6,8 @@
  * bench/fuzz.sh seeds the corpus with a valid two-tensor file.
  */
 #include "fuzz_common.h"
-#include "opplace/nn.h"
-#include "opplace/sgdp.h"
+#include "nn/nn.h"
+#include "placers/sgdp/sgdp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "opplace/io.h"
 #include "opplace/placer.h"
 #include "opplace/problem.h"

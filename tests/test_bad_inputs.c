@@ -122,7 +122,7 @@ Test(bad_inputs, a_failed_write_leaves_no_partial_file)
     free(out);
 }
 
-#include "io/file_util.h"
+#include "core/file_util.h"
 
 static int file_holds(const char *path, const char *text)
 {

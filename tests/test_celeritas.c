@@ -20,6 +20,7 @@
 #include "core/orders.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
+#include "placers/coarseners.h"
 #include "testkit.h"
 
 /* ---- orders ---------------------------------------------------------- */

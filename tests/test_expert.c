@@ -1,5 +1,5 @@
 /*
- * test_expert.c - the layer-wise expert placement (src/placers/expert.c).
+ * test_expert.c - the layer-wise expert placement (src/placers/baselines/expert.c).
  *
  * Contiguous layer groups where splitting pays (a pipelined layer x time
  * grid), branches of a cell spread over the devices, never slower than one

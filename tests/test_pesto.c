@@ -25,7 +25,8 @@
 #include "coarsen/coarsen.h"
 #include "opplace/placer.h"
 #include "opplace/zoo.h"
-#include "placers/pesto/pesto_ilp.h"
+#include "placers/coarseners.h"
+#include "solve/pesto_ilp.h"
 #include "placers/pesto/pesto_lns.h"
 #include "testkit.h"
 

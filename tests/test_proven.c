@@ -12,6 +12,7 @@
 
 #include "opplace/bound.h"
 #include "opplace/io.h"
+#include "opplace/placer.h"
 #include "opplace/search.h"
 #include "testkit.h"
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/placer.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "testkit.h"

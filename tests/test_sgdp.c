@@ -22,6 +22,7 @@
 #include "opplace/io.h"
 #include "opplace/placer.h"
 #include "placers/sgdp/sgdp.h"
+#include "placers/coarseners.h"
 #include "testkit.h"
 
 /* Two independent chains of `len` heavy ops with 1 MB outputs, one of
@@ -178,7 +179,7 @@ Test(sgdp, training_finds_the_optimum_of_two_chains)
 }
 
 /* The paper's plain method (--paper: no reference, no pin to break the
- * symmetry; the policy opplace/sgdp.h describes: logits centred over the
+ * symmetry; the policy placers/sgdp/sgdp.h describes: logits centred over the
  * ops, Glorot head, no entropy bonus, its learning rate) learns the optimum of two mirror-
  * image chains from its untrained policy, whose greedy placement is not
  * optimal: the policy's own greedy placement ends optimal, one chain per
@@ -580,7 +581,7 @@ Test(sgdp, reference_is_the_best_heuristic_and_units_can_express_it)
     cr_assert_neq(op_portfolio_best(&hctx, "no-such-placer", 1, "sgdp", &ref, &info, &err), OP_OK);
 
     int unit_of[16], n_units = 0;
-    cr_assert_eq(learn_units_build(p, &ref, 4, unit_of, &n_units, &err), OP_OK, "%s", err.msg);
+    cr_assert_eq(learn_units_build(p, &ref, op_coarsener_find("celeritas"), 4, unit_of, &n_units, &err), OP_OK, "%s", err.msg);
     cr_assert(n_units >= 1 && n_units <= p->n);
     cr_assert(unit_of[7] == unit_of[11] && unit_of[11] == unit_of[14]); /* colocated */
     for (int a = 0; a < p->n; a++)
@@ -756,7 +757,7 @@ static void check_entry(sgdp_policy *pol, const sgdp_graph *sg, const double *c,
               "%s[%d]: analytic %.8g, numeric %.8g", q->name, e, analytic, numeric);
 }
 
-/* Without a reference (the plain policy, opplace/sgdp.h): the gradient
+/* Without a reference (the plain policy, placers/sgdp/sgdp.h): the gradient
  * through the head's standardisation over the deciding ops and the logit
  * centring matches finite differences on every parameter tensor's first
  * entries (the loss weighs every row, deciding or not), and no device is

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "opplace/io.h"
 #include "opplace/simulate.h"
 #include "testkit.h"

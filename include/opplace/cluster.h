@@ -184,11 +184,6 @@ static inline double op_cluster_transfer_us(const op_cluster *c, int s, int d, i
     op_link_model m = op_cluster_link_model(c, s, d);
     return m.latency_us + m.us_per_byte * (double)bytes;
 }
-/* The mean link model over the ordered pairs s != d (zero for one device):
- * the communication estimate of the list-scheduling baselines and features. */
-op_link_model op_cluster_mean_link(const op_cluster *c);
-/* A channel's name: a named channel's own, else "src->dst"; written to buf. */
-const char *op_cluster_chan_name(const op_cluster *c, int chan, char *buf, size_t cap);
 /* List (or re-list) the link s -> d with a model; it keeps a named channel
  * it already had, else it uses the pair's own channel.  O(listed links). */
 op_status op_cluster_set_link(op_cluster *c, int s, int d, op_link_model m, op_error *err);

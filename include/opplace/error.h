@@ -49,19 +49,5 @@ int op_status_exit_code(op_status s);
 void *op_malloc(size_t n, op_error *err);
 void *op_calloc(size_t count, size_t size, op_error *err);
 void *op_realloc(void *p, size_t n, op_error *err);
-/* Allocation-failure injection (as SQLite tests itself): after
- * op_alloc_fail_after(n), the n-th following call of op_malloc, op_calloc or
- * op_realloc (n >= 1) fails as if memory ran out, and so does every later
- * one while `sticky` is set; n <= 0 turns injection off.  The environment
- * variable OPPLACE_FAIL_ALLOC=n (or n,sticky) does the same for a whole
- * process.  op_alloc_count() counts calls since the last op_alloc_fail_after,
- * and op_alloc_failed() says whether an injected failure happened.  Tests
- * drive every reader, the simulator and placers through each failure point:
- * each must end in an error, never a crash or a leak. */
-void op_alloc_fail_after(long n, int sticky);
-long op_alloc_count(void);
-int op_alloc_failed(void);
-/* Grow-by-doubling helper for dynamic arrays: ensures *cap >= need. */
-op_status op_reserve(void **arr, size_t elem, size_t *cap, size_t need, op_error *err);
 
 #endif

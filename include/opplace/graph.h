@@ -92,12 +92,8 @@ typedef struct op_graph_builder op_graph_builder;
 
 op_graph_builder *op_graph_builder_new(const char *name, op_error *err);
 void op_graph_builder_set_batch_size(op_graph_builder *b, int64_t batch_size);
-/* Set the text prefixed to validation errors (e.g. the file name). */
-void op_graph_builder_set_origin(op_graph_builder *b, const char *origin);
 /* Returns the new op's index, or -1 on error (duplicate name, bad number). */
 int op_graph_add_op(op_graph_builder *b, const op_op_spec *spec, op_error *err);
-/* Index of an op already added, or -1. */
-int op_graph_builder_find(const op_graph_builder *b, const char *name);
 /* bytes < 0: use the source op's output_bytes. */
 op_status op_graph_add_edge(op_graph_builder *b, int src, int dst, int64_t bytes, op_error *err);
 /* Validate and freeze; always consumes b.  NULL on error. */

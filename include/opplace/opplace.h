@@ -72,6 +72,7 @@
 #include "opplace/placer.h"
 #include "opplace/problem.h"
 #include "opplace/report.h"
+#include "opplace/run_ctx.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
 

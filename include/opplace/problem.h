@@ -84,7 +84,4 @@ static inline double op_exec_us(const op_problem *p, int op, int dev)
 op_status op_problem_check_placement(const op_problem *p, const op_placement *pl,
                                      op_error *err);
 
-/* Bytes resident on each device for the whole step (sum of param_bytes). */
-void op_problem_param_bytes(const op_problem *p, const int *device_of, int64_t *out);
-
 #endif

@@ -43,7 +43,7 @@
 #include <stdint.h>
 
 #include "opplace/list_schedule.h"
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 /* ---------------------------------------------------------------- ranking */
 
@@ -122,22 +122,10 @@ typedef struct op_reorder_stats {
 /* Reorder pl in place as described above; stats may be NULL. */
 op_status op_placement_reorder(const op_problem *p, op_placement *pl, int keep_peak,
                                op_reorder_stats *stats, op_error *err);
-/* The same, ending its screening at `deadline` (absolute op_seconds_now()
- * time; <= 0: none) or Ctrl-C, at most one simulator run late, with the
- * best order screened so far. */
-op_status op_placement_reorder_until(const op_problem *p, op_placement *pl, int keep_peak,
-                                     double deadline, op_reorder_stats *stats, op_error *err);
 
 /* The per-device memory caps (n_dev values) of the order stats chose, for
  * judging other placements by the same list schedule (op_refine, below). */
 void op_reorder_caps(const op_problem *p, const op_reorder_stats *stats, int64_t *cap);
-
-/* stats with the best screened order in place of the kept one (priority,
- * cap, final step and overflow), in *out, for judging by it (a placement
- * that carries its own order, e.g. celeritas's, which first-ready-first
- * judging would drop); NULL when nothing was screened. */
-const op_reorder_stats *op_reorder_as_screened(const op_reorder_stats *stats,
-                                               op_reorder_stats *out);
 
 /* ------------------------------------------------------------ refinement */
 

@@ -97,9 +97,6 @@ op_status op_sim_run_changed(op_sim *s, const op_placement *pl, op_sim_result *r
  * how far from fitting a simulated placement is. */
 double op_sim_overflow_bytes(const op_problem *p, const op_sim_result *r);
 
-/* The largest device peak memory of a simulated placement. */
-int64_t op_sim_largest_peak(const op_problem *p, const op_sim_result *r);
-
 /* The ranking of simulated placements every placer shares: one that fits
  * (overflow 0) first, then the smaller overflow (the best-effort answer
  * closest to running: the step time of a run that cannot happen is no

@@ -18,7 +18,7 @@
 
 #include "cli/bench_table.h"
 #include "cli/cli.h"
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "opplace/report.h"
 #include "opplace/zoo.h"
 

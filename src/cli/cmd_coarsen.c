@@ -9,9 +9,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "coarsen/coarsen.h"
 #include "opplace/io.h"
+#include "placers/coarseners.h"
 #include "core/stats.h"
 
 static const char HELP[] =

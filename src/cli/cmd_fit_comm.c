@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "cost/commfit.h"
 #include "opplace/io.h"
 

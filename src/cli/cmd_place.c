@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "opplace/bound.h"
 #include "opplace/io.h"
 #include "core/parallel.h"

@@ -102,8 +102,7 @@ static op_status sgdp_options(cli_args *a, int fresh, sgdp_config *pc,
     pc->max_devices = (int)maxd;
     pc->hidden = (int)hidden;
     tc->heuristics = lo.heuristics;
-    /* the plain policy without a reference (sgdp.h) */
-    if (!tc->heuristics)
+    if (!tc->heuristics) /* the plain policy (placers/sgdp/sgdp.h) */
         pc->head_init = SGDP_PLAIN_HEAD_INIT;
     tc->ppo.lr = learn_or(lo.lr, tc->heuristics ? tc->ppo.lr : SGDP_PLAIN_LR);
     tc->ppo.entropy_coef =

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/file_util.h"
 #include "core/parallel.h"
-#include "io/file_util.h"
 #include "opplace/placer.h"
 
 /* Exit code of a command stopped by SIGINT/SIGTERM: 128 + SIGINT, as shells

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/graph_builder.h"
 #include "core/strtab.h"
 #include "coarsen/coarsen.h"
 

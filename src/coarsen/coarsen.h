@@ -42,15 +42,12 @@ void op_coarse_map_destroy(op_coarse_map *m);
 op_status op_coarse_expand(const op_coarse_map *m, const op_graph *orig,
                            const op_placement *coarse_pl, op_placement *fine, op_error *err);
 
-/* A named coarsening method, listed in src/coarsen/registry.c. */
+/* A named coarsening method, listed in src/placers/coarseners.c. */
 typedef op_status (*op_coarsen_fn)(const op_problem *p, op_options *opts, op_coarse_map *out,
                                    op_error *err);
 typedef struct op_coarsener {
     const char *name, *summary, *source;
     op_coarsen_fn run;
 } op_coarsener;
-
-const op_coarsener *const *op_coarseners(int *count);
-const op_coarsener *op_coarsener_find(const char *name);
 
 #endif

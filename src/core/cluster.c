@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/name_index.h"
+#include "core/problem_util.h"
 #include "core/strtab.h"
 #include "opplace/cluster.h"
 #include "opplace/limits.h"

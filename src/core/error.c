@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
+
 op_status op_vfail(op_error *err, op_status code, const char *fmt, va_list ap)
 {
     if (err && err->code == OP_OK) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "core/graph_builder.h"
 #include "opplace/limits.h"
 

@@ -28,4 +28,11 @@ struct op_graph_builder {
     op_strtab kinds, layers, groups;
 };
 
+/* For the readers and generators of the library, which build graphs from
+ * named ops. */
+/* Set the text prefixed to validation errors (e.g. the file name). */
+void op_graph_builder_set_origin(op_graph_builder *b, const char *origin);
+/* Index of an op already added, or -1. */
+int op_graph_builder_find(const op_graph_builder *b, const char *name);
+
 #endif

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "core/graph_builder.h"
 
 /* Stable counting sort of perm[0..m) by key[perm[i]] in [0, n). */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "opplace/placement.h"
 #include "opplace/problem.h"
 

@@ -1,6 +1,8 @@
 /* stats.c - summary numbers of a problem (see core/stats.h). */
 #include "core/stats.h"
 
+#include "core/problem_util.h"
+
 static void reference_link(const op_cluster *c, double *lat, double *upb)
 {
     op_link_model m = op_cluster_mean_link(c);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
+
 char *op_strdup(const char *s, op_error *err)
 {
     size_t n = strlen(s) + 1;

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/file_util.h"
+#include "core/alloc_hooks.h"
+#include "core/file_util.h"
 #include "cost/commfit.h"
 #include "opplace/limits.h"
 

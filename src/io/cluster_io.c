@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/file_util.h"
 #include "core/name_index.h"
-#include "io/file_util.h"
 #include "io/json_in.h"
 #include "opplace/io.h"
 

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "core/graph_builder.h"
 #include "io/json_in.h"
 #include "opplace/io.h"
 

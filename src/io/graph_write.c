@@ -1,5 +1,5 @@
 /* graph_write.c - writing an opplace-graph file (formats.md section 1). */
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "opplace/io.h"
 
 static void put_opt_string(FILE *f, const char *key, const char *v)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "io/json_in.h"
 
 /*

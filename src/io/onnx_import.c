@@ -33,8 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
+#include "core/file_util.h"
+#include "core/graph_builder.h"
 #include "core/name_index.h"
-#include "io/file_util.h"
 #include "onnx.pb-c.h"
 #include "opplace/graph.h"
 #include "opplace/io.h"

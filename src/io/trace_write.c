@@ -9,7 +9,8 @@
  */
 #include <stdlib.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
+#include "core/problem_util.h"
 #include "opplace/io.h"
 
 static void put_meta(FILE *f, int pid, int tid, const char *what, const char *name, int *first)

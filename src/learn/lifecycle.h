@@ -23,7 +23,7 @@
 #define OPPLACE_LEARN_LIFECYCLE_H
 
 #include "learn/options.h"
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 /* Seconds of training without --iterations or a budget. */
 #define LEARN_DEFAULT_BUDGET 60.0

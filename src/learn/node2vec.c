@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "nn/nn.h"
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 node2vec_config node2vec_defaults(void)
 {

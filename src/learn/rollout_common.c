@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "core/parallel.h"
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 double rl_now_seconds(void)
 {

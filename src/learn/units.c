@@ -33,10 +33,11 @@ static void unite_colocated(const op_problem *p, int *parent)
             unite(parent, p->group_ops[p->group_off[grp]], p->group_ops[k]);
 }
 
-/* Fusion groups (about target of them), or NULL when fusion fails. */
-static int *fusion_groups(const op_problem *p, int target, int *n_groups)
+/* Fusion groups (about target of them) by the coarsener cel, or NULL when
+ * fusion fails. */
+static int *fusion_groups(const op_problem *p, const op_coarsener *cel, int target,
+                          int *n_groups)
 {
-    const op_coarsener *cel = op_coarsener_find("celeritas");
     op_error err = {0};
     op_options *o = op_options_new(&err);
     if (!cel || !o) {
@@ -59,8 +60,9 @@ static int *fusion_groups(const op_problem *p, int target, int *n_groups)
     return groups;
 }
 
-op_status learn_units_build(const op_problem *p, const op_placement *ref, int target,
-                            int *unit_of, int *n_units, op_error *err)
+op_status learn_units_build(const op_problem *p, const op_placement *ref,
+                            const op_coarsener *fuse_by, int target, int *unit_of, int *n_units,
+                            op_error *err)
 {
     int n = p->n, nd = p->nd;
     int *coloc = op_malloc((size_t)n * sizeof *coloc, err);
@@ -76,7 +78,7 @@ op_status learn_units_build(const op_problem *p, const op_placement *ref, int ta
         coloc[i] = merged[i] = i;
     unite_colocated(p, coloc);
     unite_colocated(p, merged);
-    if (target > 0 && target < n && (fuse = fusion_groups(p, target, &n_fuse))) {
+    if (target > 0 && target < n && (fuse = fusion_groups(p, fuse_by, target, &n_fuse))) {
         size_t slots = (size_t)n_fuse * (size_t)nd;
         if (!(first = op_malloc(slots * sizeof *first, err))) {
             st = OP_ENOMEM;

@@ -18,18 +18,21 @@
 #ifndef OPPLACE_LEARN_UNITS_H
 #define OPPLACE_LEARN_UNITS_H
 
+#include "coarsen/coarsen.h"
 #include "opplace/placement.h"
 #include "opplace/problem.h"
 
 /* Decision units a placer aims for unless told otherwise (--units). */
 #define LEARN_DEFAULT_UNITS 256
 
-/* unit_of[op] in 0..*n_units-1: about `target` Celeritas fusion groups
- * (target <= 0 or >= n: one unit per op), each split by ref's device (ref
- * may be NULL), merged with colocation groups; a unit whose members share
- * no eligible device falls back to its colocation group. */
-op_status learn_units_build(const op_problem *p, const op_placement *ref, int target,
-                            int *unit_of, int *n_units, op_error *err);
+/* unit_of[op] in 0..*n_units-1: about `target` fusion groups made by
+ * fuse_by (the placers pass the "celeritas" coarsener; NULL, target <= 0 or
+ * target >= n: one unit per op), each split by ref's device (ref may be
+ * NULL), merged with colocation groups; a unit whose members share no
+ * eligible device falls back to its colocation group. */
+op_status learn_units_build(const op_problem *p, const op_placement *ref,
+                            const op_coarsener *fuse_by, int target, int *unit_of, int *n_units,
+                            op_error *err);
 
 /* Per unit u of unit_of: its leader *lead[u], the member first in
  * topological order (an op id), and (*um)[u * D + d], whether every member

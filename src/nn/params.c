@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
+
 void nn_params_init(nn_params *ps)
 {
     memset(ps, 0, sizeof *ps);

@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/alloc_hooks.h"
+
 #define NN_FILE_MAGIC "OPNN"
 #define NN_FILE_MAX_BYTES ((size_t)1 << 34) /* 16 GiB: far above any placer */
 

@@ -41,11 +41,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "bound/exact.h"
 #include "core/parallel.h"
 #include "opplace/bound.h"
+#include "opplace/placer.h"
 #include "opplace/search.h"
 #include "opplace/simulate.h"
-#include "placers/pesto/pesto_ilp.h"
+#include "placers/portfolio.h"
+#include "search/search_internal.h"
 
 typedef struct candidate {
     op_placement pl;

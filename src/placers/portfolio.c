@@ -26,6 +26,7 @@
 #include "core/parallel.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
+#include "placers/portfolio.h"
 
 /* What the member's child sends before the placement's arrays. */
 typedef struct member_head {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "opplace/report.h"
 #include "report/report_util.h"
 

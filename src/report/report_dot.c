@@ -8,7 +8,7 @@
  */
 #include <stdlib.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "opplace/report.h"
 #include "report/report_util.h"
 

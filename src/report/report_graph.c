@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "report/report_util.h"
 
 #define MAX_EDGES 3000
@@ -204,13 +205,12 @@ static op_status aggregate_edges(rp_graph_view *v, const op_graph *g, op_error *
     return v->esrc && v->edst && v->ebytes ? OP_OK : OP_ENOMEM;
 }
 
-static const double *sort_keys;
-
-static int by_sort_key(const void *a, const void *b)
+static int by_sort_key(const void *a, const void *b, const void *ctx)
 {
+    const double *key = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_keys[x] != sort_keys[y])
-        return sort_keys[x] < sort_keys[y] ? -1 : 1;
+    if (key[x] != key[y])
+        return key[x] < key[y] ? -1 : 1;
     return (x > y) - (x < y);
 }
 
@@ -245,8 +245,7 @@ static op_status layout(rp_graph_view *v, const op_problem *p, op_error *err)
         order[j] = j;
         key[j] = col[j];
     }
-    sort_keys = key;
-    qsort(order, (size_t)nn, sizeof *order, by_sort_key);
+    op_sort(order, (size_t)nn, sizeof *order, by_sort_key, key);
     int ncol = 0, prev = -1;
     for (int k = 0; k < nn; k++) {
         int j = order[k];
@@ -272,8 +271,7 @@ static op_status layout(rp_graph_view *v, const op_problem *p, op_error *err)
             int j = order[k];
             key[j] = nsum[j] ? bsum[j] / nsum[j] : 1e9 + j;
         }
-        sort_keys = key;
-        qsort(order + start, (size_t)(end - start), sizeof *order, by_sort_key);
+        op_sort(order + start, (size_t)(end - start), sizeof *order, by_sort_key, key);
         for (int k = start; k < end; k++)
             ypos[order[k]] = k - start - (end - start - 1) / 2.0;
         if (end - start > max_rows)

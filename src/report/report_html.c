@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
+#include "core/problem_util.h"
 #include "opplace/bound.h"
 #include "opplace/report.h"
 #include "report/report_util.h"

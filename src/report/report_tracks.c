@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "report/report_util.h"
 
-static const double *sort_start;
-
-static int by_start(const void *a, const void *b)
+static int by_start(const void *a, const void *b, const void *ctx)
 {
+    const double *start = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_start[x] != sort_start[y])
-        return sort_start[x] < sort_start[y] ? -1 : 1;
+    if (start[x] != start[y])
+        return start[x] < start[y] ? -1 : 1;
     return (x > y) - (x < y);
 }
 
@@ -79,10 +79,9 @@ op_status rp_tracks_build(rp_tracks *tr, const op_problem *p, const op_sim_trace
     memcpy(cursor, tr->dev_off, (size_t)nd * sizeof *cursor);
     for (int i = 0; i < n; i++)
         tr->dev_ops[cursor[t->dev[i]]++] = i;
-    sort_start = t->start_us;
     for (int d = 0; d < nd; d++)
-        qsort(tr->dev_ops + tr->dev_off[d], (size_t)(tr->dev_off[d + 1] - tr->dev_off[d]),
-              sizeof *tr->dev_ops, by_start);
+        op_sort(tr->dev_ops + tr->dev_off[d], (size_t)(tr->dev_off[d + 1] - tr->dev_off[d]),
+                sizeof *tr->dev_ops, by_start, t->start_us);
     /* channels that carried something */
     for (int c = 0; c < nc; c++)
         chan_slot[c] = -1;
@@ -104,10 +103,9 @@ op_status rp_tracks_build(rp_tracks *tr, const op_problem *p, const op_sim_trace
     for (int x = 0; x < nx; x++)
         tr->chan_xfers[cursor[chan_slot[t->transfers[x].chan]]++] = x;
     free(cursor);
-    sort_start = xstart;
     for (int s = 0; s < tr->n_chan; s++)
-        qsort(tr->chan_xfers + tr->chan_off[s], (size_t)(tr->chan_off[s + 1] - tr->chan_off[s]),
-              sizeof *tr->chan_xfers, by_start);
+        op_sort(tr->chan_xfers + tr->chan_off[s], (size_t)(tr->chan_off[s + 1] - tr->chan_off[s]),
+                sizeof *tr->chan_xfers, by_start, xstart);
     double end = 0;
     for (int i = 0; i < n; i++)
         if (isfinite(t->finish_us[i]) && t->finish_us[i] > end)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "report/report_util.h"
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if it is not one. */
@@ -173,22 +174,20 @@ const char *rp_bytes(char *buf, size_t cap, double b)
 
 /* ---- op types ----------------------------------------------------------- */
 
-static const op_graph *sort_graph; /* qsort has no context argument */
-
-static int by_type_name(const void *a, const void *b)
+static int by_type_name(const void *a, const void *b, const void *ctx)
 {
+    const op_graph *g = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    int c = strcmp(sort_graph->op_type[x], sort_graph->op_type[y]);
+    int c = strcmp(g->op_type[x], g->op_type[y]);
     return c ? c : (x > y) - (x < y);
 }
 
-static const double *sort_time;
-
-static int by_time_desc(const void *a, const void *b)
+static int by_time_desc(const void *a, const void *b, const void *ctx)
 {
+    const double *time = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_time[x] != sort_time[y])
-        return sort_time[x] < sort_time[y] ? 1 : -1;
+    if (time[x] != time[y])
+        return time[x] < time[y] ? 1 : -1;
     return (x > y) - (x < y);
 }
 
@@ -211,8 +210,7 @@ op_status rp_types_build(rp_types *ty, const op_problem *p, op_error *err)
     }
     for (int i = 0; i < n; i++)
         idx[i] = i;
-    sort_graph = g;
-    qsort(idx, (size_t)n, sizeof *idx, by_type_name);
+    op_sort(idx, (size_t)n, sizeof *idx, by_type_name, g);
     int nt = 0;
     for (int k = 0; k < n; k++) {
         int i = idx[k];
@@ -224,8 +222,7 @@ op_status rp_types_build(rp_types *ty, const op_problem *p, op_error *err)
     /* renumber by total time, largest first */
     for (int k = 0; k < nt; k++)
         idx[k] = k;
-    sort_time = raw_time;
-    qsort(idx, (size_t)nt, sizeof *idx, by_time_desc);
+    op_sort(idx, (size_t)nt, sizeof *idx, by_time_desc, raw_time);
     const char **names = op_malloc(((size_t)nt + 1) * sizeof *names, err);
     if (!names) {
         free(idx); free(raw); free(raw_time); free(rank);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "opplace/search.h"
+#include "search/search_internal.h"
 
 /* An order that gains less than this share over first-ready-first is not
  * worth judging refinement by (op_finish_judge). */

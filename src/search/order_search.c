@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 #include "opplace/search.h"
+#include "search/search_internal.h"
+#include "sim/sim_util.h"
 
 const double op_cap_shares[OP_N_CAP_SHARES] = {0, 1.0, 0.95, 0.9, -1};
 

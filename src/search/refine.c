@@ -13,6 +13,7 @@
 
 #include "opplace/search.h"
 #include "opplace/simulate.h"
+#include "sim/sim_util.h"
 
 typedef struct units {
     int n;

@@ -25,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "opplace/simulate.h"
 #include "sim/event_heap.h"
+#include "sim/sim_util.h"
 
 #include "sim/sim_internal.h"
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
+#include "core/graph_builder.h"
 #include "opplace/profile.h"
 #include "zoo/zoo_build.h"
 

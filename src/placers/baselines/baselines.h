@@ -14,7 +14,7 @@
  *   etf_engine.c/.h  the list scheduler m-etf and m-sct share
  *   heft.c         heft: Heterogeneous Earliest Finish Time
  * Shared with other placers, one folder up: placer_mem.c/.h (the memory
- * estimate and the simulator-checked retry), placer_util.h, placer_heap.h.
+ * estimate and the simulator-checked retry), placer_util.h, core/pheap.h.
  */
 #ifndef OPPLACE_BASELINES_H
 #define OPPLACE_BASELINES_H

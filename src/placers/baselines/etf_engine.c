@@ -75,7 +75,8 @@
 
 #include "placers/baselines/etf_engine.h"
 #include "placers/baselines/baselines.h"
-#include "placers/placer_heap.h"
+#include "core/pheap.h"
+#include "core/sort.h"
 #include "placers/placer_mem.h"
 #include "placers/placer_util.h"
 
@@ -112,12 +113,10 @@ void etf_static_level(const op_problem *p, double *out)
     }
 }
 
-static const etf_state *sort_state;
-
-static int by_level_desc(const void *a, const void *b)
+static int by_level_desc(const void *a, const void *b, const void *ctx)
 {
     int x = *(const int *)a, y = *(const int *)b;
-    const etf_state *s = sort_state;
+    const etf_state *s = ctx;
     if (s->blevel[x] != s->blevel[y])
         return s->blevel[x] > s->blevel[y] ? -1 : 1;
     return s->tpos[x] - s->tpos[y];
@@ -199,8 +198,7 @@ static op_status state_init(etf_state *s, const op_place_ctx *ctx, const etf_opt
      * tie order); seq is free scratch until scheduling starts */
     for (size_t i = 0; i < n; i++)
         s->seq[i] = p->g->topo[i];
-    sort_state = s;
-    qsort(s->seq, n, sizeof *s->seq, by_level_desc);
+    op_sort(s->seq, n, sizeof *s->seq, by_level_desc, s);
     if (pmem_init(&s->mem, p, s->seq, o->margin, err))
         return OP_ENOMEM;
     return OP_OK;

@@ -64,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sort.h"
 #include "opplace/simulate.h"
 #include "placers/baselines/baselines.h"
 #include "placers/placer_mem.h"
@@ -167,11 +168,10 @@ typedef struct expert {
     int use;            /* expert_attempt: how many split devices */
 } expert;
 
-static const expert *sort_ex;
-
-static int unit_order(const void *a, const void *b)
+static int unit_order(const void *a, const void *b, const void *ctx)
 {
-    const unit *x = &sort_ex->units[*(const int *)a], *y = &sort_ex->units[*(const int *)b];
+    const expert *ex = ctx;
+    const unit *x = &ex->units[*(const int *)a], *y = &ex->units[*(const int *)b];
     if (x->role != y->role)
         return x->role - y->role;
     if (x->key != y->key)
@@ -369,8 +369,7 @@ static op_status assign_layers(expert *ex, op_error *err)
             order[n_body++] = u;
             total += ex->units[u].work;
         }
-    sort_ex = ex;
-    qsort(order, (size_t)n_body, sizeof(int), unit_order);
+    op_sort(order, (size_t)n_body, sizeof(int), unit_order, ex);
     bound[0] = 0;
     for (int j = 0; j < ns; j++)
         bound[j + 1] = bound[j] + total * p->c->dev[split[j]].speed / speed;

@@ -41,6 +41,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
+#include "core/sort.h"
 #include "placers/baselines/etf_engine.h"
 #include "placers/placer_mem.h"
 #include "placers/baselines/baselines.h"
@@ -219,21 +221,19 @@ static void upward_rank(const op_problem *p, double *rank)
     }
 }
 
-static const heft_state *sort_ctx;
-
-static int by_rank_desc(const void *a, const void *b)
+static int by_rank_desc(const void *a, const void *b, const void *ctx)
 {
     int x = *(const int *)a, y = *(const int *)b;
-    const heft_state *s = sort_ctx;
+    const heft_state *s = ctx;
     if (s->rank[x] != s->rank[y])
         return s->rank[x] > s->rank[y] ? -1 : 1;
     return s->p->g->topo_pos[x] - s->p->g->topo_pos[y];
 }
 
-static int by_start(const void *a, const void *b)
+static int by_start(const void *a, const void *b, const void *ctx)
 {
     int x = *(const int *)a, y = *(const int *)b;
-    const heft_state *s = sort_ctx;
+    const heft_state *s = ctx;
     if (s->start[x] != s->start[y])
         return s->start[x] < s->start[y] ? -1 : 1;
     return s->p->g->topo_pos[x] - s->p->g->topo_pos[y];
@@ -396,8 +396,7 @@ static op_status heft_attempt(const op_place_ctx *ctx, void *arg, const double *
     op_status st = heft_init(&s, ctx->p, err);
     if (!st) {
         upward_rank(ctx->p, s.rank);
-        sort_ctx = &s;
-        qsort(s.order, (size_t)s.n, sizeof(int), by_rank_desc);
+        op_sort(s.order, (size_t)s.n, sizeof(int), by_rank_desc, &s);
         if (pmem_init(&s.mem, ctx->p, s.order, margin, err))
             st = OP_ENOMEM;
         for (int i = 0; i < s.n && !st; i++)
@@ -407,8 +406,7 @@ static op_status heft_attempt(const op_place_ctx *ctx, void *arg, const double *
     if (!st) {
         memcpy(out->device_of, s.device_of, (size_t)s.n * sizeof(int));
         if (set_order) {
-            sort_ctx = &s;
-            qsort(s.order, (size_t)s.n, sizeof(int), by_start);
+            op_sort(s.order, (size_t)s.n, sizeof(int), by_start, &s);
             st = op_placement_set_order_from_sequence(out, s.order, err);
         }
     }
@@ -432,8 +430,7 @@ op_status heft_priority_order(const op_problem *p, int *order, double *rank, op_
     upward_rank(p, rank);
     for (int i = 0; i < p->n; i++)
         order[i] = i;
-    sort_ctx = &s;
-    qsort(order, (size_t)p->n, sizeof(int), by_rank_desc);
+    op_sort(order, (size_t)p->n, sizeof(int), by_rank_desc, &s);
     (void)err;
     return OP_OK;
 }

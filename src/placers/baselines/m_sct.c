@@ -26,7 +26,7 @@
  * --budget-seconds when one is given, and never beyond the command's
  * deadline (the former --lp-seconds); an unfinished LP falls back to
  * greedy.  The LP runs in the killable solver child every exact method
- * shares (pesto_lp.h), so the deadline and Ctrl-C reach it.  Greedy (not in the paper): in rank order each op
+ * shares (solve/lp.h), so the deadline and Ctrl-C reach it.  Greedy (not in the paper): in rank order each op
  * picks as favorite the child with the costliest edge that has no favorite
  * parent yet.  The LP's columns and rows, the rounding's edge order and
  * greedy's op order follow op_rank_order, so no op order of the file
@@ -44,9 +44,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "placers/baselines/baselines.h"
 #include "placers/baselines/etf_engine.h"
-#include "placers/pesto/pesto_lp.h"
+#include "solve/lp.h"
 
 /* Mean transfer time model over ordered device pairs. */
 static void mean_link(const op_problem *p, double *lat, double *upb)
@@ -153,7 +154,7 @@ static void greedy_favorites(const op_problem *p, const sct_order *ord, int *fav
 }
 
 /* Solve the LP through the runner every exact method shares
- * (placers/pesto/pesto_lp.h: CBC in a child process killed at the deadline
+ * (solve/lp.h: CBC in a child process killed at the deadline
  * or Ctrl-C); returns 1 and fills fav_edge when it proved an optimum, 0
  * otherwise (cut short, or no memory). */
 static int lp_favorites(const op_problem *p, const sct_order *ord, double seconds,

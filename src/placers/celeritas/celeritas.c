@@ -111,20 +111,26 @@
 #include "opplace/list_schedule.h"
 #include "opplace/search.h"
 #include "core/orders.h"
+#include "core/sort.h"
 #include "opplace/placer.h"
 #include "opplace/simulate.h"
 #include "placers/celeritas/celeritas_place.h"
 #include "placers/placer_mem.h"
+#include "placers/portfolio.h"
 
 /* Sorts coarse ops by planned start (ties: sequence position). */
-static const double *sort_start;
-static const int *sort_pos;
-static int by_start(const void *a, const void *b)
+typedef struct start_key {
+    const double *start;
+    const int *pos;
+} start_key;
+
+static int by_start(const void *a, const void *b, const void *ctx)
 {
+    const start_key *k = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_start[x] != sort_start[y])
-        return sort_start[x] < sort_start[y] ? -1 : 1;
-    return sort_pos[x] - sort_pos[y];
+    if (k->start[x] != k->start[y])
+        return k->start[x] < k->start[y] ? -1 : 1;
+    return k->pos[x] - k->pos[y];
 }
 
 /* The end of an attempt: a placement that needed the best-effort
@@ -212,9 +218,8 @@ static op_status coarse_placement(const cel_pass *ps, const int *pos, int with_o
         return OP_ENOMEM;
     memcpy(seq, ps->seq, (size_t)cp->n * sizeof *seq);
     if (ps->start_us) {
-        sort_start = ps->start_us;
-        sort_pos = pos;
-        qsort(seq, (size_t)cp->n, sizeof *seq, by_start);
+        start_key key = {ps->start_us, pos};
+        op_sort(seq, (size_t)cp->n, sizeof *seq, by_start, &key);
     }
     op_status st = op_placement_set_order_from_sequence(cpl, seq, err);
     free(seq);

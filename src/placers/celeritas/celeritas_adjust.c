@@ -46,6 +46,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc_hooks.h"
 #include "placers/celeritas/celeritas_place.h"
 
 typedef struct slot {

@@ -6,7 +6,7 @@
  *   1. Budget: --budget-seconds (default 60) bounds the whole placer; the
  *      caller's ctx->deadline wins when set.  Every stage polls it and
  *      Ctrl-C (op_interrupted); CBC runs in a child process that is killed
- *      at either (pesto_lp.c), so the best placement so far is returned
+ *      at either (solve/lp.c), so the best placement so far is returned
  *      within a fraction of a second.
  *   2. Incumbent: the `auto` placer (portfolio + local search; the one
  *      portfolio, pesto runs no other) with --auto-seconds (default three
@@ -56,7 +56,8 @@
 #include "opplace/search.h"
 #include "opplace/simulate.h"
 #include "placers/pesto/pesto_export.h"
-#include "placers/pesto/pesto_ilp.h"
+#include "search/search_internal.h"
+#include "solve/pesto_ilp.h"
 #include "placers/pesto/pesto_lns.h"
 
 #define DEFAULT_BUDGET_S 60.0

@@ -91,6 +91,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
 #include "placers/pesto/pesto_coarsen.h"
 
 /* ---- heights ----------------------------------------------------------------- */

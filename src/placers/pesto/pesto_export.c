@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "io/file_util.h"
+#include "core/file_util.h"
 #include "placers/pesto/pesto_export.h"
 
 static op_status write_part(const op_graph *g, const op_cluster *c, const op_placement *pl,

@@ -116,7 +116,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placers/pesto/pesto_lp.h"
+#include "solve/lp.h"
 
 typedef struct sched {
     double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */

@@ -47,6 +47,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/problem_util.h"
+
 static unsigned type_bucket(const char *type)
 {
     uint32_t h = 2166136261u;

@@ -61,6 +61,7 @@
 #include "learn/units.h"
 #include "nn/nn.h"
 #include "opplace/placement.h"
+#include "placers/portfolio.h"
 #include "opplace/placer.h"
 #include "opplace/problem.h"
 

@@ -13,7 +13,7 @@
  * placed.  Around a reference the head's weights start 10x smaller than
  * Glorot so the first policy is close to uniform and explores; without one
  * the logits are centred over the ops and the head starts at Glorot
- * (opplace/sgdp.h explains why).
+ * (placers/sgdp/sgdp.h explains why).
  *
  * BEYOND THE PAPER: a reference skip.  When the graph carries a reference
  * placement (sgdp_warm.c; sg->ref_dev), the logit of each row's reference
@@ -329,7 +329,7 @@ op_status sgdp_policy_forward(sgdp_policy *pol, nn_arena *ar, const sgdp_graph *
             return OP_ENOMEM;
         nn_standardize_columns(&pass->o, sg->decides, &pass->on, pass->inv_sd);
         nn_linear_forward(&pol->head, &pass->on, &pass->logits);
-        nn_center_columns(&pass->logits, sg->decides); /* opplace/sgdp.h: why centred */
+        nn_center_columns(&pass->logits, sg->decides); /* placers/sgdp/sgdp.h: why centred */
     } else {
         nn_linear_forward(&pol->head, &pass->o, &pass->logits);
     }

@@ -79,6 +79,7 @@
 #include "core/parallel.h"
 #include "opplace/simulate.h"
 #include "learn/rollout_common.h"
+#include "placers/coarseners.h"
 #include "sgdp_internal.h"
 
 #define CLONE_LR_SCALE 3.0 /* cloning is supervised: a larger step is safe */
@@ -165,7 +166,8 @@ static op_status task_reference(task *tk, const sgdp_train_config *cfg, op_error
         goto done;
     }
     if (cfg->unit_target > 0 &&
-        (!(st = learn_units_build(p, &ref, cfg->unit_target, unit_of, &n_units, err))))
+        (!(st = learn_units_build(p, &ref, op_coarsener_find("celeritas"), cfg->unit_target,
+                                             unit_of, &n_units, err))))
         st = sgdp_graph_set_units(&tk->sg, unit_of, n_units, err);
     if (!st)
         st = task_timing(tk, err);

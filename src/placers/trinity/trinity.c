@@ -29,7 +29,7 @@
  * Beyond the paper (src/placers/trinity/trinity_warm.c): --heuristics LIST (default
  * expert; "none": no reference) picks a reference placement that seeds
  * the best-seen record and centres the order and block priors
- * (opplace/trinity.h); --units N (256; 0 = per op) decision units split
+ * (placers/trinity/trinity.h); --units N (256; 0 = per op) decision units split
  * by it; one decision per rollout of each network is drawn uniformly, so
  * exploration survives PPO's convergence; without --max-comm / --max-mem
  * the tolerances are the reference's peak communication and peak memory,

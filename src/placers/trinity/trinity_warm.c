@@ -39,6 +39,8 @@
 #include <string.h>
 
 #include "learn/units.h"
+#include "placers/coarseners.h"
+#include "placers/portfolio.h"
 #include "placers/trinity/trinity_internal.h"
 
 /* Leaders per unit (its first op in topological order) and the members'
@@ -83,7 +85,8 @@ op_status trinity_graph_set_reference(trinity_graph *tg, const int *ref_device_o
         return OP_ENOMEM;
     op_placement ref = {.n_ops = p->n, .n_dev = p->nd, .device_of = (int *)ref_device_of};
     int n_units = 0;
-    st = learn_units_build(p, &ref, unit_target, unit_of, &n_units, err);
+    st = learn_units_build(p, &ref, op_coarsener_find("celeritas"), unit_target, unit_of,
+                           &n_units, err);
     if (!st)
         st = set_units(tg, unit_of, n_units, err);
     free(unit_of);

@@ -7,8 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file_util.h"
 #include "core/strtab.h"
-#include "io/file_util.h"
 
 op_status op_read_whole_file(const char *path, char **text, size_t *len, op_error *err)
 {

@@ -1,13 +1,14 @@
 /*
- * placer_heap.h - a growable binary min-heap of (k1, k2, id) entries,
+ * pheap.h - a growable binary min-heap of (k1, k2, id) entries,
  * ordered lexicographically, shared by the list schedulers (m-ETF, m-SCT,
  * HEFT).  Deletion is lazy: callers skip stale entries when they pop.
  */
-#ifndef OPPLACE_PLACER_HEAP_H
-#define OPPLACE_PLACER_HEAP_H
+#ifndef OPPLACE_PHEAP_H
+#define OPPLACE_PHEAP_H
 
 #include <stdlib.h>
 
+#include "core/alloc_hooks.h"
 #include "opplace/error.h"
 
 typedef struct pheap_entry {

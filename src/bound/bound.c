@@ -1,5 +1,6 @@
 /*
- * pesto_bound.c - the lower bound of opplace/bound.h.
+ * bound.c - the proven lower bound of opplace/bound.h, and the exact
+ * solve of small graphs that shares its ILP (bound/exact.h).
  */
 #include "opplace/bound.h"
 
@@ -8,10 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "opplace/placer.h"
-#include "placers/placer_heap.h"
-#include "placers/pesto/pesto_ilp.h"
-#include "placers/pesto/pesto_lp.h"
+#include "bound/exact.h"
+#include "core/alloc_hooks.h"
+#include "core/pheap.h"
+#include "core/sort.h"
+#include "opplace/run_ctx.h"
+#include "solve/lp.h"
+#include "solve/pesto_ilp.h"
 
 #define GRID 256
 
@@ -236,11 +240,9 @@ static double jps(jps_job *jobs, int k, pheap *h)
     return best;
 }
 
-static const op_problem *sort_groups;
-
-static int by_size_desc(const void *x, const void *y)
+static int by_size_desc(const void *x, const void *y, const void *ctx)
 {
-    const op_problem *p = sort_groups;
+    const op_problem *p = ctx;
     int a = *(const int *)x, b = *(const int *)y;
     int ka = p->group_off[a + 1] - p->group_off[a], kb = p->group_off[b + 1] - p->group_off[b];
     return ka != kb ? (ka < kb) - (ka > kb) : (a > b) - (a < b);
@@ -266,11 +268,11 @@ typedef struct join_scratch {
     int *mark, stamp;  /* per op: seen at this join (duplicate edges) */
 } join_scratch;
 
-static const double *join_r;
-
-static int by_r_desc(const void *x, const void *y)
+/* Ties keep the inputs' order (op_sort is stable). */
+static int by_r_desc(const void *x, const void *y, const void *ctx)
 {
-    double a = join_r[*(const int *)x], b = join_r[*(const int *)y];
+    const double *r = ctx;
+    double a = r[*(const int *)x], b = r[*(const int *)y];
     return (a < b) - (a > b);
 }
 
@@ -311,8 +313,7 @@ static double join_bound(const op_problem *p, const double *pt, const double *ke
         js->r[u] = r;
         js->ix[m++] = u;
     }
-    join_r = js->r;
-    qsort(js->ix, (size_t)m, sizeof *js->ix, by_r_desc);
+    op_sort(js->ix, (size_t)m, sizeof *js->ix, by_r_desc, js->r);
     /* L = the first j inputs: max(makespan, r of the (j+1)-th) */
     double best = INFINITY, minhead = INFINITY, sum = 0, maxfin = 0;
     for (int j = 0; j <= m; j++) {
@@ -456,8 +457,7 @@ static int one_machine(const op_problem *p, const double *pt, double *head[2], d
             midx[p->group_ops[p->group_off[grp] + j]] = j;
         order[grp] = grp;
     }
-    sort_groups = p;
-    qsort(order, (size_t)ng, sizeof *order, by_size_desc);
+    op_sort(order, (size_t)ng, sizeof *order, by_size_desc, p);
     for (int r = 0; r < ng; r++) {
         int grp = order[r], k = p->group_off[grp + 1] - p->group_off[grp];
         int W = (k + 63) / 64;

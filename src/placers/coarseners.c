@@ -1,13 +1,16 @@
 /*
- * registry.c - the list of coarsening methods (coarsen/coarsen.h).
+ * coarseners.c - the list of coarsening methods (coarseners.h).  The
+ * methods are the placers' own (Celeritas's fusion, Pesto's batch
+ * coarsening), so their list sits with the placers, above coarsen/ and its
+ * coarse graphs.
  *
  * To add a method: define `const op_coarsener op_coarsener_<name>` in its
- * own file under src/coarsen/, declare it below and add it to COARSENERS.
- * `opplace coarsen --algo NAME` and the tests read this list.
+ * own file, declare it below and add it to COARSENERS.  `opplace coarsen
+ * --algo NAME`, SGDP's warm start and the tests read this list.
  */
 #include <string.h>
 
-#include "coarsen/coarsen.h"
+#include "placers/coarseners.h"
 
 extern const op_coarsener op_coarsener_celeritas;
 extern const op_coarsener op_coarsener_pesto;

@@ -64,7 +64,7 @@
  * Each of these makes the model a relaxation of the simulator's schedules on
  * the original graph (its transfer of an edge's bytes is never longer than
  * the simulator's transfer of the largest edge to that device), which is
- * why opplace bound may use its proven bound (pesto_bound.c).
+ * why opplace bound may use its proven bound (src/bound/bound.c).
  * Reported step times always come from the simulator.
  */
 #include <fcntl.h>
@@ -76,9 +76,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "opplace/placer.h"
-#include "placers/pesto/pesto_ilp.h"
-#include "placers/pesto/pesto_lp.h"
+#include "core/sort.h"
+#include "opplace/run_ctx.h"
+#include "solve/lp.h"
+#include "solve/pesto_ilp.h"
 
 void pesto_ilp_default_opts(pesto_ilp_opts *o)
 {
@@ -415,13 +416,12 @@ static void xfer_channels(const inst *I, int e, unsigned char *set)
             }
 }
 
-static const double *xfer_weight; /* for qsort */
-
-static int by_weight_desc(const void *x, const void *y)
+static int by_weight_desc(const void *x, const void *y, const void *ctx)
 {
+    const double *w = ctx;
     long a = *(const long *)x, b = *(const long *)y;
-    if (xfer_weight[a] != xfer_weight[b])
-        return xfer_weight[a] > xfer_weight[b] ? -1 : 1;
+    if (w[a] != w[b])
+        return w[a] > w[b] ? -1 : 1;
     return (a > b) - (a < b);
 }
 
@@ -483,10 +483,8 @@ static int add_xfer_pairs(lp_model *m, const inst *I, long cap, pair_list *pairs
             idx[k] = k;
             w[k] = max_transfer(I, cand.a[k]) + max_transfer(I, cand.b[k]);
         }
-        if (!rc) {
-            xfer_weight = w;
-            qsort(idx, (size_t)cand.n, sizeof *idx, by_weight_desc);
-        }
+        if (!rc)
+            op_sort(idx, (size_t)cand.n, sizeof *idx, by_weight_desc, w);
         keep = cap;
         *dropped = cand.n - cap;
     }
@@ -948,17 +946,20 @@ void pesto_ilp_result_destroy(pesto_ilp_result *r)
     r->start = NULL;
 }
 
-static const double *order_start;
-static const int *order_topo_pos;
+typedef struct start_order {
+    const double *start;
+    const int *topo_pos;
+} start_order;
 
-static int by_start(const void *a, const void *b)
+static int by_start(const void *a, const void *b, const void *ctx)
 {
+    const start_order *o = ctx;
     int x = *(const int *)a, y = *(const int *)b;
     /* quantised to 1e-3 us so solver round-off cannot reorder equal times */
-    double sx = round(order_start[x] * 1e3), sy = round(order_start[y] * 1e3);
+    double sx = round(o->start[x] * 1e3), sy = round(o->start[y] * 1e3);
     if (sx != sy)
         return sx < sy ? -1 : 1;
-    return (order_topo_pos[x] > order_topo_pos[y]) - (order_topo_pos[x] < order_topo_pos[y]);
+    return (o->topo_pos[x] > o->topo_pos[y]) - (o->topo_pos[x] < o->topo_pos[y]);
 }
 
 op_status pesto_ilp_to_placement(const op_problem *p, const pesto_ilp_result *r,
@@ -977,9 +978,8 @@ op_status pesto_ilp_to_placement(const op_problem *p, const pesto_ilp_result *r,
     }
     /* rounding can leave a successor a hair before its predecessor when
      * both have equal times; topological position breaks such ties */
-    order_start = r->start;
-    order_topo_pos = p->g->topo_pos;
-    qsort(seq, (size_t)p->n, sizeof *seq, by_start);
+    start_order key = {r->start, p->g->topo_pos};
+    op_sort(seq, (size_t)p->n, sizeof *seq, by_start, &key);
     op_status st = op_placement_set_order_from_sequence(out, seq, err);
     free(seq);
     if (st)

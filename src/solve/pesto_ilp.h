@@ -1,25 +1,21 @@
 /*
- * pesto_ilp.h - the Pesto ILP (paper section 3.2.2): joint placement and
- * scheduling of a (coarse) graph, solved with COIN-OR CBC.  Used by the
- * pesto placer (pesto.c) and the tests; see pesto_ilp.c for the model.
- *
- * Files of src/placers/pesto/ (Hafeez et al., Middleware '21):
- *   pesto.c             the placer end to end
- *   pesto_coarsen.c/.h  cycle-free batch coarsening (section 3.3)
- *   pesto_ilp.c/.h      the ILP (section 3.2.2)
- *   pesto_ilp_eval.c    makespan of a fixed placement and order in the
- *                       ILP's model
- *   pesto_export.c/.h   the files the TF-Pesto runtime reads (section 4)
+ * pesto_ilp.h - the Pesto ILP (Hafeez et al., Middleware '21, section
+ * 3.2.2): joint placement and scheduling of a (coarse) graph, solved with
+ * COIN-OR CBC through lp.h.  Used by the pesto placer (src/placers/pesto/),
+ * the lower bound and the exact solve of small graphs (src/bound/) and the
+ * tests; see pesto_ilp.c for the model and pesto_ilp_eval.c for the
+ * makespan of a fixed placement and order in it.
  */
 #ifndef OPPLACE_PESTO_ILP_H
 #define OPPLACE_PESTO_ILP_H
 
-#include "opplace/placer.h"
+#include "opplace/placement.h"
+#include "opplace/run_ctx.h"
 
 typedef struct pesto_ilp_opts {
     double time_limit_s;  /* CBC's wall-clock limit */
     double deadline;      /* absolute op_seconds_now() time the solve must end by (0: none);
-                             the solve also ends at Ctrl-C (pesto_lp.h) */
+                             the solve also ends at Ctrl-C (lp.h) */
     int congestion;       /* channel non-overlap (constraint 7); 0 = the paper's Fig. 5a */
     int memory_cap;       /* 1: sum of param_bytes <= memory_bytes per device (sound: params
                              are resident all step; the rest of the peak is the
@@ -68,15 +64,6 @@ op_status pesto_ilp_solve(const op_problem *p, const pesto_ilp_opts *o, const op
                           const double *warm_finish, const op_place_ctx *ctx,
                           pesto_ilp_result *r, op_error *err);
 void pesto_ilp_result_destroy(pesto_ilp_result *r);
-
-/* The whole problem exactly, for graphs of at most OP_EXACT_MAX_OPS ops
- * (pesto_bound.c): the bound's ILP (no memory rows, every transfer pair)
- * within `seconds`.  *found: CBC returned a schedule, and out holds it
- * (each device's ops in the order of their start times); *bound: what CBC
- * proved (0: nothing), rounded down as op_lower_bound's.  The simulator
- * judges out: its step is at least *bound and may be above the model's. */
-op_status pesto_ilp_exact(const op_problem *p, double seconds, op_placement *out, int *found,
-                          double *bound, op_error *err);
 
 /* Does device_of meet the ILP's memory rows (capacity and balance)? */
 int pesto_ilp_memory_ok(const op_problem *p, const int *device_of, const pesto_ilp_opts *o);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "placers/pesto/pesto_ilp.h"
+#include "solve/pesto_ilp.h"
 
 typedef struct arc_list {
     int n, cap;

@@ -1,13 +1,13 @@
 /*
- * pesto_lp.h - what Pesto's integer programs share (pesto_ilp.c, the
- * large-neighbourhood search of pesto_lns.c and the lower bound of
- * pesto_bound.c): a column/row/triplet model builder and one way to run CBC
- * that ends at a deadline and at Ctrl-C.
+ * lp.h - the one LP/ILP runner every exact method shares (the Pesto ILP of
+ * pesto_ilp.c, Pesto's large-neighbourhood search, m-SCT's LP and the lower
+ * bound of src/bound/): a column/row/triplet model builder and one way to
+ * run CBC that ends at a deadline and at Ctrl-C.
  *
  * CBC 2.10's C interface has no callback that can stop a solve (its message
  * callback only sees printed messages, its cut callback cannot end the
  * search, and its own time limit is checked between nodes, so a root LP or
- * a heuristic can run far past it).  pesto_lp_solve therefore runs CBC in a
+ * a heuristic can run far past it).  lp_solve therefore runs CBC in a
  * child process: the child solves and writes the best solution to a pipe;
  * the parent polls the deadline and op_interrupted() every 50 ms and kills
  * the child when either passes (a solve cut short that way returns no
@@ -15,8 +15,8 @@
  * a solve normally ends by itself with its best solution a little before.
  * While it waits, the parent may do other work (lp_solve_opts.idle).
  */
-#ifndef OPPLACE_PESTO_LP_H
-#define OPPLACE_PESTO_LP_H
+#ifndef OPPLACE_SOLVE_LP_H
+#define OPPLACE_SOLVE_LP_H
 
 #include <float.h>
 

@@ -1,7 +1,7 @@
 /*
- * pesto_lp.c - the model builder and the bounded CBC run of pesto_lp.h.
+ * lp.c - the model builder and the bounded CBC run of lp.h.
  */
-#include "placers/pesto/pesto_lp.h"
+#include "solve/lp.h"
 
 #include <coin/Cbc_C_Interface.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 
 /* ---- builder ------------------------------------------------------------------------ */
 
