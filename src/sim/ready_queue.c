@@ -1,0 +1,341 @@
+/*
+ * ready_queue.c - each device's ready ops, and the choice of the next one
+ * to start (simulate.c's rule 2, or list_schedule.c's dispatch).
+ *
+ * Without a memory cap the ops wait in a binary heap per device ordered by
+ * (ready_at, op), or (prio desc, ready_at, op) when a list scheduler set
+ * priorities.
+ *
+ * With a cap (sim_set_dispatch) a free device starts the first op in that
+ * priority order whose output and scratch fit under the cap, or, when none
+ * fits, the first of least net_bytes.  Both answers come from a treap per
+ * device in priority order whose nodes keep their subtree's least
+ * start_bytes and least net_bytes: O(log n) a pick where popping ops until
+ * one fits was O(n) (on one op with 10^5 inputs, seconds a run).  An op's
+ * net_bytes changes when it becomes the last holder of an input; such ops,
+ * and each op as it becomes ready, are marked stale (sim_rq_sole_holder_*)
+ * and their net recomputed before the next pick that needs it (one where
+ * no op fits).  The treap's shape depends on its node weights
+ * only; which op a pick returns depends on the set of ready ops alone, as
+ * with the heap.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_internal.h"
+
+static int rq_before(const op_sim *s, int a, int b)
+{
+    if (s->prio && s->prio[a] != s->prio[b])
+        return s->prio[a] > s->prio[b];
+    if (s->ready_at[a] != s->ready_at[b])
+        return s->ready_at[a] < s->ready_at[b];
+    return a < b;
+}
+
+/* ---- the binary heap (no cap) ------------------------------------------ */
+
+static void heap_push(op_sim *s, int d, int op)
+{
+    int *h = s->rq + s->rq_off[d];
+    int i = s->rq_len[d]++;
+    while (i > 0) {
+        int parent = (i - 1) / 2;
+        if (!rq_before(s, op, h[parent]))
+            break;
+        h[i] = h[parent];
+        i = parent;
+    }
+    h[i] = op;
+}
+
+static int heap_pop(op_sim *s, int d)
+{
+    int *h = s->rq + s->rq_off[d];
+    int top = h[0], last = h[--s->rq_len[d]], n = s->rq_len[d], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && rq_before(s, h[c + 1], h[c]))
+            c++;
+        if (!rq_before(s, h[c], last))
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (n > 0)
+        h[i] = last;
+    return top;
+}
+
+/* ---- the treap (with a cap) -------------------------------------------- */
+
+/* What starting op would add to its device once it has finished: its
+ * output and scratch, less the inputs it is the last holder of. */
+static int64_t net_bytes(const run *R, int op)
+{
+    const op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    int d = R->dev[op];
+    int64_t net = sim_start_bytes(s, op);
+    for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
+        int u = g->pred[k];
+        if (R->dev[u] == d) {
+            if (s->out_refs[u] == 1)
+                net -= g->output_bytes[u];
+        } else {
+            const transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+            if (x->refs == 1)
+                net -= x->bytes;
+        }
+    }
+    return net;
+}
+
+/* A fixed pseudo-random node weight (the treap's heap order). */
+static uint32_t weight(int op)
+{
+    uint32_t x = (uint32_t)op * 2654435761u;
+    x ^= x >> 15;
+    x *= 2246822519u;
+    return x ^ (x >> 13);
+}
+
+static void pull(ready_tree *t, int x)
+{
+    int64_t sb = t->node[x].sb, net = t->node[x].net;
+    for (int side = 0; side < 2; side++) {
+        int c = t->node[x].kid[side];
+        if (c < 0)
+            continue;
+        if (t->node[c].min_sb < sb)
+            sb = t->node[c].min_sb;
+        if (t->node[c].min_net < net)
+            net = t->node[c].min_net;
+    }
+    t->node[x].min_sb = sb;
+    t->node[x].min_net = net;
+}
+
+/* Rotate x's child on side up; returns the new subtree root. */
+static int rotate(ready_tree *t, int x, int side)
+{
+    int c = t->node[x].kid[side];
+    t->node[x].kid[side] = t->node[c].kid[!side];
+    t->node[c].kid[!side] = x;
+    pull(t, x);
+    pull(t, c);
+    return c;
+}
+
+static int tree_insert(op_sim *s, int root, int op)
+{
+    ready_tree *t = &s->rt;
+    if (root < 0) {
+        t->node[op].kid[0] = t->node[op].kid[1] = -1;
+        pull(t, op);
+        return op;
+    }
+    int side = rq_before(s, root, op);
+    t->node[root].kid[side] = tree_insert(s, t->node[root].kid[side], op);
+    if (weight(t->node[root].kid[side]) > weight(root))
+        return rotate(t, root, side);
+    pull(t, root);
+    return root;
+}
+
+/* Remove op (present) from the subtree at root. */
+static int tree_remove(op_sim *s, int root, int op)
+{
+    ready_tree *t = &s->rt;
+    if (root == op) {
+        int l = t->node[op].kid[0], r = t->node[op].kid[1];
+        if (l < 0 || r < 0)
+            return l < 0 ? r : l;
+        int side = weight(r) > weight(l);
+        int top = rotate(t, op, side);
+        t->node[top].kid[!side] = tree_remove(s, op, op);
+        pull(t, top);
+        return top;
+    }
+    int side = rq_before(s, root, op);
+    t->node[root].kid[side] = tree_remove(s, t->node[root].kid[side], op);
+    pull(t, root);
+    return root;
+}
+
+/* Recompute op's keys (present) and its ancestors' minima. */
+static void tree_rekey(op_sim *s, int root, int op, int64_t net)
+{
+    ready_tree *t = &s->rt;
+    if (root == op)
+        t->node[op].net = net;
+    else
+        tree_rekey(s, t->node[root].kid[rq_before(s, root, op)], op, net);
+    pull(t, root);
+}
+
+/* The first op in priority order with mem + start_bytes <= cap, or -1. */
+static int first_fitting(const op_sim *s, int d)
+{
+    const ready_tree *t = &s->rt;
+    int64_t mem = s->mem[d], cap = s->pick_cap[d];
+    int x = t->root[d];
+    if (x < 0 || mem + t->node[x].min_sb > cap)
+        return -1;
+    for (;;) {
+        int l = t->node[x].kid[0];
+        if (l >= 0 && mem + t->node[l].min_sb <= cap)
+            x = l;
+        else if (mem + t->node[x].sb <= cap)
+            return x;
+        else
+            x = t->node[x].kid[1];
+    }
+}
+
+/* The first op in priority order of least net_bytes (d has a ready op). */
+static int first_least_net(const op_sim *s, int d)
+{
+    const ready_tree *t = &s->rt;
+    int x = t->root[d];
+    int64_t least = t->node[x].min_net;
+    for (;;) {
+        int l = t->node[x].kid[0];
+        if (l >= 0 && t->node[l].min_net == least)
+            x = l;
+        else if (t->node[x].net == least)
+            return x;
+        else
+            x = t->node[x].kid[1];
+    }
+}
+
+static void mark_stale(op_sim *s, int op)
+{
+    if (!s->rt.is_stale[op]) {
+        s->rt.is_stale[op] = 1;
+        s->rt.stale[s->rt.n_stale++] = op;
+    }
+}
+
+static int waiting(const op_sim *s, int op)
+{
+    return s->pending[op] == 0 && s->start[op] < 0;
+}
+
+/* Recompute net_bytes of every waiting op marked stale. */
+static void refresh_stale(run *R)
+{
+    op_sim *s = R->s;
+    ready_tree *t = &s->rt;
+    for (int i = 0; i < t->n_stale; i++) {
+        int op = t->stale[i];
+        t->is_stale[op] = 0;
+        if (!waiting(s, op))
+            continue;
+        int64_t net = net_bytes(R, op);
+        if (net != t->node[op].net)
+            tree_rekey(s, t->root[R->dev[op]], op, net);
+    }
+    t->n_stale = 0;
+}
+
+static int pick_under_cap(run *R, int d)
+{
+    op_sim *s = R->s;
+    int op = first_fitting(s, d);
+    if (op < 0) {
+        refresh_stale(R);
+        op = first_least_net(s, d);
+    }
+    s->rt.root[d] = tree_remove(s, s->rt.root[d], op);
+    s->rq_len[d]--;
+    return op;
+}
+
+/* ---- the interface of sim_internal.h ------------------------------------ */
+
+op_status sim_rq_tree_alloc(op_sim *s, op_error *err)
+{
+    ready_tree *t = &s->rt;
+    size_t n = (size_t)s->n + 1;
+    t->root = op_malloc((size_t)s->nd * sizeof *t->root + 1, err);
+    t->node = op_malloc(n * sizeof *t->node, err);
+    t->stale = op_malloc(n * sizeof *t->stale, err);
+    t->is_stale = op_calloc(n, sizeof *t->is_stale, err);
+    t->n_stale = 0;
+    if (t->root && t->node && t->stale && t->is_stale)
+        return OP_OK;
+    sim_rq_tree_free(s);
+    return OP_ENOMEM;
+}
+
+void sim_rq_tree_free(op_sim *s)
+{
+    ready_tree *t = &s->rt;
+    free(t->root); free(t->node); free(t->stale); free(t->is_stale);
+    memset(t, 0, sizeof *t);
+}
+
+void sim_rq_clear(op_sim *s)
+{
+    for (int d = 0; d < s->nd; d++) {
+        s->rq_len[d] = 0;
+        if (s->rt.root)
+            s->rt.root[d] = -1;
+    }
+    for (int i = 0; i < s->rt.n_stale; i++)
+        s->rt.is_stale[s->rt.stale[i]] = 0;
+    s->rt.n_stale = 0;
+}
+
+void sim_rq_push(op_sim *s, int d, int op)
+{
+    if (!s->pick_cap) {
+        heap_push(s, d, op);
+        return;
+    }
+    ready_tree *t = &s->rt;
+    t->node[op].sb = sim_start_bytes(s, op);
+    t->node[op].net = t->node[op].sb; /* until refresh_stale: net_bytes needs a settled state */
+    mark_stale(s, op);
+    t->root[d] = tree_insert(s, t->root[d], op);
+    s->rq_len[d]++;
+}
+
+int sim_rq_pick(run *R, int d)
+{
+    if (!R->s->rq_len[d])
+        return -1;
+    return R->s->pick_cap ? pick_under_cap(R, d) : heap_pop(R->s, d);
+}
+
+void sim_rq_sole_holder_of_output(run *R, int u)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    if (!s->pick_cap || R->pl->has_order)
+        return;
+    for (int k = g->succ_off[u]; k < g->succ_off[u + 1]; k++) {
+        int v = g->succ[k];
+        if (R->dev[v] == R->dev[u] && waiting(s, v))
+            mark_stale(s, v);
+    }
+}
+
+void sim_rq_sole_holder_of_transfer(run *R, int x)
+{
+    op_sim *s = R->s;
+    const op_graph *g = s->p->g;
+    const transfer *tr = &s->xf[x];
+    if (!s->pick_cap || R->pl->has_order)
+        return;
+    for (int k = g->succ_off[tr->src]; k < g->succ_off[tr->src + 1]; k++) {
+        int v = g->succ[k];
+        if (R->dev[v] == tr->dst_dev && waiting(s, v))
+            mark_stale(s, v);
+    }
+}
