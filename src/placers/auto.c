@@ -467,7 +467,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     int done = finalists_done(&f, proven);
     double left = fmin(end - op_seconds_now(), cap);
     int refine = cap > 0 && (left > 0.05 || iters > 0);
-    if (!st && !done && (refine || reorder))
+    if (!st && !done && !op_interrupted() && (refine || reorder)) /* Ctrl-C: answer now */
         st = refine_best(ctx, refine, left, iters, streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;
