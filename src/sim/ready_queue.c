@@ -8,22 +8,26 @@
  *
  * With a cap (sim_set_dispatch) a free device starts the first op in that
  * priority order whose output and scratch fit under the cap, or, when none
- * fits, the first of least net_bytes.  Both answers come from a treap per
- * device in priority order whose nodes keep their subtree's least
- * start_bytes and least net_bytes: O(log n) a pick where popping ops until
- * one fits was O(n) (on one op with 10^5 inputs, seconds a run).  An op's
- * net_bytes changes when it becomes the last holder of an input; such ops,
- * and each op as it becomes ready, are marked stale (sim_rq_sole_holder_*)
- * and their net recomputed before the next pick that needs it (one where
- * no op fits).  The treap's shape depends on its node weights
- * only; which op a pick returns depends on the set of ready ops alone, as
- * with the heap.
+ * fits, the first of least net_bytes.  While a device's queue is short
+ * (RQ_TREE_AT) the heap answers by popping ops until one fits.  Longer, its
+ * ops move to a treap in priority order whose nodes keep their subtree's
+ * least start_bytes and least net_bytes, which answers in O(log n) where
+ * popping was O(n) a pick (one op with 10^5 inputs: seconds a run); it
+ * stays there to the end of the run.  An op's net_bytes changes when it
+ * becomes the last holder of an input; such ops, and each op as it joins a
+ * treap, are marked stale (sim_rq_sole_holder_*) and their net recomputed
+ * before the next pick that needs it (one where no op fits).  Which op a
+ * pick returns depends on the set of ready ops alone, whatever holds them.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim/sim_internal.h"
+
+/* A queue longer than this moves to the treap (the heap's popping costs up
+ * to this many pops a pick; the treap, a slower insert). */
+#define RQ_TREE_AT 1024
 
 static int rq_before(const op_sim *s, int a, int b)
 {
@@ -70,7 +74,7 @@ static int heap_pop(op_sim *s, int d)
     return top;
 }
 
-/* ---- the treap (with a cap) -------------------------------------------- */
+/* ---- a cap: the first op that fits, else the least net_bytes ---------- */
 
 /* What starting op would add to its device once it has finished: its
  * output and scratch, less the inputs it is the last holder of. */
@@ -92,6 +96,37 @@ static int64_t net_bytes(const run *R, int op)
         }
     }
     return net;
+}
+
+/* d's pick under the cap from its heap: pop until an op fits (d has one). */
+static int pick_by_popping(run *R, int d)
+{
+    op_sim *s = R->s;
+    int *held = s->rt.held, n_held = 0, pick = -1;
+    while (s->rq_len[d] > 0) {
+        int op = heap_pop(s, d);
+        if (s->mem[d] + sim_start_bytes(s, op) <= s->pick_cap[d]) {
+            pick = op;
+            break;
+        }
+        held[n_held++] = op;
+    }
+    if (pick < 0) {
+        int best = 0;
+        int64_t best_net = net_bytes(R, held[0]);
+        for (int i = 1; i < n_held; i++) {
+            int64_t net = net_bytes(R, held[i]);
+            if (net < best_net) {
+                best = i;
+                best_net = net;
+            }
+        }
+        pick = held[best];
+        held[best] = held[--n_held];
+    }
+    for (int i = 0; i < n_held; i++)
+        heap_push(s, d, held[i]);
+    return pick;
 }
 
 /* A fixed pseudo-random node weight (the treap's heap order). */
@@ -213,9 +248,10 @@ static int first_least_net(const op_sim *s, int d)
     }
 }
 
-static void mark_stale(op_sim *s, int op)
+/* Mark op, waiting on device d, stale if d's queue is a treap. */
+static void mark_stale(op_sim *s, int d, int op)
 {
-    if (!s->rt.is_stale[op]) {
+    if (!s->rt.is_stale[op] && s->rt.on_tree[d]) {
         s->rt.is_stale[op] = 1;
         s->rt.stale[s->rt.n_stale++] = op;
     }
@@ -234,7 +270,7 @@ static void refresh_stale(run *R)
     for (int i = 0; i < t->n_stale; i++) {
         int op = t->stale[i];
         t->is_stale[op] = 0;
-        if (!waiting(s, op))
+        if (!waiting(s, op) || !t->on_tree[R->dev[op]])
             continue;
         int64_t net = net_bytes(R, op);
         if (net != t->node[op].net)
@@ -243,7 +279,7 @@ static void refresh_stale(run *R)
     t->n_stale = 0;
 }
 
-static int pick_under_cap(run *R, int d)
+static int pick_from_tree(run *R, int d)
 {
     op_sim *s = R->s;
     int op = first_fitting(s, d);
@@ -263,11 +299,13 @@ op_status sim_rq_tree_alloc(op_sim *s, op_error *err)
     ready_tree *t = &s->rt;
     size_t n = (size_t)s->n + 1;
     t->root = op_malloc((size_t)s->nd * sizeof *t->root + 1, err);
+    t->on_tree = op_calloc((size_t)s->nd + 1, sizeof *t->on_tree, err);
     t->node = op_malloc(n * sizeof *t->node, err);
     t->stale = op_malloc(n * sizeof *t->stale, err);
     t->is_stale = op_calloc(n, sizeof *t->is_stale, err);
-    t->n_stale = 0;
-    if (t->root && t->node && t->stale && t->is_stale)
+    t->held = op_malloc(n * sizeof *t->held, err);
+    t->n_stale = t->n_tree = 0;
+    if (t->root && t->on_tree && t->node && t->stale && t->is_stale && t->held)
         return OP_OK;
     sim_rq_tree_free(s);
     return OP_ENOMEM;
@@ -276,7 +314,8 @@ op_status sim_rq_tree_alloc(op_sim *s, op_error *err)
 void sim_rq_tree_free(op_sim *s)
 {
     ready_tree *t = &s->rt;
-    free(t->root); free(t->node); free(t->stale); free(t->is_stale);
+    free(t->root); free(t->on_tree); free(t->node); free(t->stale); free(t->is_stale);
+    free(t->held);
     memset(t, 0, sizeof *t);
 }
 
@@ -284,45 +323,70 @@ void sim_rq_clear(op_sim *s)
 {
     for (int d = 0; d < s->nd; d++) {
         s->rq_len[d] = 0;
-        if (s->rt.root)
+        if (s->rt.root) {
             s->rt.root[d] = -1;
+            s->rt.on_tree[d] = 0;
+        }
     }
+    s->rt.n_tree = 0;
     for (int i = 0; i < s->rt.n_stale; i++)
         s->rt.is_stale[s->rt.stale[i]] = 0;
     s->rt.n_stale = 0;
 }
 
-void sim_rq_push(op_sim *s, int d, int op)
+static void tree_push(op_sim *s, int d, int op)
 {
-    if (!s->pick_cap) {
-        heap_push(s, d, op);
-        return;
-    }
     ready_tree *t = &s->rt;
     t->node[op].sb = sim_start_bytes(s, op);
     t->node[op].net = t->node[op].sb; /* until refresh_stale: net_bytes needs a settled state */
-    mark_stale(s, op);
+    mark_stale(s, d, op);
     t->root[d] = tree_insert(s, t->root[d], op);
     s->rq_len[d]++;
 }
 
+/* d's queue grew past RQ_TREE_AT under a cap: its ops move to a treap. */
+static void move_to_tree(op_sim *s, int d)
+{
+    const int *h = s->rq + s->rq_off[d];
+    int n = s->rq_len[d];
+    s->rq_len[d] = 0;
+    s->rt.on_tree[d] = 1;
+    s->rt.n_tree++;
+    for (int i = 0; i < n; i++)
+        tree_push(s, d, h[i]);
+}
+
+void sim_rq_push(op_sim *s, int d, int op)
+{
+    if (s->pick_cap && s->rt.on_tree[d]) {
+        tree_push(s, d, op);
+        return;
+    }
+    heap_push(s, d, op);
+    if (s->pick_cap && s->rq_len[d] > RQ_TREE_AT)
+        move_to_tree(s, d);
+}
+
 int sim_rq_pick(run *R, int d)
 {
-    if (!R->s->rq_len[d])
+    op_sim *s = R->s;
+    if (!s->rq_len[d])
         return -1;
-    return R->s->pick_cap ? pick_under_cap(R, d) : heap_pop(R->s, d);
+    if (!s->pick_cap)
+        return heap_pop(s, d);
+    return s->rt.on_tree[d] ? pick_from_tree(R, d) : pick_by_popping(R, d);
 }
 
 void sim_rq_sole_holder_of_output(run *R, int u)
 {
     op_sim *s = R->s;
     const op_graph *g = s->p->g;
-    if (!s->pick_cap || R->pl->has_order)
+    if (!s->pick_cap || R->pl->has_order || !s->rt.n_tree)
         return;
     for (int k = g->succ_off[u]; k < g->succ_off[u + 1]; k++) {
         int v = g->succ[k];
         if (R->dev[v] == R->dev[u] && waiting(s, v))
-            mark_stale(s, v);
+            mark_stale(s, R->dev[v], v);
     }
 }
 
@@ -331,11 +395,11 @@ void sim_rq_sole_holder_of_transfer(run *R, int x)
     op_sim *s = R->s;
     const op_graph *g = s->p->g;
     const transfer *tr = &s->xf[x];
-    if (!s->pick_cap || R->pl->has_order)
+    if (!s->pick_cap || R->pl->has_order || !s->rt.n_tree)
         return;
     for (int k = g->succ_off[tr->src]; k < g->succ_off[tr->src + 1]; k++) {
         int v = g->succ[k];
         if (R->dev[v] == tr->dst_dev && waiting(s, v))
-            mark_stale(s, v);
+            mark_stale(s, R->dev[v], v);
     }
 }

@@ -8,7 +8,7 @@
 #include "opplace/simulate.h"
 #include "sim/event_heap.h"
 
-/* ready_queue.c's per-device treaps (runs with a capped dispatch only):
+/* ready_queue.c's per-device treaps (long queues under a capped dispatch):
  * node[op] has children kid[0] (before it in priority order) and kid[1],
  * keys sb (start_bytes) and net (net_bytes), and its subtree's least keys
  * min_sb and min_net; stale lists the ops whose net may be out of date. */
@@ -19,9 +19,12 @@ typedef struct ready_node {
 
 typedef struct ready_tree {
     int *root;
+    char *on_tree; /* per device: its queue is the treap, not the heap */
+    int n_tree;    /* devices on a treap */
     ready_node *node;
     int *stale, n_stale;
     char *is_stale;
+    int *held;     /* scratch of the heap's pick under a cap */
 } ready_tree;
 
 typedef struct transfer {
@@ -49,7 +52,7 @@ struct op_sim {
     /* devices */
     int *running;      /* op running on the device or -1 */
     int *rq, *rq_off, *rq_len; /* ready heaps, one segment per device */
-    ready_tree rt;     /* instead of the heaps under a capped dispatch (allocated by its first run) */
+    ready_tree rt;     /* long queues under a capped dispatch (allocated by its first run) */
     int *next_pos;     /* with an order: next index into order */
     int64_t *mem, *peak, *last_logged;
     /* scratch for grouping consumers by device */
