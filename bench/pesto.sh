@@ -47,7 +47,7 @@ for g in "$@"; do
     meth=$(echo "$bj" | sed -n 's/.*"method": "\([^"]*\)".*/\1/p')
     awk -v n="$name" -v ops="$ops" -v a="$a" -v p="$p" -v i="${inc:-0}" -v s="pesto:$stage" -v l="$lns" -v lb="$lb" \
         -v m="$meth" -v w="$(awk -v x="$t0" -v y="$t1" 'BEGIN { print y - x }')" 'BEGIN {
-        if (l == "") l = "- | - | - | -" # no LNS: auto's answer reached the bound
+        if (l == "") l = "- | - | - | -" # no LNS: the incumbent reached the bound
         printf "| %s | %s | %.3f | %.3f | %.3f | %s | %s | %.3f (%s) | %.1f%% | %.1f%% | %.1f |\n",
             n, ops, a / 1000, p / 1000, i / 1000, s, l, lb / 1000, m, 100 * (a - lb) / a,
             100 * (p - lb) / p, w }'
