@@ -23,56 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/ready_heap.h"
 #include "sim/sim_internal.h"
 
 /* A queue longer than this moves to the treap (the heap's popping costs up
  * to this many pops a pick; the treap, a slower insert). */
 #define RQ_TREE_AT 1024
-
-static int rq_before(const op_sim *s, int a, int b)
-{
-    if (s->prio && s->prio[a] != s->prio[b])
-        return s->prio[a] > s->prio[b];
-    if (s->ready_at[a] != s->ready_at[b])
-        return s->ready_at[a] < s->ready_at[b];
-    return a < b;
-}
-
-/* ---- the binary heap (no cap) ------------------------------------------ */
-
-static void heap_push(op_sim *s, int d, int op)
-{
-    int *h = s->rq + s->rq_off[d];
-    int i = s->rq_len[d]++;
-    while (i > 0) {
-        int parent = (i - 1) / 2;
-        if (!rq_before(s, op, h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = op;
-}
-
-static int heap_pop(op_sim *s, int d)
-{
-    int *h = s->rq + s->rq_off[d];
-    int top = h[0], last = h[--s->rq_len[d]], n = s->rq_len[d], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && rq_before(s, h[c + 1], h[c]))
-            c++;
-        if (!rq_before(s, h[c], last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (n > 0)
-        h[i] = last;
-    return top;
-}
 
 /* ---- a cap: the first op that fits, else the least net_bytes ---------- */
 
@@ -104,7 +60,7 @@ static int pick_by_popping(run *R, int d)
     op_sim *s = R->s;
     int *held = s->rt.held, n_held = 0, pick = -1;
     while (s->rq_len[d] > 0) {
-        int op = heap_pop(s, d);
+        int op = rq_heap_pop(s, d);
         if (s->mem[d] + sim_start_bytes(s, op) <= s->pick_cap[d]) {
             pick = op;
             break;
@@ -125,7 +81,7 @@ static int pick_by_popping(run *R, int d)
         held[best] = held[--n_held];
     }
     for (int i = 0; i < n_held; i++)
-        heap_push(s, d, held[i]);
+        rq_heap_push(s, d, held[i]);
     return pick;
 }
 
@@ -356,24 +312,22 @@ static void move_to_tree(op_sim *s, int d)
         tree_push(s, d, h[i]);
 }
 
-void sim_rq_push(op_sim *s, int d, int op)
+void sim_rq_push_capped(op_sim *s, int d, int op)
 {
-    if (s->pick_cap && s->rt.on_tree[d]) {
+    if (s->rt.on_tree[d]) {
         tree_push(s, d, op);
         return;
     }
-    heap_push(s, d, op);
-    if (s->pick_cap && s->rq_len[d] > RQ_TREE_AT)
+    rq_heap_push(s, d, op);
+    if (s->rq_len[d] > RQ_TREE_AT)
         move_to_tree(s, d);
 }
 
-int sim_rq_pick(run *R, int d)
+int sim_rq_pick_capped(run *R, int d)
 {
     op_sim *s = R->s;
     if (!s->rq_len[d])
         return -1;
-    if (!s->pick_cap)
-        return heap_pop(s, d);
     return s->rt.on_tree[d] ? pick_from_tree(R, d) : pick_by_popping(R, d);
 }
 
@@ -381,7 +335,7 @@ void sim_rq_sole_holder_of_output(run *R, int u)
 {
     op_sim *s = R->s;
     const op_graph *g = s->p->g;
-    if (!s->pick_cap || R->pl->has_order || !s->rt.n_tree)
+    if (R->pl->has_order)
         return;
     for (int k = g->succ_off[u]; k < g->succ_off[u + 1]; k++) {
         int v = g->succ[k];
@@ -395,7 +349,7 @@ void sim_rq_sole_holder_of_transfer(run *R, int x)
     op_sim *s = R->s;
     const op_graph *g = s->p->g;
     const transfer *tr = &s->xf[x];
-    if (!s->pick_cap || R->pl->has_order || !s->rt.n_tree)
+    if (R->pl->has_order)
         return;
     for (int k = g->succ_off[tr->src]; k < g->succ_off[tr->src + 1]; k++) {
         int v = g->succ[k];

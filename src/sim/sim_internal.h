@@ -115,14 +115,16 @@ op_status sim_finish_run(run *R);
  * started.  sim_set_dispatch(s, NULL, NULL) restores rule 2. */
 void sim_set_dispatch(op_sim *s, const double *prio, const int64_t *cap);
 
-/* ready_queue.c: the ready ops of each device.  sim_rq_pick takes d's next
- * op (-1: none ready); the sole_holder calls tell it that a waiting op may
- * have become the last holder of u's output or of transfer x. */
+/* ready_queue.c: the ready ops of each device under a memory cap (without
+ * one, ready_heap.h alone).  sim_rq_pick_capped takes d's next op (-1:
+ * none ready); the sole_holder calls (only while a device's queue is a
+ * treap, rt.n_tree) tell it that a waiting op may have become the last
+ * holder of u's output or of transfer x. */
 op_status sim_rq_tree_alloc(op_sim *s, op_error *err);
 void sim_rq_tree_free(op_sim *s);
 void sim_rq_clear(op_sim *s);
-void sim_rq_push(op_sim *s, int d, int op);
-int sim_rq_pick(run *R, int d);
+void sim_rq_push_capped(op_sim *s, int d, int op);
+int sim_rq_pick_capped(run *R, int d);
 void sim_rq_sole_holder_of_output(run *R, int u);
 void sim_rq_sole_holder_of_transfer(run *R, int x);
 

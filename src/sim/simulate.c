@@ -28,6 +28,7 @@
 #include "opplace/simulate.h"
 #include "sim/event_heap.h"
 
+#include "sim/ready_heap.h"
 #include "sim/sim_internal.h"
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -171,8 +172,12 @@ static void make_ready(run *R, int op, double t)
 {
     op_sim *s = R->s;
     s->ready_at[op] = t;
-    if (!R->pl->has_order)
-        sim_rq_push(s, R->dev[op], op);
+    if (R->pl->has_order)
+        return;
+    if (s->pick_cap)
+        sim_rq_push_capped(s, R->dev[op], op);
+    else
+        rq_heap_push(s, R->dev[op], op);
 }
 
 static void release_output(run *R, int op)
@@ -180,7 +185,7 @@ static void release_output(run *R, int op)
     assert(R->s->out_refs[op] > 0); /* released once per holder */
     if (--R->s->out_refs[op] == 0)
         R->s->mem[R->dev[op]] -= R->s->p->g->output_bytes[op];
-    else if (R->s->out_refs[op] == 1)
+    else if (R->s->out_refs[op] == 1 && R->s->rt.n_tree)
         sim_rq_sole_holder_of_output(R, op);
     assert(R->s->mem[R->dev[op]] >= 0);
 }
@@ -358,7 +363,7 @@ static void finish_op(run *R, int op, double t)
             assert(x->refs > 0 && x->dst_dev == d);
             if (--x->refs == 0)
                 s->mem[d] -= x->bytes;
-            else if (x->refs == 1)
+            else if (x->refs == 1 && s->rt.n_tree)
                 sim_rq_sole_holder_of_transfer(R, xi);
         }
     }
@@ -454,8 +459,10 @@ static void start_transfers(run *R, double t)
 static int next_op_for(run *R, int d)
 {
     op_sim *s = R->s;
+    if (!R->pl->has_order && s->pick_cap)
+        return sim_rq_pick_capped(R, d);
     if (!R->pl->has_order)
-        return sim_rq_pick(R, d);
+        return s->rq_len[d] ? rq_heap_pop(s, d) : -1;
     int k = R->pl->order_off[d] + s->next_pos[d];
     if (k >= R->pl->order_off[d + 1])
         return -1;
@@ -673,7 +680,7 @@ void sim_requeue_ready(run *R)
     op_sim *s = R->s;
     for (int i = 0; i < s->n; i++)
         if (s->pending[i] == 0 && s->start[i] < 0)
-            sim_rq_push(s, R->dev[i], i);
+            make_ready(R, i, s->ready_at[i]);
 }
 
 op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim_trace *trace,
