@@ -1,7 +1,8 @@
 /*
  * portfolio.c - run several placers on one problem and keep the best
- * (opplace/placer.h): the member runner auto's portfolio uses, and the
- * best-of-a-list that SGDP and Trinity take their reference from.
+ * (opplace/placer.h): the member runner auto's portfolio uses, the
+ * best-of-a-list that SGDP and Trinity take their reference from, and the
+ * cheap fallback of a run stopped before any answer.
  *
  * Budgets: a member runs in a child process (its own process group, so a
  * solver child of its own goes with it) that the parent kills when the

@@ -1,10 +1,6 @@
 /*
- * ready_queue.c - each device's ready ops, and the choice of the next one
- * to start (simulate.c's rule 2, or list_schedule.c's dispatch).
- *
- * Without a memory cap the ops wait in a binary heap per device ordered by
- * (ready_at, op), or (prio desc, ready_at, op) when a list scheduler set
- * priorities.
+ * ready_queue.c - the choice of a device's next op under a memory cap
+ * (list_schedule.c's dispatch; without a cap, ready_heap.h's heap alone).
  *
  * With a cap (sim_set_dispatch) a free device starts the first op in that
  * priority order whose output and scratch fit under the cap, or, when none
