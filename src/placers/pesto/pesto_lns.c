@@ -1450,7 +1450,7 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
         int nanch = improvable_anchors(p, inc, &b.s, b.chain, nchain, b.anchors);
-        if (stats->windows == 0)
+        if (stats->windows == 0 && nchain > 0)
             report_chain(ctx, inc, &b.s, b.chain, nchain, nanch);
         if (nanch == 0 && b.s.over > 0) { /* fastest, but out of memory: any chain op */
             for (int c = 0; c < nchain; c++)
