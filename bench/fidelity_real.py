@@ -77,26 +77,23 @@ def main():
     ap.add_argument("--opplace", default=os.environ.get("OPPLACE",
                                                         os.path.join(ROOT, "build", "opplace")))
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
-    ap.add_argument("--cluster", help="a calibrated cluster to use instead of calibrating")
+    ap.add_argument("--cluster", help="a calibrated cluster to use for every model instead of "
+                    "calibrating (by default each model's: calibrate --model)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     opp, py = a.opplace, a.python
     torchrun = [py, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone"]
     say = lambda m: print("fidelity_real: " + m, file=sys.stderr, flush=True)  # noqa: E731
-    c = a.cluster or os.path.join(a.out, "cluster.json")
-    if not a.cluster:
-        say("calibrating 2 ranks x 1 thread")
-        sh(torchrun + ["-m", "opplace.torch", "calibrate", "--threads", "1", "-o", c], env=env())
-    cdoc = json.load(open(c))
-    host_keys = ("send_us", "send_us_per_byte", "recv_us", "recv_us_per_byte")
-    plain = dict(cdoc, links=[{k: v for k, v in l.items() if k not in host_keys}
-                              for l in cdoc.get("links", [])])
-    c0 = os.path.join(a.out, "cluster_nohost.json")
-    json.dump(plain, open(c0, "w"))
     rows = []
     for name in a.models.split(","):
         factory, inputs = MODELS[name]
         ins = [x for i in inputs for x in ("--input", i)]
+        c = a.cluster or os.path.join(a.out, name + ".cluster.json")
+        if not a.cluster:
+            say("%s: calibrating 2 ranks x 1 thread, shared compute with its own step" % name)
+            sh(torchrun + ["-m", "opplace.torch", "calibrate", "--threads", "1", "--model",
+                           factory, *ins, "-o", c], env=env())
+        c0, cs = ablations(c, os.path.join(a.out, name))
         g = os.path.join(a.out, name + ".json")
         say("%s: export, op times measured on 1 thread" % name)
         sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
@@ -124,10 +121,12 @@ def main():
             res = json.load(open(r))
             executed = os.path.join(a.out, "%s.%s.executed.json" % (name, algo))
             json.dump(dict(pd, order=res["executed_order"]), open(executed, "w"))
-            sim0 = json.loads(sh([opp, "simulate", g, "--placement", executed, "--cluster", c0,
-                                  "--json"]))["step_time_us"]
+            sim0, sims = (json.loads(sh([opp, "simulate", g, "--placement", executed,
+                                         "--cluster", cx, "--json"]))["step_time_us"]
+                          for cx in (c0, cs))
             row = {"model": name, "placers": [algo], "devices": len(set(pd["device_of"].values())),
                    "simulated_us": res["simulated_step_us"], "simulated_nohost_us": sim0,
+                   "simulated_noshared_us": sims,
                    "measured_us": res["measured_step_us"], "steps_us": res["steps_us"],
                    "order": res["order"], "breakdown": res.get("breakdown", [])}
             seen[key] = row
@@ -137,9 +136,25 @@ def main():
     res = os.path.join(a.out, "results.json")
     done = {r["model"] for r in rows}
     if os.path.exists(res):  # the other models' rows of an earlier run stay
-        rows = [r for r in json.load(open(res)) if r["model"] not in done] + rows
+        rows = [r for r in json.load(open(res))
+                if r["model"] not in done and "simulated_noshared_us" in r] + rows
     json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
+
+
+def ablations(c, stem):
+    """The cluster c without its links' host costs (rule 5.9) and without
+    its shared compute (rule 5.8): (path, path)."""
+    doc = json.load(open(c))
+    keys = ("send_us", "send_us_per_byte", "recv_us", "recv_us_per_byte")
+    nohost = dict(doc, links=[{k: v for k, v in l.items() if k not in keys}
+                              for l in doc.get("links", [])])
+    noshared = {k: v for k, v in doc.items() if k != "shared"}
+    out = (stem + ".cluster_nohost.json", stem + ".cluster_noshared.json")
+    for path, d in zip(out, (nohost, noshared)):
+        with open(path, "w") as f:
+            json.dump(d, f)
+    return out
 
 
 def err(r, key="simulated_us"):
@@ -147,20 +162,21 @@ def err(r, key="simulated_us"):
 
 
 def report(rows, a):
-    print("| model | placers | devices | simulated (us) | measured (us) | error | "
-          "simulated without host costs (5.9) | its error |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    variants = (("simulated_us", "all rules"), ("simulated_nohost_us", "without host costs (5.9)"),
+                ("simulated_noshared_us", "without shared compute (5.8)"))
+    print("| model | placers | devices | measured (ms) | simulated (ms) | error | %s |"
+          % " | ".join("%s: error" % v for _, v in variants[1:]))
+    print("|---|---|---:|---:|---:|---:|%s" % "---:|" * (len(variants) - 1))
     for r in rows:
-        print("| %s | %s | %d | %.0f | %.0f | %+.1f %% | %.0f | %+.1f %% |"
-              % (r["model"], ", ".join(r["placers"]), r["devices"], r["simulated_us"],
-                 r["measured_us"], 100 * err(r), r["simulated_nohost_us"],
-                 100 * err(r, "simulated_nohost_us")))
-    errs = [abs(err(r)) for r in rows]
-    errs0 = [abs(err(r, "simulated_nohost_us")) for r in rows]
+        print("| %s | %s | %d | %.1f | %.1f | %+.1f %% | %s |" % (
+            r["model"], ", ".join(r["placers"]), r["devices"], r["measured_us"] / 1e3,
+            r["simulated_us"] / 1e3, 100 * err(r),
+            " | ".join("%.1f: %+.1f %%" % (r[k] / 1e3, 100 * err(r, k)) for k, _ in variants[1:])))
     print()
-    print("| model | Spearman (simulated vs measured) | without host costs | one device measured (us) "
-          "| simulated >= 20 % faster than one device, measured faster? |")
-    print("|---|---:|---:|---:|---|")
+    print("| model | one device: simulated / measured (ms) | Spearman | %s | simulated >= 20 %% "
+          "faster than one device: measured faster? |"
+          % " | ".join("Spearman %s" % v for _, v in variants[1:]))
+    print("|---|---|---:|%s---|" % "---:|" * (len(variants) - 1))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)
@@ -171,10 +187,12 @@ def report(rows, a):
                     promise.append("%s: %s" % ("/".join(r["placers"]),
                                                "yes" if r["measured_us"] < one["measured_us"]
                                                else "NO"))
-        print("| %s | %.2f | %.2f | %s | %s |" % (
-            m, spearman([r["simulated_us"] for r in rs], [r["measured_us"] for r in rs]),
-            spearman([r["simulated_nohost_us"] for r in rs], [r["measured_us"] for r in rs]),
-            "%.0f" % one["measured_us"] if one else "-", "; ".join(promise) or "none promised"))
+        meas = [r["measured_us"] for r in rs]
+        print("| %s | %s | %s | %s | %s |" % (
+            m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
+            else "-", "%.2f" % spearman([r["simulated_us"] for r in rs], meas),
+            " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),
+            "; ".join(promise) or "none promised"))
     print()
     print("Where the time went in the last timed step of each placement off by more than 15 %"
           " (per rank: its ops measured / the graph's times for them, waits for receives, the"
@@ -189,10 +207,11 @@ def report(rows, a):
         print("* %s %s (%+.0f %%): %s" % (r["model"], "/".join(r["placers"]), 100 * err(r),
                                         "; ".join(parts)))
     print()
-    print("median |error| %.1f %%, worst %.1f %% (without host costs: %.1f %%, %.1f %%); %d "
-          "distinct placements of %d models"
-          % (100 * statistics.median(errs), 100 * max(errs), 100 * statistics.median(errs0),
-             100 * max(errs0), len(rows), len({r["model"] for r in rows})))
+    for k, v in variants:
+        e = [abs(err(r, k)) for r in rows]
+        print("%s: median |error| %.1f %%, worst %.1f %%" % (v, 100 * statistics.median(e),
+                                                            100 * max(e)))
+    print("%d distinct placements of %d models" % (len(rows), len({r["model"] for r in rows})))
 
 
 if __name__ == "__main__":

@@ -10,9 +10,12 @@
 # BUDGET_S), the incumbent pesto got from auto (three quarters of the budget),
 # pesto's stage (pesto:auto = nothing beat auto's answer,
 # pesto:ilp-lns = an exact CBC window of the LNS did, pesto:ilp-coarse = the
-# coarse ILP did), the LNS windows solved / kept / below the incumbent in the
-# window's model but not in the simulator, `opplace bound` (10 s) and
-# its method, each answer's gap to the bound, and pesto's wall time.
+# coarse ILP did), the LNS windows solved, those that improved the incumbent
+# (kept), those solved to optimality without a better placement (optimal at
+# the incumbent: proven optimal within the window), those below the
+# incumbent in the window's model but not in the simulator, `opplace bound`
+# (10 s) and its method, each answer's certified gap to that bound
+# ((step - bound) / step), and pesto's wall time.
 set -u
 BIN=${1:-./build/opplace}
 B=${2:-60}
@@ -25,8 +28,8 @@ if [ -z "$CL" ]; then
     "$BIN" cluster --preset v100-pcie --gpus 4 -o "$CL"
 fi
 num() { sed -n "s/.*\"$1\": \([0-9.e+-]*\).*/\1/p"; }
-echo "| graph | ops | auto ms | pesto ms | pesto's incumbent (auto, 3B/4) ms | pesto stage | LNS windows (kept, model-only) | bound ms (method) | auto gap | pesto gap | pesto wall s |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| graph | ops | auto ms | pesto ms | pesto's incumbent (auto, 3B/4) ms | pesto stage | LNS windows | improved | optimal at the incumbent | model-only | bound ms (method) | auto gap | pesto gap | pesto wall s |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for g in "$@"; do
     name=$(basename "$g" .json)
     ops=$("$BIN" info "$g" --cluster "$CL" | sed -n 's/^ops \/ edges *\([0-9]*\).*/\1/p')
@@ -37,12 +40,14 @@ for g in "$@"; do
     t1=$(date +%s.%N)
     inc=$(sed -n 's/^pesto: incumbent from auto ([0-9.]* s): \([0-9.]*\) us.*/\1/p' "$TMP/p.log")
     stage=$(sed -n 's/^pesto: result from \([^:]*\):.*/\1/p' "$TMP/p.log")
-    lns=$(sed -n 's/^pesto: LNS \([0-9]*\) windows ([0-9]* optimal, \([0-9]*\) kept)[^;]*; \([0-9]*\) below.*/\1 (\2, \3)/p' "$TMP/p.log")
+    # "pesto: LNS W windows (O optimal, K kept, I optimal at the incumbent): ...; R below ..."
+    lns=$(sed -n 's/^pesto: LNS \([0-9]*\) windows ([0-9]* optimal, \([0-9]*\) kept, \([0-9]*\) optimal at the incumbent)[^;]*; \([0-9]*\) below.*/\1 | \2 | \3 | \4/p' "$TMP/p.log")
     bj=$("$BIN" bound "$g" --cluster "$CL" --budget-seconds 10 --json)
     lb=$(echo "$bj" | num lower_bound_us)
     meth=$(echo "$bj" | sed -n 's/.*"method": "\([^"]*\)".*/\1/p')
     awk -v n="$name" -v ops="$ops" -v a="$a" -v p="$p" -v i="${inc:-0}" -v s="pesto:$stage" -v l="$lns" -v lb="$lb" \
         -v m="$meth" -v w="$(awk -v x="$t0" -v y="$t1" 'BEGIN { print y - x }')" 'BEGIN {
+        if (l == "") l = "- | - | - | -" # no LNS: the incumbent reached the bound
         printf "| %s | %s | %.3f | %.3f | %.3f | %s | %s | %.3f (%s) | %.1f%% | %.1f%% | %.1f |\n",
             n, ops, a / 1000, p / 1000, i / 1000, s, l, lb / 1000, m, 100 * (a - lb) / a,
             100 * (p - lb) / p, w }'

@@ -400,9 +400,6 @@ Test(ilp, congestion_constraints_matter, .timeout = 120)
     solve(&tp.p, &o, &pn, &without);
     double sw = simulate_placement(&tp.p, &pw), sn = simulate_placement(&tp.p, &pn);
     cr_assert_lt(without.objective, with.objective, "ignoring congestion must look better");
-    if (getenv("PESTO_DEBUG"))
-        fprintf(stderr, "with %.1f (sim %.1f) without %.1f (sim %.1f)\n", with.objective, sw,
-                without.objective, sn);
     cr_assert_lt(sw, sn, "congestion-aware %.1f us should beat congestion-blind %.1f us", sw, sn);
     cr_assert(fabs(sw - with.objective) < 1e-6 * sw, "with congestion the model is exact here");
     op_placement_destroy(&pw);

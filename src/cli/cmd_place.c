@@ -17,6 +17,7 @@
 #include "opplace/search.h"
 #include "opplace/report.h"
 #include "opplace/simulate.h"
+#include "placers/portfolio.h"
 
 static const char PLACE_HELP[] =
     "usage: opplace place GRAPH [--algo NAME] [--cluster FILE | --preset P --gpus N [--cpu]]\n"
@@ -298,6 +299,25 @@ static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placemen
     return op_placement_set_algorithm(pl, name, err);
 }
 
+/* Place with placer; stopped by Ctrl-C before it had an answer, the
+ * placement of op_portfolio_fallback instead, so a result is written. */
+static op_status place_or_fall_back(const op_placer *placer, const op_place_ctx *ctx,
+                                    op_placement *pl, op_error *err)
+{
+    op_status st = op_place(placer, ctx, pl, err);
+    if (!st || !op_interrupted() || st == OP_ENOMEM)
+        return st;
+    const op_placer *which;
+    op_error ferr = {0};
+    if (op_portfolio_fallback(ctx, pl, &which, &ferr))
+        return st;
+    fprintf(stderr, "opplace place: %s stopped at Ctrl-C without a result (%s); %s's "
+            "placement instead\n", placer->name, err->msg, which->name);
+    char name[96];
+    snprintf(name, sizeof name, "%s:fallback-%s", placer->name, which->name);
+    return op_placement_set_algorithm(pl, name, err);
+}
+
 /* The strongest registered algorithm serves as the default. */
 static const char *default_algo(void)
 {
@@ -348,9 +368,9 @@ static op_status run_place(cli_args *a, op_error *err)
     if ((st = prove_bound(&cp, ctx.budget_seconds, ctx.deadline, err)))
         goto done;
     double t0 = cli_now(); /* the placer's time, as before the bound */
-    if ((st = op_place(placer, &ctx, &pl, err)))
+    if ((st = place_or_fall_back(placer, &ctx, &pl, err)))
         goto done;
-    if ((st = finish_result(a, &ctx, &pl, err)))
+    if (!op_interrupted() && (st = finish_result(a, &ctx, &pl, err)))
         goto done_pl;
     op_output_results_begin(); /* the Ctrl-C watchdog lets the writing end (main.c) */
     double seconds = cli_now() - t0;

@@ -254,41 +254,23 @@ static op_status exact_first(const op_place_ctx *ctx, double seconds, op_sim *si
 }
 
 /* Every member was stopped at the deadline (a budget below what the graph
- * needs, or a slow build such as ASan's): auto still answers with a
- * placement, the first of these cheap placers' run to its end in this
- * process.  Every MPI rank runs the same one. */
+ * needs, a slow build such as ASan's) or at Ctrl-C: auto still answers,
+ * with op_portfolio_fallback's placement.  Every MPI rank runs the same. */
 static op_status fallback(const op_place_ctx *ctx, op_sim *sim, op_sim_result *r, finalists *f,
                           op_error *err)
 {
-    static const char *const cheap[] = {"single", "round-robin"};
-    int n;
+    op_placement out;
+    const op_placer *which;
+    op_status st = op_portfolio_fallback(ctx, &out, &which, err);
+    if (st)
+        return st == OP_ENOMEM ? st : OP_OK; /* "every placer failed" below */
+    op_progress(ctx, "auto: every placer was stopped at %s; %s, run to its end",
+                op_interrupted() ? "Ctrl-C" : "the deadline", which->name);
+    int n, i = 0;
     const op_placer *const *all = op_placers(&n);
-    for (size_t c = 0; c < sizeof cheap / sizeof *cheap && !f->plain.have; c++) {
-        for (int i = 0; i < n; i++) {
-            if (strcmp(all[i]->name, cheap[c]))
-                continue;
-            op_place_ctx sub = *ctx;
-            sub.opts = NULL;
-            sub.best_effort = 1;
-            sub.progress = 0;
-            sub.member = 1;
-            sub.deadline = 0;
-            op_placement out;
-            op_error perr = {0};
-            if (op_place(all[i], &sub, &out, &perr) != OP_OK) {
-                if (perr.code == OP_ENOMEM)
-                    return op_fail(err, OP_ENOMEM, "%s", perr.msg);
-                break;
-            }
-            op_progress(ctx, "auto: every placer was stopped at the deadline; %s, run to its end",
-                        all[i]->name);
-            op_status st = offer_result(ctx, &out, all[i]->name, i, 0, 0, sim, r, f, err);
-            if (st)
-                return st;
-            break;
-        }
-    }
-    return OP_OK;
+    while (i < n && all[i] != which)
+        i++;
+    return offer_result(ctx, &out, which->name, i, 0, 0, sim, r, f, err);
 }
 
 /* Placers' results are reordered until reorder_until (0: never): on huge
@@ -323,7 +305,7 @@ static op_status run_portfolio(const op_place_ctx *ctx, double deadline, double 
         st = elect(&f->ordered, f->ordered_index, err);
     if (st)
         return st;
-    if (!f->plain.have && !op_interrupted() && (st = fallback(ctx, sim, r, f, err)))
+    if (!f->plain.have && (st = fallback(ctx, sim, r, f, err)))
         return st;
     return f->plain.have ? OP_OK : op_fail(err, OP_EINFEASIBLE, "auto: every placer failed");
 }
@@ -488,7 +470,7 @@ static op_status place_auto(const op_place_ctx *ctx, op_placement *out, op_error
     int done = finalists_done(&f, proven);
     double left = fmin(end - op_seconds_now(), cap);
     int refine = cap > 0 && (left > 0.05 || iters > 0);
-    if (!st && !done && (refine || reorder))
+    if (!st && !done && !op_interrupted() && (refine || reorder)) /* Ctrl-C: answer now */
         st = refine_best(ctx, refine, left, iters, streams, reorder, &f, err);
     /* the better of the two finalists, one of them refined */
     const candidate *best = &f.plain;

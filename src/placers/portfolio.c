@@ -1,7 +1,8 @@
 /*
  * portfolio.c - run several placers on one problem and keep the best
- * (opplace/placer.h): the member runner auto's portfolio uses, and the
- * best-of-a-list that SGDP and Trinity take their reference from.
+ * (opplace/placer.h): the member runner auto's portfolio uses, the
+ * best-of-a-list that SGDP and Trinity take their reference from, and the
+ * cheap fallback of a run stopped before any answer.
  *
  * Budgets: a member runs in a child process (its own process group, so a
  * solver child of its own goes with it) that the parent kills when the
@@ -269,4 +270,29 @@ op_status op_portfolio_best(const op_place_ctx *ctx, const char *names, int drop
     op_sim_result_destroy(&r);
     op_sim_free(sim);
     return st;
+}
+
+op_status op_portfolio_fallback(const op_place_ctx *ctx, op_placement *out,
+                                const op_placer **which, op_error *err)
+{
+    static const char *const cheap[] = {"single", "round-robin"};
+    op_place_ctx sub = *ctx;
+    sub.opts = NULL;
+    sub.best_effort = 1;
+    sub.progress = 0;
+    sub.member = 1;
+    sub.deadline = 0;
+    for (size_t c = 0; c < sizeof cheap / sizeof *cheap; c++) {
+        const op_placer *pl = op_placer_find(cheap[c]);
+        op_error perr = {0};
+        if (!pl)
+            continue;
+        if (op_place(pl, &sub, out, &perr) == OP_OK) {
+            *which = pl;
+            return OP_OK;
+        }
+        if (perr.code == OP_ENOMEM)
+            return op_fail(err, OP_ENOMEM, "%s", perr.msg);
+    }
+    return op_fail(err, OP_EINFEASIBLE, "neither single nor round-robin places the graph");
 }

@@ -13,6 +13,13 @@
 op_status op_portfolio_run(const op_place_ctx *ctx, const op_placer *pl, op_placement *out,
                            int *placed, op_error *err);
 
+/* What a run stopped before any answer (a deadline below what the graph
+ * needs, Ctrl-C) still returns: the placement of the first of single and
+ * round-robin that places the graph, run to its end whatever the deadline
+ * or the interrupt (both take a few simulator runs).  *which: that placer. */
+op_status op_portfolio_fallback(const op_place_ctx *ctx, op_placement *out,
+                                const op_placer **which, op_error *err);
+
 typedef struct op_portfolio_winner {
     char name[32]; /* the placer that won */
     double over, step; /* its overflow and step */

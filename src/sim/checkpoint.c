@@ -199,8 +199,7 @@ static void restore(run *R, const snapshot *x)
         s->mem[R->dev[v]] += pb;
         s->peak[R->dev[v]] += pb;
     }
-    for (int d = 0; d < nd; d++)
-        s->rq_len[d] = 0;
+    sim_rq_clear(s);
     sim_requeue_ready(R);
 }
 #undef RESTORE

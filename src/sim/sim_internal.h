@@ -8,6 +8,25 @@
 #include "opplace/simulate.h"
 #include "sim/event_heap.h"
 
+/* ready_queue.c's per-device treaps (long queues under a capped dispatch):
+ * node[op] has children kid[0] (before it in priority order) and kid[1],
+ * keys sb (start_bytes) and net (net_bytes), and its subtree's least keys
+ * min_sb and min_net; stale lists the ops whose net may be out of date. */
+typedef struct ready_node {
+    int kid[2];
+    int64_t sb, net, min_sb, min_net;
+} ready_node;
+
+typedef struct ready_tree {
+    int *root;
+    char *on_tree; /* per device: its queue is the treap, not the heap */
+    int n_tree;    /* devices on a treap */
+    ready_node *node;
+    int *stale, n_stale;
+    char *is_stale;
+    int *held;     /* scratch of the heap's pick under a cap */
+} ready_tree;
+
 typedef struct transfer {
     int src, dst_dev, chan, refs, next;
     int received;      /* formats.md 5.9: its destination has paid its host cost */
@@ -34,6 +53,7 @@ struct op_sim {
     /* devices */
     int *running;      /* op running on the device or -1 */
     int *rq, *rq_off, *rq_len; /* ready heaps, one segment per device */
+    ready_tree rt;     /* long queues under a capped dispatch (allocated by its first run) */
     int *next_pos;     /* with an order: next index into order */
     int64_t *mem, *peak, *last_logged;
     /* scratch for grouping consumers by device */
@@ -45,7 +65,6 @@ struct op_sim {
     /* list scheduling (sim_set_dispatch; list_schedule.c), NULL for rule 2 */
     const double *prio;       /* per op: larger starts first among ready ops */
     const int64_t *pick_cap;  /* per device: memory the dispatch tries to stay under */
-    int *held;                /* scratch of pick_under_cap */
     int *started, n_started;  /* ops in the order they started (with prio only) */
     /* shared compute (formats.md 5.8), only when the cluster has groups:
      * each computing device's op has rem[d] microseconds of work left at
@@ -64,6 +83,12 @@ struct op_sim {
     int has_host;
     double *host_until;
 };
+
+/* What starting op adds to its device: its output and scratch. */
+static inline int64_t sim_start_bytes(const op_sim *s, int op)
+{
+    return s->p->g->output_bytes[op] + s->p->g->temp_bytes[op];
+}
 
 typedef struct run {
     op_sim *s;
@@ -94,6 +119,19 @@ op_status sim_finish_run(run *R);
  * last holder of).  s->started then lists the ops in the order they
  * started.  sim_set_dispatch(s, NULL, NULL) restores rule 2. */
 void sim_set_dispatch(op_sim *s, const double *prio, const int64_t *cap);
+
+/* ready_queue.c: the ready ops of each device under a memory cap (without
+ * one, ready_heap.h alone).  sim_rq_pick_capped takes d's next op (-1:
+ * none ready); the sole_holder calls (only while a device's queue is a
+ * treap, rt.n_tree) tell it that a waiting op may have become the last
+ * holder of u's output or of transfer x. */
+op_status sim_rq_tree_alloc(op_sim *s, op_error *err);
+void sim_rq_tree_free(op_sim *s);
+void sim_rq_clear(op_sim *s);
+void sim_rq_push_capped(op_sim *s, int d, int op);
+int sim_rq_pick_capped(run *R, int d);
+void sim_rq_sole_holder_of_output(run *R, int u);
+void sim_rq_sole_holder_of_transfer(run *R, int x);
 
 /* checkpoint.c: called by the event loop after each time step */
 op_status sim_maybe_checkpoint(run *R, double t);

@@ -18,7 +18,7 @@
  * (rule 5).
  *
  * Every array is allocated by op_sim_new; op_sim_run allocates nothing
- * unless a trace is requested.
+ * unless a trace is requested (or, once, a capped dispatch's ready trees).
  */
 #include <assert.h>
 #include <math.h>
@@ -30,6 +30,7 @@
 #include "sim/event_heap.h"
 #include "sim/sim_util.h"
 
+#include "sim/ready_heap.h"
 #include "sim/sim_internal.h"
 
 /* ---- set-up ------------------------------------------------------------ */
@@ -56,7 +57,7 @@ op_sim *op_sim_new(const op_problem *p, op_error *err)
     ALLOC(next_pos, nd);
     ALLOC(mem, nd); ALLOC(peak, nd); ALLOC(last_logged, nd);
     ALLOC(dev_bytes, nd); ALLOC(dev_count, nd); ALLOC(touched, nd);
-    ALLOC(held, n); ALLOC(started, n);
+    ALLOC(started, n);
     s->has_share = p->c->n_share > 0;
     s->has_host = p->c->has_host;
     /* live events: one per device and per channel; with shared compute as
@@ -90,10 +91,11 @@ void op_sim_free(op_sim *s)
     free(s->mem); free(s->peak); free(s->last_logged);
     free(s->dev_bytes); free(s->dev_count); free(s->touched);
     free(s->ev.a);
-    free(s->held); free(s->started);
+    free(s->started);
     free(s->rem); free(s->upd); free(s->rate); free(s->sched);
     free(s->computing); free(s->active); free(s->dirty); free(s->is_dirty);
     free(s->host_until);
+    sim_rq_tree_free(s);
     sim_checkpoints_free(s->ckpt);
     free(s);
 }
@@ -148,52 +150,6 @@ void op_sim_trace_destroy(op_sim_trace *t)
     memset(t, 0, sizeof *t);
 }
 
-/* ---- ready queues: a binary heap per device ordered by (ready_at, op),
- * or (prio desc, ready_at, op) when a list scheduler set priorities ---- */
-
-static int rq_before(const op_sim *s, int a, int b)
-{
-    if (s->prio && s->prio[a] != s->prio[b])
-        return s->prio[a] > s->prio[b];
-    if (s->ready_at[a] != s->ready_at[b])
-        return s->ready_at[a] < s->ready_at[b];
-    return a < b;
-}
-
-static void rq_push(op_sim *s, int d, int op)
-{
-    int *h = s->rq + s->rq_off[d];
-    int i = s->rq_len[d]++;
-    while (i > 0) {
-        int parent = (i - 1) / 2;
-        if (!rq_before(s, op, h[parent]))
-            break;
-        h[i] = h[parent];
-        i = parent;
-    }
-    h[i] = op;
-}
-
-static int rq_pop(op_sim *s, int d)
-{
-    int *h = s->rq + s->rq_off[d];
-    int top = h[0], last = h[--s->rq_len[d]], n = s->rq_len[d], i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && rq_before(s, h[c + 1], h[c]))
-            c++;
-        if (!rq_before(s, h[c], last))
-            break;
-        h[i] = h[c];
-        i = c;
-    }
-    if (n > 0)
-        h[i] = last;
-    return top;
-}
-
 /* ---- one run ------------------------------------------------------------ */
 
 static op_status log_memory(run *R, double t)
@@ -223,8 +179,12 @@ static void make_ready(run *R, int op, double t)
 {
     op_sim *s = R->s;
     s->ready_at[op] = t;
-    if (!R->pl->has_order)
-        rq_push(s, R->dev[op], op);
+    if (R->pl->has_order)
+        return;
+    if (s->pick_cap)
+        sim_rq_push_capped(s, R->dev[op], op);
+    else
+        rq_heap_push(s, R->dev[op], op);
 }
 
 static void release_output(run *R, int op)
@@ -232,6 +192,8 @@ static void release_output(run *R, int op)
     assert(R->s->out_refs[op] > 0); /* released once per holder */
     if (--R->s->out_refs[op] == 0)
         R->s->mem[R->dev[op]] -= R->s->p->g->output_bytes[op];
+    else if (R->s->out_refs[op] == 1 && R->s->rt.n_tree)
+        sim_rq_sole_holder_of_output(R, op);
     assert(R->s->mem[R->dev[op]] >= 0);
 }
 
@@ -438,10 +400,13 @@ static void finish_op(run *R, int op, double t)
         if (R->dev[u] == d) {
             release_output(R, u);
         } else {
-            transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
+            int xi = s->xfer_of_edge[g->pred_edge[k]];
+            transfer *x = &s->xf[xi];
             assert(x->refs > 0 && x->dst_dev == d);
             if (--x->refs == 0)
                 s->mem[d] -= x->bytes;
+            else if (x->refs == 1 && s->rt.n_tree)
+                sim_rq_sole_holder_of_transfer(R, xi);
         }
     }
     int local = 0;
@@ -536,72 +501,13 @@ static void start_transfers(run *R, double t)
     }
 }
 
-static int64_t start_bytes(const op_sim *s, int op)
-{
-    return s->p->g->output_bytes[op] + s->p->g->temp_bytes[op];
-}
-
-/* What starting op would add to its device once it has finished: its
- * output and scratch, less the inputs it is the last holder of. */
-static int64_t net_bytes(const run *R, int op)
-{
-    const op_sim *s = R->s;
-    const op_graph *g = s->p->g;
-    int d = R->dev[op];
-    int64_t net = start_bytes(s, op);
-    for (int k = g->pred_off[op]; k < g->pred_off[op + 1]; k++) {
-        int u = g->pred[k];
-        if (R->dev[u] == d) {
-            if (s->out_refs[u] == 1)
-                net -= g->output_bytes[u];
-        } else {
-            const transfer *x = &s->xf[s->xfer_of_edge[g->pred_edge[k]]];
-            if (x->refs == 1)
-                net -= x->bytes;
-        }
-    }
-    return net;
-}
-
-/* sim_set_dispatch's choice under a memory cap (d has a ready op). */
-static int pick_under_cap(run *R, int d)
-{
-    op_sim *s = R->s;
-    int n_held = 0, pick = -1;
-    while (s->rq_len[d] > 0) {
-        int op = rq_pop(s, d);
-        if (s->mem[d] + start_bytes(s, op) <= s->pick_cap[d]) {
-            pick = op;
-            break;
-        }
-        s->held[n_held++] = op;
-    }
-    if (pick < 0) {
-        int best = 0;
-        int64_t best_net = net_bytes(R, s->held[0]);
-        for (int i = 1; i < n_held; i++) {
-            int64_t net = net_bytes(R, s->held[i]);
-            if (net < best_net) {
-                best = i;
-                best_net = net;
-            }
-        }
-        pick = s->held[best];
-        s->held[best] = s->held[--n_held];
-    }
-    for (int i = 0; i < n_held; i++)
-        rq_push(s, d, s->held[i]);
-    return pick;
-}
-
 static int next_op_for(run *R, int d)
 {
     op_sim *s = R->s;
-    if (!R->pl->has_order) {
-        if (!s->rq_len[d])
-            return -1;
-        return s->pick_cap ? pick_under_cap(R, d) : rq_pop(s, d);
-    }
+    if (!R->pl->has_order && s->pick_cap)
+        return sim_rq_pick_capped(R, d);
+    if (!R->pl->has_order)
+        return s->rq_len[d] ? rq_heap_pop(s, d) : -1;
     int k = R->pl->order_off[d] + s->next_pos[d];
     if (k >= R->pl->order_off[d + 1])
         return -1;
@@ -629,7 +535,7 @@ static void start_ops(run *R, double t)
         s->running[d] = op;
         s->start[op] = t;
         s->out_refs[op] = 1;
-        s->mem[d] += start_bytes(s, op);
+        s->mem[d] += sim_start_bytes(s, op);
         if (s->prio)
             s->started[s->n_started++] = op;
         if (s->has_share) {
@@ -689,9 +595,11 @@ op_status sim_reset(run *R)
     memset(s->rq_off, 0, ((size_t)p->nd + 1) * sizeof *s->rq_off);
     for (int i = 0; i < p->n; i++)
         s->rq_off[pl->device_of[i] + 1]++;
+    if (s->pick_cap && !s->rt.node && sim_rq_tree_alloc(s, R->err))
+        return OP_ENOMEM;
+    sim_rq_clear(s);
     for (int d = 0; d < p->nd; d++) {
         s->rq_off[d + 1] += s->rq_off[d];
-        s->rq_len[d] = 0;
         s->running[d] = -1;
         if (s->has_host)
             s->host_until[d] = 0;
@@ -822,7 +730,7 @@ void sim_requeue_ready(run *R)
     op_sim *s = R->s;
     for (int i = 0; i < s->n; i++)
         if (s->pending[i] == 0 && s->start[i] < 0)
-            rq_push(s, R->dev[i], i);
+            make_ready(R, i, s->ready_at[i]);
 }
 
 op_status op_sim_run(op_sim *s, const op_placement *pl, op_sim_result *r, op_sim_trace *trace,

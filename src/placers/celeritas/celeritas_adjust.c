@@ -191,6 +191,8 @@ static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch
     if (own)
         own->n = 0;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+        if ((j & 1023) == 0 && op_interrupted())
+            return INFINITY; /* cel_place_adjusting stops at the next op */
         int u = g->pred[j];
         double x = ps->device_of[u] == d
                        ? fin[u]
@@ -310,6 +312,10 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     ps->makespan_us = 0;
     int prev = -1;
     for (int k = 0; k < p->n && !st; k++) {
+        if (op_interrupted()) { /* an op with 10^5 inputs takes seconds */
+            st = op_fail(err, OP_EINTERNAL, "celeritas: stopped at Ctrl-C");
+            break;
+        }
         int v = ps->seq[k];
         int d = choose_device(ps, &m, &t, &ch, &xb, own, fin, v, prev, est);
         double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, own, fin, v, d);

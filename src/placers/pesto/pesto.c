@@ -633,9 +633,10 @@ static op_status place_pesto(const op_place_ctx *ctx, op_placement *out, op_erro
                      (T.inc_line & LINE_ILP) && (T.inc_line & LINE_REFINE) ? "+" : "",
                      T.inc_line & LINE_REFINE ? "refine" : "");
         }
-        op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept): %.1f -> %.1f us; %d "
-                    "below the incumbent in the model, not in the simulator%s",
-                    ls.windows, ls.optimal, ls.improved, ls.first_step_us, ls.step_us, ls.rejected,
+        op_progress(ctx, "pesto: LNS %d windows (%d optimal, %d kept, %d optimal at the "
+                    "incumbent): %.1f -> %.1f us; %d below the incumbent in the model, not in "
+                    "the simulator%s", ls.windows, ls.optimal, ls.improved, ls.at_incumbent,
+                    ls.first_step_us, ls.step_us, ls.rejected,
                     ls.proven ? "; the result is proven optimal" : "");
         if (cfg.refine_beside)
             op_progress(ctx, "pesto: refinement beside CBC (%.1f s of the LNS's %.1f s) improved "

@@ -87,7 +87,6 @@
  */
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -523,8 +522,6 @@ static op_status apply_batch(const op_graph *g, const int *mate, int pairs, int 
         /* a cycle: the batch's argument failed; merge fewer pairs (in the
          * order batch_groups takes them) */
         st->cycle_fallbacks++;
-        if (getenv("PESTO_DEBUG"))
-            fprintf(stderr, "pesto_coarsen: batch of %d pairs rejected: %s\n", pairs, local.msg);
         pairs /= 2;
     }
     return OP_OK;

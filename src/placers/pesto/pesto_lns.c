@@ -12,12 +12,7 @@
  *      the longest waits first, then the links without a wait
  *      alternately from the chain's end and spread over it (a golden-ratio
  *      sequence of their positions); a window that does not help moves on
- *      to the next anchor.  Before they were visited from the
- *      chain's end: on inception_v3 every window of a 25 s search sat in
- *      the last 1.2 ms of a 91.8 ms step, far from its four real waits;
- *      from auto's 45 s answers, transformer's one kept window needs the
- *      spread order and incv3's two the end-first one
- *      (bench/RESULTS.md, Pesto).
+ *      to the next anchor.
  *      None: the chain is a DAG path at full speed from 0, the incumbent is
  *      optimal and the search stops (improvable_anchors).
  *   2. Window: a slice of the start-time order around an anchor, widened
@@ -83,11 +78,7 @@
  *      window's own transfers do not queue behind each other in the model
  *      (no congestion rows), and memory is not modelled: the simulator
  *      judges every candidate, and one that runs out of memory ranks after
- *      one that fits (op_sim_ranks_before).  Before the queues (all
- *      measured: git show eace5fb:bench/notes/s9-lns.md) the model's value of the
- *      incumbent itself was up to 2.1 ms below its simulated step (zoo
- *      Inception: transfers queued behind 9-27 MB tensors), so CBC chased
- *      gains the simulator then rejected.
+ *      one that fits (op_sim_ranks_before).
  *   4. MIP start: the incumbent's devices and order.  The solution's devices
  *      and start order (ops before the window, the window by S, ops after)
  *      make the candidate; it replaces the incumbent when the simulator
@@ -99,20 +90,14 @@
  *      runs while CBC solves; after each window sync may hand over a
  *      placement it ranks before the incumbent, which the search takes
  *      (given its simulated order when it has none).
- * PESTO_LNS_DEBUG=1 prints what the incumbent's critical chain is made of
- * (busy time, waits after a cross-device predecessor, waits on a device,
- * and each wait over 20 us with its two ops: a wait behind a device
- * predecessor that had finished earlier is a transfer queued on a
- * channel), CBC's log, and per window CBC's status and objective next to
- * the model's value of the incumbent itself (its devices and order fixed:
- * an LP); =2 also explains a candidate the simulator ranks worse than the
- * model said (the first op that starts later than the model promised, and
- * the transfers it waited behind); =3 lists each window's ops.
+ * Counted (pesto_lns_stats): windows solved, kept, solved to optimality,
+ * and of those the ones whose optimum is no better than the incumbent (the
+ * incumbent is optimal within the window, in the model); with --progress,
+ * the first window reports what the incumbent's critical chain is made of.
  */
 #include "placers/pesto/pesto_lns.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1307,78 +1292,28 @@ static int improvable_anchors(const op_problem *p, const op_placement *inc, cons
     return n;
 }
 
-/* PESTO_LNS_DEBUG=2: where a candidate's simulated schedule first breaks
- * the model's promise (ops before the slice and its fixed ops at their
- * incumbent start, window ops at S, ops after at latest - gain), and why:
- * the op's latest input arrival, its device predecessor's finish, or
- * neither (a transfer queued on a channel). */
-static void explain_mismatch(const op_problem *p, op_sim *sim, const op_placement *cand, const window *w,
-                             const sched *inc_s, const double *cstart, const double *cfinish,
-                             const double *x)
+/* What the incumbent's critical chain (chain[0] last) is made of: busy
+ * time, waits after a predecessor on another device (transfers), and waits
+ * after one on the same device (the device or a channel queue). */
+static void report_chain(const op_place_ctx *ctx, const op_placement *inc, const sched *s,
+                         const int *chain, int nchain, int nanch)
 {
-    const op_graph *g = p->g;
-    double gain = inc_s->step - x[w->cmax];
-    int worst = -1;
-    double worst_t = 1e300;
-    for (int v = 0; v < p->n; v++) {
-        int r = inc_s->rank[v];
-        double promise = w->loc[v] >= 0 ? x[w->S[w->loc[v]]]
-                       : r >= w->hi     ? inc_s->latest[v] - gain
-                                        : inc_s->start[v];
-        if (cstart[v] > promise + 1 && cstart[v] < worst_t) {
-            worst_t = cstart[v];
-            worst = v;
-        }
+    double busy = 0, wait_x = 0, wait_d = 0;
+    for (int c = 0; c < nchain; c++) {
+        int v = chain[c];
+        busy += s->finish[v] - s->start[v];
+        if (c + 1 == nchain)
+            continue;
+        int u = chain[c + 1];
+        double gap = s->start[v] - s->finish[u];
+        if (inc->device_of[u] != inc->device_of[v])
+            wait_x += gap;
+        else
+            wait_d += gap;
     }
-    if (worst < 0) {
-        fprintf(stderr, "  mismatch: every op keeps its promise\n");
-        return;
-    }
-    int v = worst, r = inc_s->rank[v], dv = cand->device_of[v];
-    double promise = w->loc[v] >= 0 ? x[w->S[w->loc[v]]]
-                   : r >= w->hi     ? inc_s->latest[v] - gain
-                                    : inc_s->start[v];
-    double arr = 0, devf = 0;
-    int au = -1;
-    for (int e = g->pred_off[v]; e < g->pred_off[v + 1]; e++) {
-        int u = g->pred[e], du = cand->device_of[u];
-        double t = cfinish[u] + (du == dv ? 0
-                   : op_cluster_transfer_us(p->c, du, dv, g->edge_bytes[g->pred_edge[e]]));
-        if (t > arr) {
-            arr = t;
-            au = u;
-        }
-    }
-    for (int u = 0; u < p->n; u++) /* device predecessor in the candidate */
-        if (u != v && cand->device_of[u] == dv && cstart[u] < cstart[v] && cfinish[u] > devf)
-            devf = cfinish[u];
-    fprintf(stderr, "  mismatch: first broken promise %s (%s, dev %d): promised %.1f, simulated %.1f; "
-            "input ready %.1f (from %s), device free %.1f%s\n", g->op_name[v],
-            w->loc[v] >= 0 ? "window" : r >= w->hi ? "tail" : r < w->lo ? "before" : "slice",
-            dv, promise, cstart[v], arr, au >= 0 ? g->op_name[au] : "-", devf,
-            cstart[v] > arr + 1e-6 && cstart[v] > devf + 1e-6 ? " -> channel queue" : "");
-    /* the transfers into dv that ran while v waited for its inputs */
-    op_sim_result res;
-    op_sim_trace tr;
-    op_error e2 = {0};
-    if (op_sim_result_init(&res, p, &e2))
-        return;
-    if (!op_sim_trace_init(&tr, p, &e2)) {
-        if (!op_sim_run(sim, cand, &res, &tr, &e2))
-            for (int i = 0, shown = 0; i < tr.n_transfers && shown < 6; i++) {
-                const op_sim_transfer *t = &tr.transfers[i];
-                if (t->dst_dev != dv || t->end_us <= arr - 1 || t->start_us >= cstart[v])
-                    continue;
-                int u = t->src_op, ru = inc_s->rank[u];
-                fprintf(stderr, "    transfer %s (%s, dev %d -> %d, %.0f KB) issued %.1f ran %.1f-%.1f\n",
-                        g->op_name[u],
-                        w->loc[u] >= 0 ? "window" : ru >= w->hi ? "tail" : ru < w->lo ? "before" : "slice",
-                        cand->device_of[u], t->dst_dev, t->bytes / 1e3, t->issue_us, t->start_us, t->end_us);
-                shown++;
-            }
-        op_sim_trace_destroy(&tr);
-    }
-    op_sim_result_destroy(&res);
+    op_progress(ctx, "pesto: LNS: critical chain of %d ops from %.1f us: busy %.1f us, waits %.1f "
+                "us after another device's op, %.1f us after its own device's; %d anchors",
+                nchain, s->start[chain[nchain - 1]], busy, wait_x, wait_d, nanch);
 }
 
 /* Solve one window; *improved when the candidate replaced *inc. */
@@ -1416,42 +1351,11 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
         b->vals[ns++] = b->s.rank[w->ops[w->pair_a[t]]] < b->s.rank[w->ops[w->pair_b[t]]];
     }
     lp_solve_opts so = {.seconds = o->window_seconds, .deadline = o->deadline, .nstart = ns,
-                        .verbose = getenv("PESTO_LNS_DEBUG") != NULL,
                         .start_cols = b->cols, .start_vals = b->vals,
                         .idle = o->idle, .idle_arg = o->arg};
     lp_solution sol;
     if ((st = lp_solve(&m, &so, &sol, err)))
         goto done;
-    if (getenv("PESTO_LNS_DEBUG")) {
-        /* the model's value of the incumbent itself: its devices and order
-         * fixed, the rest an LP */
-        double m0 = -1;
-        double *lb = malloc((size_t)m.ncol * sizeof *lb), *ub = malloc((size_t)m.ncol * sizeof *ub);
-        if (lb && ub) {
-            memcpy(lb, m.lb, (size_t)m.ncol * sizeof *lb);
-            memcpy(ub, m.ub, (size_t)m.ncol * sizeof *ub);
-            for (int t = 0; t < ns; t++)
-                m.lb[b->cols[t]] = m.ub[b->cols[t]] = b->vals[t];
-            lp_solve_opts o0 = {.seconds = 5, .deadline = 0, .relax = 1};
-            lp_solution s0;
-            op_error e0 = {0};
-            if (!lp_solve(&m, &o0, &s0, &e0)) {
-                m0 = s0.status == LP_OPTIMAL ? s0.objective : -2;
-                free(s0.x);
-            }
-            memcpy(m.lb, lb, (size_t)m.ncol * sizeof *lb);
-            memcpy(m.ub, ub, (size_t)m.ncol * sizeof *ub);
-        }
-        free(lb);
-        free(ub);
-        if (atoi(getenv("PESTO_LNS_DEBUG")) >= 3)
-            for (int a = 0; a < w->k; a++)
-                fprintf(stderr, "  window op %s on %d at %.1f\n", p->g->op_name[w->ops[a]],
-                        inc->device_of[w->ops[a]], b->s.start[w->ops[a]]);
-        fprintf(stderr, "window of %d ops (%d with colocated ops outside it, moved along): CBC status %d, objective "
-                "%.3f, incumbent's model value %.3f, step %.3f, %d columns\n", w->k, w->pinned, sol.status,
-                sol.objective, m0, b->s.step, m.ncol);
-    }
     *optimal = sol.status == LP_OPTIMAL;
     *stopped = sol.stopped;
     if (sol.x) {
@@ -1459,20 +1363,9 @@ static op_status one_window(const op_place_ctx *ctx, op_sim *sim, const pesto_ln
         if (!(st = candidate_from(p, inc, b, sol.x, &cand, err))) {
             sched cs = b->s; /* reuses the arrays: the loop re-simulates the incumbent */
             double old_step = b->s.step, old_over = b->s.over;
-            const char *dbg = getenv("PESTO_LNS_DEBUG");
-            sched keep = b->s;
-            double *cst = NULL, *cfi = NULL;
-            if (dbg && atoi(dbg) >= 2 && (cst = malloc((size_t)p->n * sizeof *cst)) &&
-                (cfi = malloc((size_t)p->n * sizeof *cfi))) {
-                /* keep the incumbent's times; simulate the candidate into cst/cfi */
-                cs.start = cst;
-                cs.finish = cfi;
-            }
             st = simulate(p, sim, &cand, &cs, err);
-            if (!st && cfi && cs.step > sol.objective + 1)
-                explain_mismatch(p, sim, &cand, w, &keep, cst, cfi, sol.x);
-            free(cst);
-            free(cfi);
+            if (*optimal && sol.objective >= old_step - 1e-6 * old_step)
+                stats->at_incumbent++; /* no better placement inside this window */
             stats->model_us = sol.objective;
             stats->sim_us = cs.step;
             if (!st && op_sim_ranks_before(cs.over, cs.step * (1 + 1e-9), old_over, old_step)) {
@@ -1557,32 +1450,8 @@ op_status pesto_lns(const op_place_ctx *ctx, op_sim *sim, const pesto_lns_opts *
         index_schedule(p, inc, &b.s, b.last);
         int nchain = critical_chain(p, &b.s, b.chain);
         int nanch = improvable_anchors(p, inc, &b.s, b.chain, nchain, b.anchors);
-        if (stats->windows == 0 && getenv("PESTO_LNS_DEBUG")) {
-            double busy = 0, gap_x = 0, gap_d = 0;
-            for (int c = 0; c < nchain; c++) {
-                int v = b.chain[c];
-                busy += b.s.finish[v] - b.s.start[v];
-                if (c + 1 < nchain) {
-                    int u = b.chain[c + 1];
-                    double gap = b.s.start[v] - b.s.finish[u];
-                    if (inc->device_of[u] != inc->device_of[v])
-                        gap_x += gap;
-                    else
-                        gap_d += gap;
-                }
-            }
-            for (int c = 0; c + 1 < nchain; c++) {
-                int v = b.chain[c], u = b.chain[c + 1];
-                double gap = b.s.start[v] - b.s.finish[u];
-                if (gap > 20) /* the waits that matter, by name */
-                    fprintf(stderr, "  gap %.1f at %.1f (%s -> %s, dev %d -> %d, %s)\n", gap, b.s.start[v],
-                            p->g->op_name[u], p->g->op_name[v], inc->device_of[u], inc->device_of[v],
-                            b.s.prev_dev[v] == u ? "device pred" : "dag pred");
-            }
-            fprintf(stderr, "chain %d ops: busy %.1f, gaps after a cross-device pred %.1f, "
-                    "same device %.1f, first start %.1f, %d improvable anchors\n", nchain, busy,
-                    gap_x, gap_d, b.s.start[b.chain[nchain - 1]], nanch);
-        }
+        if (stats->windows == 0 && nchain > 0)
+            report_chain(ctx, inc, &b.s, b.chain, nchain, nanch);
         if (nanch == 0 && b.s.over > 0) { /* fastest, but out of memory: any chain op */
             for (int c = 0; c < nchain; c++)
                 b.anchors[c] = (anchor){b.chain[c], c, 0};

@@ -30,6 +30,7 @@ typedef struct pesto_lns_opts {
 
 typedef struct pesto_lns_stats {
     int windows, improved, optimal, stopped; /* stopped: solves cut by deadline/Ctrl-C */
+    int at_incumbent; /* solved to optimality, no better than the incumbent: proven there */
     int proven;                              /* the incumbent was proven optimal */
     int rejected; /* windows the model ranked better than the incumbent, the simulator not */
     double model_us, sim_us;                 /* last window: ILP objective, its candidate simulated */
