@@ -166,7 +166,7 @@ def report(rows, a):
                 ("simulated_noshared_us", "without shared compute (5.8)"))
     print("| model | placers | devices | measured (ms) | simulated (ms) | error | %s |"
           % " | ".join("%s: error" % v for _, v in variants[1:]))
-    print("|---|---|---:|---:|---:|---:|%s" % "---:|" * (len(variants) - 1))
+    print("|---|---|---:|---:|---:|---:|%s" % ("---:|" * (len(variants) - 1)))
     for r in rows:
         print("| %s | %s | %d | %.1f | %.1f | %+.1f %% | %s |" % (
             r["model"], ", ".join(r["placers"]), r["devices"], r["measured_us"] / 1e3,
@@ -176,7 +176,7 @@ def report(rows, a):
     print("| model | one device: simulated / measured (ms) | Spearman | %s | simulated >= 20 %% "
           "faster than one device: measured faster? |"
           % " | ".join("Spearman %s" % v for _, v in variants[1:]))
-    print("|---|---|---:|%s---|" % "---:|" * (len(variants) - 1))
+    print("|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)

@@ -189,18 +189,6 @@ static void cbc_run(const lp_model *m, const lp_solve_opts *o, double seconds, w
         Cbc_setParameter(model, "seconds", secs);
         Cbc_setParameter(model, "timeMode", "elapsed");
     }
-    if (getenv("PESTO_CBC_ARGS")) { /* experiments: "name=value,name=value" */
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s", getenv("PESTO_CBC_ARGS"));
-        char *save = NULL;
-        for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
-            char *eq = strchr(kv, '=');
-            if (eq) {
-                *eq = 0;
-                Cbc_setParameter(model, kv, eq + 1);
-            }
-        }
-    }
     Cbc_setLogLevel(model, o->verbose ? 1 : 0);
     Cbc_setAllowableFractionGap(model, 1e-6);
     if (o->nstart > 0 && !o->relax)
@@ -370,8 +358,6 @@ op_status lp_solve(const lp_model *m, const lp_solve_opts *o, lp_solution *s, op
         while (waitpid(pid, &wst, 0) < 0 && errno == EINTR) {
         }
         memset(&h, 0, sizeof h);
-        if (getenv("PESTO_LNS_DEBUG"))
-            fprintf(stderr, "cbc child: wait status %d, %zu of %zu bytes\n", wst, got, want);
         if (!killed && buf && got >= sizeof h) {
             memcpy(&h, buf, sizeof h);
             if (h.has_x && got == want)

@@ -102,6 +102,7 @@
 #include <string.h>
 
 #include "solve/lp.h"
+#include "core/sort.h"
 
 typedef struct sched {
     double *start, *finish, *latest; /* latest: latest start keeping the step (see slack) */
@@ -115,22 +116,24 @@ typedef struct sched {
     int ntr, *src_off, *src_ix, *chan_off, *chan_ix;
 } sched;
 
-static const double *sort_start;
-static const int *sort_topo;
+typedef struct by_start_key {
+    const double *start;
+    const int *topo;
+} by_start_key;
 
-static int by_start_cmp(const void *a, const void *b)
+static int by_start_cmp(const void *a, const void *b, const void *ctx)
 {
+    const by_start_key *k = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    if (sort_start[x] != sort_start[y])
-        return sort_start[x] < sort_start[y] ? -1 : 1;
-    return (sort_topo[x] > sort_topo[y]) - (sort_topo[x] < sort_topo[y]);
+    if (k->start[x] != k->start[y])
+        return k->start[x] < k->start[y] ? -1 : 1;
+    return (k->topo[x] > k->topo[y]) - (k->topo[x] < k->topo[y]);
 }
 
 static void sort_ops(int *ops, int n, const double *key, const int *topo_pos)
 {
-    sort_start = key;
-    sort_topo = topo_pos;
-    qsort(ops, (size_t)n, sizeof *ops, by_start_cmp);
+    by_start_key k = {key, topo_pos};
+    op_sort(ops, (size_t)n, sizeof *ops, by_start_cmp, &k);
 }
 
 /* One run of pl into the caller's trace t: start/finish times (either may
