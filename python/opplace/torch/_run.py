@@ -28,6 +28,7 @@ import torch.distributed as dist
 import torch.fx as fx
 import torch.nn as nn
 
+from . import _dist
 from ._capture import Capture, Replay, capture
 from ._dist import now_us as _now_us
 
@@ -444,7 +445,6 @@ def median(xs: list) -> float:
 def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) -> int:
     """`torchrun ... -m opplace.torch run`: returns the process exit code."""
     import sys
-    from . import _dist
     rank = -1
     try:
         info = _dist.env_ranks()
@@ -496,7 +496,6 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     say("%d ranks; rank 0 runs %d ops; %d transfers per step"
         % (world, len(mine), len(step.plan.transfers)))
     holds_inputs = any(r == rank for r in step.plan.input_rank.values())
-    from . import _dist
     steps_us, losses, late_us = [], [], []
     for s in range(a.warmup + a.steps):
         timed = s >= a.warmup
