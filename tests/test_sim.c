@@ -14,38 +14,6 @@
 #define UPB 0.01 /* 100 bytes -> 1 us, plus LAT */
 #define BIG ((int64_t)1 << 40)
 
-typedef struct run_out {
-    op_sim_result r;
-    op_sim_trace t;
-} run_out;
-
-/* Simulate g on c with device_of (and an optional order) and keep the trace. */
-static void sim(tk_problem *tp, const int *device_of, const int *order_off, const int *order,
-                run_out *o)
-{
-    op_error err = {0};
-    op_placement pl;
-    cr_assert_eq(op_placement_init(&pl, tp->p.n, tp->p.nd, &err), OP_OK);
-    memcpy(pl.device_of, device_of, (size_t)tp->p.n * sizeof(int));
-    if (order) {
-        cr_assert_eq(op_placement_alloc_order(&pl, &err), OP_OK);
-        memcpy(pl.order_off, order_off, ((size_t)tp->p.nd + 1) * sizeof(int));
-        memcpy(pl.order, order, (size_t)tp->p.n * sizeof(int));
-    }
-    cr_assert_eq(op_sim_result_init(&o->r, &tp->p, &err), OP_OK);
-    cr_assert_eq(op_sim_trace_init(&o->t, &tp->p, &err), OP_OK);
-    op_status st = op_simulate(&tp->p, &pl, &o->r, &o->t, &err);
-    cr_assert_eq(st, OP_OK, "simulate failed: %s", err.msg);
-    op_placement_destroy(&pl);
-}
-
-static void done(run_out *o, tk_problem *tp)
-{
-    op_sim_result_destroy(&o->r);
-    op_sim_trace_destroy(&o->t);
-    tk_unbind(tp);
-}
-
 Test(sim, chain_on_one_device)
 {
     op_graph_builder *b = op_graph_builder_new("chain", NULL);
@@ -54,13 +22,13 @@ Test(sim, chain_on_one_device)
     tk_edge(b, bb, c, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 0, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.r.step_time_us, 35.0, 1e-9);
     cr_expect_eq(o.r.n_transfers, 0);
     cr_expect_float_eq(o.r.busy_us[0], 35.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[c], 30.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, chain_across_devices_pays_latency_plus_bytes)
@@ -70,15 +38,15 @@ Test(sim, chain_across_devices_pays_latency_plus_bytes)
     tk_edge(b, a, bb, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
     /* a 0-10, transfer 10-13 (2 + 100*0.01), b 13-33 */
     cr_expect_float_eq(o.r.step_time_us, 33.0, 1e-9);
     cr_expect_eq(o.r.n_transfers, 1);
     cr_expect_eq(o.r.comm_bytes, 100);
     cr_expect_float_eq(o.t.transfers[0].start_us, 10.0, 1e-9);
     cr_expect_float_eq(o.t.transfers[0].end_us, 13.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 static op_graph *diamond(void)
@@ -97,27 +65,27 @@ Test(sim, diamond_on_one_device_runs_ready_ops_by_index)
 {
     tk_problem tp;
     tk_bind(&tp, diamond(), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 0, 0, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0, 0, 0}, NULL, NULL, &o);
     /* a 0-10; b and c ready at 10, b first (lower index) 10-30, c 30-60, d 60-65 */
     cr_expect_float_eq(o.t.start_us[1], 10.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[2], 30.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 65.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, diamond_split_over_two_devices)
 {
     tk_problem tp;
     tk_bind(&tp, diamond(), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 0, 1, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0, 1, 0}, NULL, NULL, &o);
     /* a 0-10; a->d1 10-13; b 10-30 on d0; c 13-43 on d1; c->d0 43-46; d 46-51 */
     cr_expect_float_eq(o.t.start_us[2], 13.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[3], 46.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 51.0, 1e-9);
     cr_expect_eq(o.r.n_transfers, 2);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, fan_out_sends_once_per_device_with_the_largest_edge)
@@ -130,8 +98,8 @@ Test(sim, fan_out_sends_once_per_device_with_the_largest_edge)
     tk_edge(b, a, z, 200);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(3, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 1, 2}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 1, 2}, NULL, NULL, &o);
     /* to d1: 300 bytes, 10-15; to d2: 200 bytes, 10-14 (own channel);
      * x 15-16, y 16-17 on d1; z 14-15 on d2 */
     cr_expect_eq(o.r.n_transfers, 2);
@@ -140,7 +108,7 @@ Test(sim, fan_out_sends_once_per_device_with_the_largest_edge)
     cr_expect_float_eq(o.t.start_us[y], 16.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[z], 14.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 17.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, congested_channel_carries_one_transfer_at_a_time)
@@ -152,13 +120,13 @@ Test(sim, congested_channel_carries_one_transfer_at_a_time)
     tk_edge(b, bb, e, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, 0.0, 0.1, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 0, 1, 1}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0, 1, 1}, NULL, NULL, &o);
     /* a 0-10, b 10-11; a's transfer 10-110, b's waits: 110-210; c 110-111, e 210-211 */
     cr_expect_float_eq(o.t.transfers[1].issue_us, 11.0, 1e-9);
     cr_expect_float_eq(o.t.transfers[1].start_us, 110.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 211.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, shared_channel_serializes_links_in_source_index_order)
@@ -178,13 +146,13 @@ Test(sim, shared_channel_serializes_links_in_source_index_order)
     tk_edge(b, y, v, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), c);
-    run_out o;
-    sim(&tp, (int[]){0, 2, 1, 1}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 2, 1, 1}, NULL, NULL, &o);
     /* both issued at 10; x (index 0) first: 10-110, then y's 110-210 */
     cr_expect_float_eq(o.t.start_us[u], 110.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[v], 210.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 211.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, memory_timeline_of_a_chain)
@@ -199,12 +167,12 @@ Test(sim, memory_timeline_of_a_chain)
     tk_edge(b, bb, c, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 0, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0, 0}, NULL, NULL, &o);
     /* params 1000 always; during b: a's output 100 + b's output 50 + temp 30 */
     cr_expect_eq(o.r.peak_mem[0], 1180);
     cr_expect_eq(o.r.peak_mem[1], 0);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, releases_come_before_allocations_at_equal_times)
@@ -214,12 +182,12 @@ Test(sim, releases_come_before_allocations_at_equal_times)
     tk_op_full(b, &(op_op_spec){.name = "b", .time_us = 10, .temp_bytes = 100});
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(1, LAT, UPB, 150));
-    run_out o;
-    sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
     /* a's temp is freed at 10 before b's is taken at 10 */
     cr_expect_eq(o.r.peak_mem[0], 100);
     cr_expect_eq(o.r.oom, 0);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, received_tensor_and_sender_output_are_held_while_needed)
@@ -229,8 +197,8 @@ Test(sim, received_tensor_and_sender_output_are_held_while_needed)
     tk_edge(b, a, bb, -1);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, LAT, UPB, BIG));
-    run_out o;
-    sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
     /* d0 holds a's output until its transfer ends (13); d1 holds the received
      * 100 bytes from 10 to 33 plus b's output 7 while b runs */
     cr_expect_eq(o.r.peak_mem[0], 100);
@@ -240,7 +208,7 @@ Test(sim, received_tensor_and_sender_output_are_held_while_needed)
         if (o.t.mem[k].dev == 0 && o.t.mem[k].bytes == 0 && fabs(o.t.mem[k].t_us - 13.0) < 1e-9)
             saw_release_on_d0 = 1;
     cr_expect(saw_release_on_d0, "a's output should be freed when its transfer ends at 13");
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, out_of_memory_is_flagged)
@@ -250,15 +218,14 @@ Test(sim, out_of_memory_is_flagged)
     tk_op_full(b, &(op_op_spec){.name = "w2", .time_us = 1, .param_bytes = 600});
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), tk_cluster(2, LAT, UPB, 1000));
-    run_out o;
-    sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
     cr_expect_eq(o.r.peak_mem[0], 1200);
     cr_expect_eq(o.r.oom, 1);
-    op_sim_result_destroy(&o.r);
-    op_sim_trace_destroy(&o.t);
-    sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
+    tk_sim_out_destroy(&o);
+    tk_sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
     cr_expect_eq(o.r.oom, 0);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 static op_graph *order_graph(void)
@@ -274,17 +241,16 @@ Test(sim, explicit_order_overrides_first_ready_first)
 {
     tk_problem tp;
     tk_bind(&tp, order_graph(), tk_cluster(2, 0, 0, BIG));
-    run_out o;
+    tk_sim_out o;
     /* FIFO on d0: a (index 0) before b: a 0-10, x 10-20 on d1, b 10-20 */
-    sim(&tp, (int[]){0, 1, 0}, NULL, NULL, &o);
+    tk_sim(&tp, (int[]){0, 1, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.r.step_time_us, 20.0, 1e-9);
-    op_sim_result_destroy(&o.r);
-    op_sim_trace_destroy(&o.t);
+    tk_sim_out_destroy(&o);
     /* order d0: [b, a], d1: [x]: b 0-10, a 10-20, x 20-30 */
-    sim(&tp, (int[]){0, 1, 0}, (int[]){0, 2, 3}, (int[]){2, 0, 1}, &o);
+    tk_sim(&tp, (int[]){0, 1, 0}, (int[]){0, 2, 3}, (int[]){2, 0, 1}, &o);
     cr_expect_float_eq(o.t.start_us[0], 10.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 30.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(sim, an_order_that_contradicts_dependencies_is_an_error)
@@ -319,21 +285,20 @@ Test(sim, device_speed_scales_compute_time)
     tk_op(b, "a", 10, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), c);
-    run_out o;
-    sim(&tp, (int[]){0}, NULL, NULL, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0}, NULL, NULL, &o);
     cr_expect_float_eq(o.r.step_time_us, 20.0, 1e-9);
-    op_sim_result_destroy(&o.r);
-    op_sim_trace_destroy(&o.t);
-    sim(&tp, (int[]){1}, NULL, NULL, &o);
+    tk_sim_out_destroy(&o);
+    tk_sim(&tp, (int[]){1}, NULL, NULL, &o);
     cr_expect_float_eq(o.r.step_time_us, 5.0, 1e-9);
     /* max(critical path 10/2, total work 10 / total speed 2.5) */
     cr_expect_float_eq(tp.p.lower_bound_us, 5.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Check a trace against the rules: no overlap per device and channel, data
  * available before an op starts. */
-static void check_trace(const tk_problem *tp, const run_out *o)
+static void check_trace(const tk_problem *tp, const tk_sim_out *o)
 {
     const op_graph *g = tp->g;
     const op_sim_trace *t = &o->t;
@@ -378,17 +343,17 @@ Test(sim, random_graphs_obey_the_rules_and_the_lower_bound)
         int dev[64];
         for (int i = 0; i < n; i++)
             dev[i] = (int)(tk_rand(&seed) % (uint64_t)nd);
-        run_out o, again;
-        sim(&tp, dev, NULL, NULL, &o);
+        tk_sim_out o, again;
+        tk_sim(&tp, dev, NULL, NULL, &o);
         cr_assert_geq(o.r.step_time_us, tp.p.lower_bound_us - 1e-6);
         check_trace(&tp, &o);
-        sim(&tp, dev, NULL, NULL, &again);
+        tk_sim(&tp, dev, NULL, NULL, &again);
         cr_assert_eq(memcmp(&o.r.step_time_us, &again.r.step_time_us, sizeof(double)), 0);
         cr_assert_eq(memcmp(o.t.start_us, again.t.start_us, (size_t)n * sizeof(double)), 0);
         cr_assert_eq(memcmp(o.r.peak_mem, again.r.peak_mem, (size_t)nd * sizeof(int64_t)), 0);
         op_sim_result_destroy(&again.r);
         op_sim_trace_destroy(&again.t);
-        done(&o, &tp);
+        tk_sim_done(&o, &tp);
     }
 }
 

@@ -13,31 +13,6 @@
 
 #define BIG ((int64_t)1 << 40)
 
-typedef struct run_out {
-    op_sim_result r;
-    op_sim_trace t;
-} run_out;
-
-static void sim(tk_problem *tp, const int *device_of, run_out *o)
-{
-    op_error err = {0};
-    op_placement pl;
-    cr_assert_eq(op_placement_init(&pl, tp->p.n, tp->p.nd, &err), OP_OK);
-    memcpy(pl.device_of, device_of, (size_t)tp->p.n * sizeof(int));
-    cr_assert_eq(op_sim_result_init(&o->r, &tp->p, &err), OP_OK);
-    cr_assert_eq(op_sim_trace_init(&o->t, &tp->p, &err), OP_OK);
-    op_status st = op_simulate(&tp->p, &pl, &o->r, &o->t, &err);
-    cr_assert_eq(st, OP_OK, "simulate failed: %s", err.msg);
-    op_placement_destroy(&pl);
-}
-
-static void done(run_out *o, tk_problem *tp)
-{
-    op_sim_result_destroy(&o->r);
-    op_sim_trace_destroy(&o->t);
-    tk_unbind(tp);
-}
-
 /* nd devices; every pair: latency 2 us + 0.01 us/B, and the host cost h. */
 static op_cluster *host_cluster(int nd, op_link_host h)
 {
@@ -67,8 +42,8 @@ Test(host, send_after_the_producer_receive_before_the_consumer)
     tk_edge(b, a, c, 1000);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), host_cluster(2, HOST));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 0}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[a], 10.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[c], 14.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[bb], 22.0, 1e-9);
@@ -79,7 +54,7 @@ Test(host, send_after_the_producer_receive_before_the_consumer)
     cr_expect_eq(o.t.n_transfers, 1);
     cr_expect_float_eq(o.t.transfers[0].issue_us, 10.0, 1e-9); /* the wire is unchanged */
     cr_expect_float_eq(o.t.transfers[0].end_us, 22.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Two consumers of one received tensor on d1: only the first pays for it.
@@ -92,13 +67,13 @@ Test(host, a_tensor_is_received_once)
     tk_edge(b, a, b2, 1000);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), host_cluster(2, HOST));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 1}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 1}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[b1], 49.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[b2], 49.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 69.0, 1e-9);
     cr_expect_float_eq(o.r.busy_us[1], 47.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* One op sending to two devices pays both sends, in a row, before its
@@ -114,12 +89,12 @@ Test(host, an_op_s_sends_add_up)
     tk_edge(b, a, d, 1000);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), host_cluster(3, HOST));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 2, 0}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 2, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.start_us[d], 18.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[bb], 22.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[c], 30.0, 1e-9); /* 22 + 7 + 1 */
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Without the keys nothing changes: the same graph as the first test on a
@@ -135,11 +110,11 @@ Test(host, zero_is_the_rule_without_it)
     op_cluster *cl = host_cluster(2, (op_link_host){0, 0, 0, 0});
     cr_expect_eq(cl->has_host, 0);
     tk_bind(&tp, tk_finish(b), cl);
-    run_out o;
-    sim(&tp, (int[]){0, 1, 0}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.start_us[c], 10.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 42.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* A random DAG of 30 ops (the same for a seed) and a placement on 3 devices. */
@@ -175,10 +150,10 @@ Test(host, never_shortens_a_step)
         tk_bind(&plain, random_graph(seed, dev), host_cluster(3, (op_link_host){0, 0, 0, 0}));
         tk_bind(&host, random_graph(seed, dev), host_cluster(3, HOST));
         tk_bind(&again, random_graph(seed, dev), host_cluster(3, HOST));
-        run_out p, h, h2;
-        sim(&plain, dev, &p);
-        sim(&host, dev, &h);
-        sim(&again, dev, &h2);
+        tk_sim_out p, h, h2;
+        tk_sim(&plain, dev, NULL, NULL, &p);
+        tk_sim(&host, dev, NULL, NULL, &h);
+        tk_sim(&again, dev, NULL, NULL, &h2);
         double busy_p = 0, busy_h = 0, paid = 0;
         for (int d = 0; d < 3; d++) {
             busy_p += p.r.busy_us[d];
@@ -192,9 +167,9 @@ Test(host, never_shortens_a_step)
         }
         cr_expect_float_eq(busy_h, busy_p + paid, 1e-6, "seed %d", seed);
         cr_expect_eq(h.r.step_time_us, h2.r.step_time_us, "seed %d", seed);
-        done(&p, &plain);
-        done(&h, &host);
-        done(&h2, &again);
+        tk_sim_done(&p, &plain);
+        tk_sim_done(&h, &host);
+        tk_sim_done(&h2, &again);
     }
 }
 

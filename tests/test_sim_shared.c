@@ -17,31 +17,6 @@
 #define LAT 2.0
 #define BIG ((int64_t)1 << 40)
 
-typedef struct run_out {
-    op_sim_result r;
-    op_sim_trace t;
-} run_out;
-
-static void sim(tk_problem *tp, const int *device_of, run_out *o)
-{
-    op_error err = {0};
-    op_placement pl;
-    cr_assert_eq(op_placement_init(&pl, tp->p.n, tp->p.nd, &err), OP_OK);
-    memcpy(pl.device_of, device_of, (size_t)tp->p.n * sizeof(int));
-    cr_assert_eq(op_sim_result_init(&o->r, &tp->p, &err), OP_OK);
-    cr_assert_eq(op_sim_trace_init(&o->t, &tp->p, &err), OP_OK);
-    op_status st = op_simulate(&tp->p, &pl, &o->r, &o->t, &err);
-    cr_assert_eq(st, OP_OK, "simulate failed: %s", err.msg);
-    op_placement_destroy(&pl);
-}
-
-static void done(run_out *o, tk_problem *tp)
-{
-    op_sim_result_destroy(&o->r);
-    op_sim_trace_destroy(&o->t);
-    tk_unbind(tp);
-}
-
 /* nd devices (tk_cluster: latency LAT, 0 us per byte) with devices
  * 0..k-1 sharing compute at alone 1.0, all `all`. */
 static op_cluster *shared_cluster(int nd, int k, double all)
@@ -75,14 +50,14 @@ Test(shared, two_ops_start_together)
     int a = tk_op(b, "a", 10, 0), bb = tk_op(b, "b", 30, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), shared_cluster(2, 2, 0.5));
-    run_out o;
-    sim(&tp, (int[]){0, 1}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[a], 20.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[bb], 40.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 40.0, 1e-9);
     cr_expect_float_eq(o.r.busy_us[0], 20.0, 1e-9);
     cr_expect_float_eq(o.r.busy_us[1], 40.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Staggered starts: z (5 us) on d2, outside the group, feeds b on d1 over a
@@ -96,13 +71,13 @@ Test(shared, staggered_starts)
     tk_edge(b, z, bb, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), shared_cluster(3, 2, 0.5));
-    run_out o;
-    sim(&tp, (int[]){0, 2, 1}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 2, 1}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.start_us[bb], 7.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[z], 5.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[a], 13.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[bb], 40.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* One device of the group computing alone runs at full speed: a chain
@@ -114,11 +89,11 @@ Test(shared, one_device_alone_runs_at_full_speed)
     tk_edge(b, a, c, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), shared_cluster(2, 2, 0.25));
-    run_out o;
-    sim(&tp, (int[]){0, 0}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.start_us[c], 10.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 30.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Three of three computing, then two: alone 1, all 0.4, so rates 0.4 and
@@ -130,12 +105,12 @@ Test(shared, three_devices_interpolated_rate)
     int a = tk_op(b, "a", 4, 0), bb = tk_op(b, "b", 10, 0), c = tk_op(b, "c", 10, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), shared_cluster(3, 3, 0.4));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 2}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 2}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[a], 10.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[bb], 10.0 + 6.0 / 0.7, 1e-9);
     cr_expect_float_eq(o.t.finish_us[c], 10.0 + 6.0 / 0.7, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Devices outside every group are never slowed: d2 beside a group {d0, d1}. */
@@ -145,12 +120,12 @@ Test(shared, device_outside_the_group_is_not_slowed)
     int a = tk_op(b, "a", 10, 0), bb = tk_op(b, "b", 10, 0), c = tk_op(b, "c", 10, 0);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), shared_cluster(3, 2, 0.5));
-    run_out o;
-    sim(&tp, (int[]){0, 1, 2}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1, 2}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[a], 20.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[bb], 20.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[c], 10.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* A group with all == alone simulates bit for bit like no group, on a
@@ -165,9 +140,9 @@ Test(shared, all_equal_alone_is_exactly_no_group)
         uint64_t st = seed;
         for (int i = 0; i < 300; i++)
             dev[i] = (int)(tk_rand(&st) % 4);
-        run_out y, z;
-        sim(&plain0, dev, &z);
-        sim(&grouped, dev, &y);
+        tk_sim_out y, z;
+        tk_sim(&plain0, dev, NULL, NULL, &z);
+        tk_sim(&grouped, dev, NULL, NULL, &y);
         cr_expect_eq(z.r.step_time_us, y.r.step_time_us, "seed %llu", (unsigned long long)seed);
         for (int i = 0; i < 300; i++) {
             cr_expect_eq(z.t.start_us[i], y.t.start_us[i]);
@@ -176,8 +151,8 @@ Test(shared, all_equal_alone_is_exactly_no_group)
         for (int d = 0; d < 4; d++)
             cr_expect_eq(z.r.peak_mem[d], y.r.peak_mem[d]);
         free(dev);
-        done(&y, &grouped);
-        done(&z, &plain0);
+        tk_sim_done(&y, &grouped);
+        tk_sim_done(&z, &plain0);
     }
 }
 
@@ -193,9 +168,9 @@ Test(shared, random_dag_durations_within_rates_and_repeatable)
     uint64_t st = 99;
     for (int i = 0; i < 800; i++)
         dev[i] = (int)(tk_rand(&st) % 4);
-    run_out o, o2;
-    sim(&tp, dev, &o);
-    sim(&tp, dev, &o2);
+    tk_sim_out o, o2;
+    tk_sim(&tp, dev, NULL, NULL, &o);
+    tk_sim(&tp, dev, NULL, NULL, &o2);
     cr_expect_eq(o.r.step_time_us, o2.r.step_time_us);
     double busy[4] = {0};
     for (int i = 0; i < 800; i++) {
@@ -226,9 +201,8 @@ Test(shared, random_dag_durations_within_rates_and_repeatable)
     op_placement_destroy(&pl);
     op_sim_free(s);
     free(dev);
-    op_sim_result_destroy(&o2.r);
-    op_sim_trace_destroy(&o2.t);
-    done(&o, &tp);
+    tk_sim_out_destroy(&o2);
+    tk_sim_done(&o, &tp);
 }
 
 /* formats.md 5.7: d0 pays 3 us before each op.  Chain a (10), b (20) on d0:
@@ -243,13 +217,13 @@ Test(dispatch, paid_before_each_op)
     cr_assert_eq(op_cluster_set_dispatch(c, 0, 3.0, "test", &err), OP_OK);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), c);
-    run_out o;
-    sim(&tp, (int[]){0, 0}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 0}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.finish_us[a], 13.0, 1e-9);
     cr_expect_float_eq(o.t.start_us[bb], 13.0, 1e-9);
     cr_expect_float_eq(o.r.step_time_us, 36.0, 1e-9);
     cr_expect_float_eq(o.r.busy_us[0], 36.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
     /* on d1, which has none: 30 */
     b = op_graph_builder_new("disp", NULL);
     a = tk_op(b, "a", 10, 0);
@@ -258,9 +232,9 @@ Test(dispatch, paid_before_each_op)
     c = tk_cluster(2, LAT, 0, BIG);
     cr_assert_eq(op_cluster_set_dispatch(c, 0, 3.0, "test", &err), OP_OK);
     tk_bind(&tp, tk_finish(b), c);
-    sim(&tp, (int[]){1, 1}, &o);
+    tk_sim(&tp, (int[]){1, 1}, NULL, NULL, &o);
     cr_expect_float_eq(o.r.step_time_us, 30.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 /* Dispatch is host work outside the shared units: d0 dispatches 2 us then
@@ -275,12 +249,12 @@ Test(dispatch, not_slowed_by_sharing)
     cr_assert_eq(op_cluster_set_dispatch(c, 0, 2.0, "test", &err), OP_OK);
     tk_problem tp;
     tk_bind(&tp, tk_finish(b), c);
-    run_out o;
-    sim(&tp, (int[]){0, 1}, &o);
+    tk_sim_out o;
+    tk_sim(&tp, (int[]){0, 1}, NULL, NULL, &o);
     cr_expect_float_eq(o.t.start_us[a], 0.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[a], 22.0, 1e-9);
     cr_expect_float_eq(o.t.finish_us[bb], 40.0, 1e-9);
-    done(&o, &tp);
+    tk_sim_done(&o, &tp);
 }
 
 Test(shared, bad_groups_are_refused)

@@ -137,6 +137,38 @@ double tk_step(const op_problem *p, const int *device_of)
     return t;
 }
 
+void tk_sim(tk_problem *tp, const int *device_of, const int *order_off, const int *order,
+            tk_sim_out *o)
+{
+    op_error err = {0};
+    op_placement pl;
+    if (op_placement_init(&pl, tp->p.n, tp->p.nd, &err))
+        die("placement", &err);
+    memcpy(pl.device_of, device_of, (size_t)tp->p.n * sizeof(int));
+    if (order_off) {
+        if (op_placement_alloc_order(&pl, &err))
+            die("placement order", &err);
+        memcpy(pl.order_off, order_off, ((size_t)tp->p.nd + 1) * sizeof(int));
+        memcpy(pl.order, order, (size_t)tp->p.n * sizeof(int));
+    }
+    if (op_sim_result_init(&o->r, &tp->p, &err) || op_sim_trace_init(&o->t, &tp->p, &err) ||
+        op_simulate(&tp->p, &pl, &o->r, &o->t, &err))
+        die("simulate", &err);
+    op_placement_destroy(&pl);
+}
+
+void tk_sim_out_destroy(tk_sim_out *o)
+{
+    op_sim_result_destroy(&o->r);
+    op_sim_trace_destroy(&o->t);
+}
+
+void tk_sim_done(tk_sim_out *o, tk_problem *tp)
+{
+    tk_sim_out_destroy(o);
+    tk_unbind(tp);
+}
+
 int tk_run(const char *cmd, char **out)
 {
     char full[4096];

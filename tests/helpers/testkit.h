@@ -43,6 +43,19 @@ double tk_simulate(const op_problem *p, const int *device_of, op_sim_result *r);
 /* The same without a result to keep: just the step time. */
 double tk_step(const op_problem *p, const int *device_of);
 
+/* A simulation's result and trace. */
+typedef struct tk_sim_out {
+    op_sim_result r;
+    op_sim_trace t;
+} tk_sim_out;
+/* Simulate device_of (and, when order_off is not NULL, the per-device
+ * order order_off/order) with a trace into o; aborts the test process on
+ * failure.  tk_sim_out_destroy frees o; tk_sim_done frees o and unbinds tp. */
+void tk_sim(tk_problem *tp, const int *device_of, const int *order_off, const int *order,
+            tk_sim_out *o);
+void tk_sim_out_destroy(tk_sim_out *o);
+void tk_sim_done(tk_sim_out *o, tk_problem *tp);
+
 /* Run a shell command, return its exit status; output captured in *out
  * (malloc'ed, may be NULL). */
 int tk_run(const char *cmd, char **out);
