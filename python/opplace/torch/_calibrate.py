@@ -189,7 +189,7 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
 
 
 def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
-                spare: bool) -> float:
+                spare: bool, timeout_s: float) -> float:
     """CPU time in us per transfer on this rank's end of n transfers s -> d
     of nbytes, made as the executor makes them (opplace.torch run): the
     receiver posts its irecvs into buffers it keeps, the sender isends one
@@ -200,7 +200,7 @@ def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: 
     clock = time.thread_time if spare else time.process_time
     x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
     bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)] if me == d else []
-    _dist.barrier(300.0, "calibrate: host costs")
+    _dist.barrier(timeout_s, "calibrate: host costs")
     t0 = clock()
     if me == s:
         works = [dist.isend(x.cpu() if staged else x, d, tag=i) for i in range(n)]
@@ -218,7 +218,8 @@ def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: 
 
 
 def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bool,
-                 spare: bool, names: Sequence[str], n: int = 16, rounds: int = 3) -> List[dict]:
+                 spare: bool, names: Sequence[str], timeout_s: float, n: int = 16,
+                 rounds: int = 3) -> List[dict]:
     """This rank's host cost per transfer, as sender and as receiver, for
     every ordered pair it is an end of and every size (median of rounds,
     after one warm-up round that touches the buffers)."""
@@ -230,9 +231,9 @@ def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bo
             for b in sizes:
                 if me not in (s, d):
                     for _ in range(rounds + 1):
-                        _dist.barrier(300.0, "calibrate: host costs")
+                        _dist.barrier(timeout_s, "calibrate: host costs")
                     continue
-                us = [_host_round(me, s, d, b, n, dev, staged, spare)
+                us = [_host_round(me, s, d, b, n, dev, staged, spare, timeout_s)
                       for _ in range(rounds + 1)][1:]
                 rows.append({"src": names[s], "dst": names[d], "bytes": b,
                              "side": "send" if me == s else "recv",
@@ -502,7 +503,7 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         _log(me, "host cost of transfers: each end's %s time per transfer" %
              ("calling thread's" if spare else "process's (gloo's threads share the cores)"))
         host_mine = measure_host(me, world, [b for b in a.sizes if b <= 1 << 22], dev, staged,
-                                 spare, names)
+                                 spare, names, a.timeout)
         gathered = [None] * world
         dist.all_gather_object(gathered, host_mine)
         host_rows = [r for g in gathered for r in g]
