@@ -1,21 +1,29 @@
 """Real runs against the simulator (issue 31): on this machine, 2 ranks x 1
-thread under torchrun, a cluster calibrated by `opplace.torch calibrate`,
-each model exported with op times measured on one CPU thread, placed by
-every fast placer and auto, and run for real by `opplace.torch run`.
+thread under torchrun, a cluster calibrated by `opplace.torch calibrate
+--model`, each model exported with op times measured on one CPU thread and
+placed by every fast placer and auto; then one `opplace.torch run` job runs
+every distinct placement of the model, their steps interleaved round by
+round, and measures the simulator's inputs between the rounds (`--measure`:
+op times on one device, device speeds, the compute the ranks share).
 
-Per model and placement: the simulated step of the schedule the run
-executed (with the calibrated cluster, and without its links' host costs,
-the simulator's model before rule 5.9), the measured step (median of the
-timed steps, every rank starting each step at one instant) and the error;
-per model the Spearman rank correlation of simulated and measured steps
-over the distinct placements; and whether every placement simulated >= 20 %
-faster than one device was measured faster than one device.
+Per model and placement: the measured step (median of the timed rounds,
+every rank starting each step at one instant), the simulated step of the
+schedule the run executed with those in-situ inputs, and ablations: with
+export's op times and calibrate's cluster (taken minutes before), with
+calibrate's shared compute, without the links' host costs (rule 5.9),
+without shared compute (rule 5.8), and with rule 5.8's all/alone fitted
+to the model's other placements and to the other models' runs.  Per model
+the Spearman rank correlation of simulated and measured steps, and whether
+every placement simulated >= 20 % faster than one device was measured
+faster than one device.
 
 usage: python bench/fidelity_real.py [--models a,b] [--placers a,b]
-           [--steps N] [--warmup N] [--out DIR]   (bench/fidelity_real.sh)
+           [--steps N] [--warmup N] [--out DIR] [--reuse] [--report-only]
+       (bench/fidelity_real.sh)
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -71,16 +79,26 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--placers", default=",".join(PLACERS))
-    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=20, help="timed rounds (default 20)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reuse", action="store_true",
+                    help="keep --out's calibrated clusters, exported graphs and placements "
+                    "where present: only the real runs again")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "out", "fidelity_real"))
     ap.add_argument("--opplace", default=os.environ.get("OPPLACE",
                                                         os.path.join(ROOT, "build", "opplace")))
     ap.add_argument("--python", default=os.path.join(ROOT, ".venv", "bin", "python"))
     ap.add_argument("--cluster", help="a calibrated cluster to use for every model instead of "
                     "calibrating (by default each model's: calibrate --model)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only the tables again, from --out's results.json")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
+    if a.report_only:
+        rows = json.load(open(os.path.join(a.out, "results.json")))
+        fit_shared(rows, a.opplace, a.out)
+        report(rows, a)
+        return
     opp, py = a.opplace, a.python
     torchrun = [py, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone"]
     say = lambda m: print("fidelity_real: " + m, file=sys.stderr, flush=True)  # noqa: E731
@@ -89,21 +107,23 @@ def main():
         factory, inputs = MODELS[name]
         ins = [x for i in inputs for x in ("--input", i)]
         c = a.cluster or os.path.join(a.out, name + ".cluster.json")
-        if not a.cluster:
+        if not a.cluster and not (a.reuse and os.path.exists(c)):
             say("%s: calibrating 2 ranks x 1 thread, shared compute with its own step" % name)
             sh(torchrun + ["-m", "opplace.torch", "calibrate", "--threads", "1", "--model",
                            factory, *ins, "-o", c], env=env())
-        c0, cs = ablations(c, os.path.join(a.out, name))
         g = os.path.join(a.out, name + ".json")
-        say("%s: export, op times measured on 1 thread" % name)
-        sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
-            "--threads", "1", "--repeat", "5", "-o", g], env=env())
-        seen = {}
+        if not (a.reuse and os.path.exists(g)):
+            say("%s: export, op times measured on 1 thread" % name)
+            sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
+                "--threads", "1", "--repeat", "5", "-o", g], env=env())
+        seen, distinct = {}, []
         for algo in a.placers.split(","):
             p = os.path.join(a.out, "%s.%s.json" % (name, algo))
             extra = ["--budget-seconds", "5"] if algo == "auto" else []
             try:
-                sh([opp, "place", g, "--cluster", c, "--algo", algo, "-o", p, "--quiet", *extra])
+                if not (a.reuse and os.path.exists(p)):
+                    sh([opp, "place", g, "--cluster", c, "--algo", algo, "-o", p, "--quiet",
+                        *extra])
             except RuntimeError as e:
                 say("%s %s: %s" % (name, algo, str(e).splitlines()[-1]))
                 continue
@@ -112,32 +132,58 @@ def main():
             if key in seen:
                 seen[key]["placers"].append(algo)
                 continue
-            r = os.path.join(a.out, "%s.%s.run.json" % (name, algo))
-            t0 = time.time()
-            sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
-                           "--placement", p, "--cluster", c, "--threads", "1",
-                           "--steps", str(a.steps), "--warmup", str(a.warmup), "--json", r],
-               env=env(), timeout=1800)
-            res = json.load(open(r))
-            executed = os.path.join(a.out, "%s.%s.executed.json" % (name, algo))
-            json.dump(dict(pd, order=res["executed_order"]), open(executed, "w"))
-            sim0, sims = (json.loads(sh([opp, "simulate", g, "--placement", executed,
-                                         "--cluster", cx, "--json"]))["step_time_us"]
-                          for cx in (c0, cs))
-            row = {"model": name, "placers": [algo], "devices": len(set(pd["device_of"].values())),
-                   "simulated_us": res["simulated_step_us"], "simulated_nohost_us": sim0,
-                   "simulated_noshared_us": sims,
-                   "measured_us": res["measured_step_us"], "steps_us": res["steps_us"],
-                   "order": res["order"], "breakdown": res.get("breakdown", [])}
-            seen[key] = row
-            rows.append(row)
-            say("%s %-12s simulated %9.0f us (no host cost %9.0f)  measured %9.0f us  (%.0f s)"
-                % (name, algo, row["simulated_us"], sim0, row["measured_us"], time.time() - t0))
+            seen[key] = {"model": name, "placers": [algo], "path": p, "placement": pd,
+                         "devices": len(set(pd["device_of"].values()))}
+            distinct.append(seen[key])
+        # one job runs every distinct placement, their steps interleaved round by
+        # round, and measures the simulator's inputs between the rounds (op times
+        # on one device, the compute the ranks share): the machine's speed moves
+        # by 10-20 % within minutes (RESULTS), and each placement and the inputs
+        # of its simulation then see the same machine
+        r = os.path.join(a.out, name + ".run.json")
+        insitu = os.path.join(a.out, name + ".insitu")
+        t0 = time.time()
+        say("%s: running %d placements for real, interleaved, %d rounds"
+            % (name, len(distinct), a.steps))
+        sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
+                       *[x for d in distinct for x in ("--placement", d["path"])],
+                       "--cluster", c, "--threads", "1", "--steps", str(a.steps),
+                       "--warmup", str(a.warmup), "--measure", insitu, "--json", r],
+           env=env(), timeout=3600)
+        ig, ic = os.path.join(insitu, "graph.json"), os.path.join(insitu, "cluster.json")
+        c0, cs = ablations(ic, os.path.join(a.out, name))
+        runs = json.load(open(r))
+        runs = runs["runs"] if "runs" in runs else [runs]
+        for d, res in zip(distinct, runs):
+            executed = os.path.join(a.out, "%s.%s.executed.json" % (name, d["placers"][0]))
+            json.dump(dict(d.pop("placement"), order=res["executed_order"]), open(executed, "w"))
+            sim = {}
+            for key, graph, cx in (("simulated_us", ig, ic), ("simulated_export_us", g, c),
+                                   ("simulated_calibrated_shared_us", ig, c),
+                                   ("simulated_nohost_us", ig, c0),
+                                   ("simulated_noshared_us", ig, cs)):
+                sim[key] = json.loads(sh([opp, "simulate", graph, "--placement", executed,
+                                          "--cluster", cx, "--json"]))["step_time_us"]
+            times = {o["name"]: o["time_us"]["cpu"] for o in json.load(open(ig))["ops"]}
+            speed = [x.get("speed", 1.0) for x in json.load(open(ic))["devices"]]
+            d["insitu_ops_us"] = [sum(times[o] for o in res["executed_order"].get(dev["name"], []))
+                                  / sp for dev, sp in zip(json.load(open(ic))["devices"], speed)]
+            d.update(sim, measured_us=res["measured_step_us"], steps_us=res["steps_us"],
+                     losses=res["losses"], order=res["order"],
+                     breakdown=res.get("breakdown", []))
+            d.pop("path")
+            d.update(executed=executed, graph=ig, cluster=ic)
+            rows.append(d)
+            say("%s %-12s simulated %9.0f us (export's op times %9.0f)  measured %9.0f us"
+                % (name, "/".join(d["placers"]), d["simulated_us"], d["simulated_export_us"],
+                   d["measured_us"]))
+        say("%s: %.0f s" % (name, time.time() - t0))
     res = os.path.join(a.out, "results.json")
     done = {r["model"] for r in rows}
     if os.path.exists(res):  # the other models' rows of an earlier run stay
         rows = [r for r in json.load(open(res))
-                if r["model"] not in done and "simulated_noshared_us" in r] + rows
+                if r["model"] not in done and "simulated_export_us" in r] + rows
+    fit_shared(rows, opp, a.out)
     json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
 
@@ -157,13 +203,56 @@ def ablations(c, stem):
     return out
 
 
+SHARED_GRID = [round(0.40 + 0.04 * i, 2) for i in range(16)]  # all / alone, 0.40 .. 1.00
+
+
+def fit_shared(rows, opp, out):
+    """How much of what is left rule 5.8 explains: each placement simulated
+    with its model's in-situ cluster but the ranks' shared compute (all /
+    alone) set to each value of SHARED_GRID; the value fitting a set of
+    runs best (least squared log error) is then fitted on the model's other
+    placements (leave one out: `simulated_fit_us`) and on the other models'
+    runs (one value for the machine: `simulated_machine_us`); `shared_fit`
+    is the value fitting all of a model's runs."""
+    for m in dict.fromkeys(r["model"] for r in rows):
+        rs = [r for r in rows if r["model"] == m]
+        doc = json.load(open(rs[0]["cluster"]))
+        for q in SHARED_GRID:
+            c = dict(doc, shared=[dict(g, all=g["alone"] * q) for g in doc.get("shared", [])])
+            path = os.path.join(out, "%s.cluster_q%.2f.json" % (m, q))
+            json.dump(c, open(path, "w"))
+            for r in rs:
+                r.setdefault("sims_by_q", {})["%.2f" % q] = json.loads(sh(
+                    [opp, "simulate", r["graph"], "--placement", r["executed"], "--cluster",
+                     path, "--json"]))["step_time_us"]
+            os.remove(path)
+        for r in rs:
+            r["shared_insitu"] = (doc["shared"][0]["all"] / doc["shared"][0]["alone"]
+                                  if doc.get("shared") else 1.0)
+
+    def best(fit):
+        return min(("%.2f" % q for q in SHARED_GRID), key=lambda q: sum(
+            math.log(r["sims_by_q"][q] / r["measured_us"]) ** 2 for r in fit))
+    for i, r in enumerate(rows):
+        q = best([x for j, x in enumerate(rows) if x["model"] == r["model"] and j != i])
+        r["simulated_fit_us"] = r["sims_by_q"][q]
+        q = best([x for x in rows if x["model"] != r["model"]])
+        r["simulated_machine_us"], r["shared_machine"] = r["sims_by_q"][q], float(q)
+        r["shared_fit"] = float(best([x for x in rows if x["model"] == r["model"]]))
+
+
 def err(r, key="simulated_us"):
     return (r[key] - r["measured_us"]) / r["measured_us"]
 
 
 def report(rows, a):
-    variants = (("simulated_us", "all rules"), ("simulated_nohost_us", "without host costs (5.9)"),
-                ("simulated_noshared_us", "without shared compute (5.8)"))
+    variants = (("simulated_us", "all rules"),
+                ("simulated_export_us", "export's op times and calibrate's cluster (before)"),
+                ("simulated_calibrated_shared_us", "calibrate's shared compute (5.8)"),
+                ("simulated_nohost_us", "without host costs (5.9)"),
+                ("simulated_noshared_us", "without shared compute (5.8)"),
+                ("simulated_fit_us", "shared compute fitted to the model's other placements"),
+                ("simulated_machine_us", "shared compute fitted to the other models' runs"))
     print("| model | placers | devices | measured (ms) | simulated (ms) | error | %s |"
           % " | ".join("%s: error" % v for _, v in variants[1:]))
     print("|---|---|---:|---:|---:|---:|%s" % ("---:|" * (len(variants) - 1)))
@@ -173,10 +262,11 @@ def report(rows, a):
             r["simulated_us"] / 1e3, 100 * err(r),
             " | ".join("%.1f: %+.1f %%" % (r[k] / 1e3, 100 * err(r, k)) for k, _ in variants[1:])))
     print()
-    print("| model | one device: simulated / measured (ms) | Spearman | %s | simulated >= 20 %% "
-          "faster than one device: measured faster? |"
+    print("| model | one device: simulated / measured (ms) | shared all / alone: in situ, fitted, "
+          "fitted to the other models "
+          "| Spearman | %s | simulated >= 20 %% faster than one device: measured faster? |"
           % " | ".join("Spearman %s" % v for _, v in variants[1:]))
-    print("|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
+    print("|---|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)
@@ -188,22 +278,27 @@ def report(rows, a):
                                                "yes" if r["measured_us"] < one["measured_us"]
                                                else "NO"))
         meas = [r["measured_us"] for r in rs]
-        print("| %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s |" % (
             m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
-            else "-", "%.2f" % spearman([r["simulated_us"] for r in rs], meas),
+            else "-", "%.2f, %.2f, %.2f" % (rs[0]["shared_insitu"], rs[0]["shared_fit"],
+                                             rs[0]["shared_machine"])
+            if "shared_fit" in rs[0] else "-",
+            "%.2f" % spearman([r["simulated_us"] for r in rs], meas),
             " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),
             "; ".join(promise) or "none promised"))
     print()
-    print("Where the time went in the last timed step of each placement off by more than 15 %"
-          " (per rank: its ops measured / the graph's times for them, waits for receives, the"
-          " rest: posting, sending, the loop; its idle time after its last op; ms):")
+    print("Where the time went in the median step of each placement off by more than 15 %"
+          " (per rank: its ops measured / their in-situ one-device times, waits for receives,"
+          " posting receives and sending, the rest of the loop, its idle time after its last"
+          " op; ms):")
     print()
     for r in rows:
         if abs(err(r)) <= 0.15:
             continue
-        parts = ["rank %d ops %.1f / %.1f, waits %.1f, rest %.1f, idle %.1f" % (
-            b["rank"], b["ops_us"] / 1e3, b["graph_ops_us"] / 1e3, b["recv_wait_us"] / 1e3,
-            b["other_us"] / 1e3, b.get("idle_us", 0) / 1e3) for b in r.get("breakdown", [])]
+        parts = ["rank %d ops %.1f / %.1f, waits %.1f, send %.1f, rest %.1f, idle %.1f" % (
+            b["rank"], b["ops_us"] / 1e3, alone / 1e3, b["recv_wait_us"] / 1e3,
+            b.get("send_us", 0) / 1e3, b["other_us"] / 1e3, b.get("idle_us", 0) / 1e3)
+            for b, alone in zip(r.get("breakdown", []), r.get("insitu_ops_us", []))]
         print("* %s %s (%+.0f %%): %s" % (r["model"], "/".join(r["placers"]), 100 * err(r),
                                         "; ".join(parts)))
     print()

@@ -161,13 +161,18 @@ class RunTest(unittest.TestCase):
         trace = tt.load(os.path.join(self.d, "t.json"))
         ranks = {e["tid"] for e in trace["traceEvents"] if e["ph"] == "X"}
         self.assertEqual(ranks, {0, 1})
-        # the last step's time, rank by rank: every op once, parts within the step
         self.assertEqual(len(res["start_late_us"]), 3)
         b = res["breakdown"]
         self.assertEqual([x["rank"] for x in b], [0, 1])
         self.assertEqual(sum(x["ops"] for x in b), len(self.graph["ops"]))
+        # the median step's time, rank by rank: every op once, parts within the step
+        mid = res["median_step"]
+        self.assertEqual(sorted(res["steps_us"])[(len(res["steps_us"]) - 1) // 2],
+                         res["steps_us"][mid])
+        self.assertEqual(b, res["steps_breakdown"][mid])
         for x in b:
-            self.assertLessEqual(x["ops_us"] + x["recv_wait_us"], res["steps_us"][-1] * 1.001)
+            self.assertLessEqual(x["ops_us"] + x["recv_wait_us"] + x["send_us"] +
+                                 x["other_us"] + x["idle_us"], res["steps_us"][mid] * 1.001)
             self.assertGreater(x["graph_ops_us"], 0)
         return res
 
@@ -185,6 +190,52 @@ class RunTest(unittest.TestCase):
                              lambda a: TORCHRUN + ["--nproc-per-node", "2", "--master-port",
                                                    str(free_port())] + a)
         self.assertEqual(res["order"], "program")
+
+    def test_interleaved_placements_and_measured_inputs(self):
+        """Two placements in one job, their steps interleaved: each trains as
+        one device does; --measure writes the graph and cluster with the op
+        times and shared compute measured between the rounds, which the
+        simulator takes."""
+        out, meas = os.path.join(self.d, "il.json"), os.path.join(self.d, "measured")
+        a = run_args(self.d, os.path.join(self.d, "p.json"),
+                     ["--placement", os.path.join(self.d, "split.json"), "--json", out,
+                      "--measure", meas])
+        r = subprocess.run(TORCHRUN + ["--nproc-per-node", "2", "--master-port",
+                                       str(free_port())] + a,
+                           capture_output=True, text=True, env=env(), timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        res = tt.load(out)
+        self.assertTrue(res["interleaved"])
+        self.assertEqual([os.path.basename(x["placement"]) for x in res["runs"]],
+                         ["p.json", "split.json"])
+        for x in res["runs"]:
+            self.assertEqual(len(x["steps_us"]), 3)
+            torch.testing.assert_close(torch.tensor(x["losses"]),
+                                       torch.tensor(self.ref_losses), rtol=1e-5, atol=1e-6)
+        g = tt.load(os.path.join(meas, "graph.json"))
+        c = tt.load(os.path.join(meas, "cluster.json"))
+        self.assertEqual([o["name"] for o in g["ops"]], [o["name"] for o in self.graph["ops"]])
+        self.assertEqual(g["edges"], self.graph["edges"])
+        self.assertIn("run --measure", g["torch"]["times_source"])
+        moved = [o for o, e in zip(g["ops"], self.graph["ops"]) if o["time_us"] != e["time_us"]]
+        self.assertEqual(len(moved), len(g["ops"]), "an op kept its estimated time")
+        self.assertTrue(all(o["time_us"]["cpu"] >= 0 for o in g["ops"]))
+        (grp,) = c["shared"]
+        self.assertEqual(grp["devices"], ["cpu:0", "cpu:1"])
+        self.assertTrue(0 < grp["all"] <= grp["alone"])
+        self.assertEqual(c["devices"][0]["speed"], 1.0)
+        self.assertGreater(c["devices"][1]["speed"], 0)
+        self.assertEqual(c["default_link"], {"latency_us": 50.0, "us_per_byte": 1e-3})
+        sim = json.loads(tt.opplace("simulate", os.path.join(meas, "graph.json"), "--placement",
+                                    os.path.join(self.d, "p.json"), "--cluster",
+                                    os.path.join(meas, "cluster.json"), "--json").stdout)
+        self.assertGreater(sim["step_time_us"], 0)
+        # a trace shows one placement
+        r = subprocess.run(TORCHRUN + ["--nproc-per-node", "2", "--master-port",
+                                       str(free_port())] + a + ["--trace", "t.json"],
+                           capture_output=True, text=True, env=env(), timeout=300)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--trace and --save-params take one --placement", r.stderr)
 
     def test_two_nodes(self):
         port = free_port()

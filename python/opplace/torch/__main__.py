@@ -241,12 +241,23 @@ def main(argv=None):
                                    "started by torchrun (docs/pytorch.md \"Run a placement\")")
     common(r)
     r.add_argument("--graph", required=True)
-    r.add_argument("--placement", required=True)
+    r.add_argument("--placement", required=True, action="append",
+                   help="the placement to run; given several times, their steps interleave "
+                        "(each round runs one step of every placement: a fair comparison on "
+                        "a machine whose speed moves)")
     r.add_argument("--cluster", required=True, help="rank i runs device i of this file")
-    r.add_argument("--steps", type=int, default=10, help="timed steps (default 10)")
+    r.add_argument("--steps", type=int, default=10,
+                   help="timed steps (rounds, with several placements; default 10)")
     r.add_argument("--warmup", type=int, default=3, help="untimed steps first (default 3)")
+    r.add_argument("--measure", metavar="DIR",
+                   help="also measure what the simulator takes as input, in rounds between "
+                        "the placements' steps: op times on one device of each kind (as "
+                        "export --times measure) and the compute the ranks share (as "
+                        "calibrate --model); write DIR/graph.json and DIR/cluster.json, the "
+                        "given files with those numbers in place")
     r.add_argument("--json", help="write the results (measured and simulated step, losses)")
-    r.add_argument("--trace", help="write each rank's measured timeline (Perfetto JSON)")
+    r.add_argument("--trace", help="write each rank's measured timeline, of the median step "
+                                   "(Perfetto JSON; one placement)")
     r.add_argument("--save-params", help="write every parameter after the last step "
                                          "(torch.save of a name -> tensor dict)")
     r.add_argument("--timeout", type=float, default=300.0,
@@ -261,6 +272,8 @@ def main(argv=None):
     elif a.cmd == "run":
         if a.steps < 1 or a.warmup < 0:
             ap.error("--steps must be positive and --warmup not negative")
+        if len(a.placement) > 1 and (a.trace or a.save_params):
+            ap.error("--trace and --save-params take one --placement")
         cmd_run(a)
     else:
         cmd_measure(a)

@@ -188,33 +188,53 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
     return rows
 
 
+def _busy(seconds: float, a: torch.Tensor) -> None:
+    """Compute for about `seconds` on this thread (small matmuls)."""
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        torch.mm(a, a)
+
+
 def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
-                spare: bool, timeout_s: float) -> float:
-    """CPU time in us per transfer on this rank's end of n transfers s -> d
-    of nbytes, made as the executor makes them (opplace.torch run): the
-    receiver posts its irecvs into buffers it keeps, the sender isends one
-    after another (a GPU tensor staged through host memory), both wait.
-    spare: the node has cores to spare for gloo's own threads, so only the
-    calling thread's time is taken from the device; else the whole
-    process's (those threads then run on the cores that compute)."""
+                spare: bool, timeout_s: float, gap_s: float = 5e-4) -> float:
+    """This rank's host time in us per transfer on its end of n transfers
+    s -> d of nbytes, made as the executor makes them within a step
+    (opplace.torch run): both ranks compute between the transfers, the
+    sender isends one after each `gap_s` of compute (a GPU tensor staged
+    through host memory), the receiver has posted its irecvs into buffers it
+    keeps and waits for them at the end.  The sender's cost is its thread's
+    wall time inside the send calls (on a busy node a send's copy into the
+    socket waits for a core; measured 2-3x its CPU time in tight loops);
+    the receiver's the CPU time its receives take (spare: the node has cores
+    to spare for gloo's own threads, so only the calling thread's, else the
+    whole process's, those threads then running on the cores that
+    compute), less that of its own computing."""
     clock = time.thread_time if spare else time.process_time
     x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
+    a = torch.randn(48, 48)
     bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)] if me == d else []
     _dist.barrier(timeout_s, "calibrate: host costs")
-    t0 = clock()
     if me == s:
-        works = [dist.isend(x.cpu() if staged else x, d, tag=i) for i in range(n)]
-    else:
-        works = [dist.irecv(b, s, tag=i) for i, b in enumerate(bufs)]
+        works, inside = [], 0.0
+        for _ in range(n):
+            _busy(gap_s, a)
+            t0 = time.perf_counter()
+            works.append(dist.isend(x.cpu() if staged else x, d, tag=len(works)))
+            inside += time.perf_counter() - t0
         for w in works:
             w.wait()
-        works = []
-        if staged:
-            for b in bufs:
-                b.to(dev)
+        return inside * 1e6 / n
+    c0 = clock()
+    works = [dist.irecv(b, s, tag=i) for i, b in enumerate(bufs)]
+    own = time.thread_time()
+    _busy(n * gap_s, a)
+    own = time.thread_time() - own
     for w in works:
         w.wait()
-    return (clock() - t0) * 1e6 / n
+    if staged:
+        for b in bufs:
+            b.to(dev)
+    return max(clock() - c0 - own, 0.0) * 1e6 / n
 
 
 def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bool,
@@ -237,7 +257,7 @@ def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bo
                       for _ in range(rounds + 1)][1:]
                 rows.append({"src": names[s], "dst": names[d], "bytes": b,
                              "side": "send" if me == s else "recv",
-                             "cpu_us": statistics.median(us)})
+                             "host_us": statistics.median(us)})
     return rows
 
 
@@ -255,7 +275,7 @@ def fit_host(rows: Sequence[dict], names: Sequence[str]) -> dict:
                 pts = [r for r in rows if r["src"] == s and r["dst"] == d and r["side"] == side]
                 if len(pts) < 2:
                     continue
-                a, b, _ = linear_fit([r["bytes"] for r in pts], [r["cpu_us"] for r in pts])
+                a, b, _ = linear_fit([r["bytes"] for r in pts], [r["host_us"] for r in pts])
                 h[side + "_us"] = max(a, 0.0)
                 h[side + "_us_per_byte"] = max(b, 0.0)
             if h:
@@ -540,7 +560,8 @@ def run(a: argparse.Namespace) -> Optional[dict]:
             "compute": [{"device": n, "host": r["host"], "alone": r["alone"],
                          "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
-            "host": {"clock": "thread" if spare else "process", "rows": host_rows},
+            "host": {"clock": "thread" if spare else "process", "send": "wall time in the calls",
+                     "gap_us": 500, "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
                                  "all": g["measured_all"]} for g in groups]}
         _write_json(a.output, doc)
@@ -574,7 +595,9 @@ def _report(doc: dict, path: str) -> None:
             print("  %-16s %12.3f %14.4g %10.3f %8.4f" % (
                 "%s->%s" % (f["src"], f["dst"]), l["latency_us"], l["us_per_byte"], bw, f["r2"]))
     if any("send_us" in l or "recv_us" in l for l in doc["links"]):
-        print("host cost per transfer (%s time; formats.md 5.9):" % cal["host"]["clock"])
+        print("host cost per transfer (sender: wall time in its send calls; receiver: %s CPU "
+              "time; both ranks computing between transfers; formats.md 5.9):"
+              % cal["host"]["clock"])
         print("  %-16s %10s %14s %10s %14s" % ("pair", "send_us", "send_us/B", "recv_us",
                                                 "recv_us/B"))
         for l in doc["links"]:

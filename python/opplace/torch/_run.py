@@ -203,7 +203,11 @@ class PlacedStep:
     def __init__(self, model: nn.Module, example_inputs: tuple, graph_path: str,
                  placement_path: str, cluster_path: str, loss_fn: Callable,
                  optimizer: Callable[[list], torch.optim.Optimizer], device: torch.device,
-                 timeout_s: float = 300.0, say: Callable[[str], None] = lambda m: None):
+                 timeout_s: float = 300.0, say: Callable[[str], None] = lambda m: None,
+                 cap: Optional[Capture] = None):
+        """`cap`: the model's captured step, if already captured (several
+        placements of one model share it; each step keeps its own copy of
+        the parameters it owns, so the model itself is never changed)."""
         graph = _load(graph_path, "opplace-graph")
         placement = _load(placement_path, "opplace-placement")
         cluster = _load(cluster_path, "opplace-cluster")
@@ -211,9 +215,10 @@ class PlacedStep:
             raise RunError("%s was not made by the aten capture (torch.capture is %r); export "
                            "it again with torch 2.x (capture='aten')"
                            % (graph_path, (graph.get("torch") or {}).get("capture")))
-        t0 = time.perf_counter()
-        cap = capture(model, tuple(example_inputs), loss_fn, say=say)
-        say("captured the step in %.1f s" % (time.perf_counter() - t0))
+        if cap is None:
+            t0 = time.perf_counter()
+            cap = capture(model, tuple(example_inputs), loss_fn, say=say)
+            say("captured the step in %.1f s" % (time.perf_counter() - t0))
         world = dist.get_world_size()
         self._setup(cap, plan(cap, graph, placement, cluster, world,
                               (graph_path, placement_path, cluster_path)),
@@ -306,7 +311,10 @@ class PlacedStep:
         x = self._wire(value)
         if isinstance(t.key, fx.Node) and t.key in self.mutated and x is value:
             x = x.clone()  # a later in-place op must not change what is in flight
+        b0 = self.clock() if self.record else 0.0
         sends.append((dist.isend(x, dst=t.dst, tag=t.tid), x, t))
+        if self.record:
+            self.timeline.append((_key_name(t.key), "send", b0, self.clock() - b0))
 
     def __call__(self, inputs: Optional[tuple]) -> Optional[torch.Tensor]:
         cap, plan_ = self.cap, self.plan
@@ -315,7 +323,10 @@ class PlacedStep:
             env[cap.placeholders[n]] = p.detach()
         for n, b in self.buffers.items():
             env[cap.placeholders[n]] = b
+        b0 = self.clock() if self.record else 0.0
         recvs = self._post_receives()
+        if self.record and self.incoming:
+            self.timeline.append(("post receives", "send", b0, self.clock() - b0))
         sends: list = []
         clock = self.clock
         for t in self.outgoing.get("", []):
@@ -399,9 +410,23 @@ def measure_op_times(cap: Capture, model: nn.Module, example: tuple, optimizer: 
         if r:
             steps.append(clock() - t0)
             for name, kind, _, dur in step.timeline:
-                times.setdefault(name, []).append(dur)
+                if kind == "op":
+                    times.setdefault(name, []).append(dur)
         say("measured step %d of %d%s" % (r + 1, repeat + 1, " (warm-up)" if r == 0 else ""))
-    return {k: median(v) for k, v in times.items()}, median(steps)
+    return step_op_times(times, steps), median(steps)
+
+
+def step_op_times(times: dict, steps: list) -> dict:
+    """{op: us} from each op's durations over whole steps (`times`) and the
+    steps' (`steps`): each op's median, scaled so that the ops add up to the
+    median step.  A machine's noise skews durations to the right, so the sum
+    of per-op medians falls short of a typical step (by 2-8 % on this VM,
+    the median over each op missing the slow moments that every step has
+    some of); the scale keeps the ops' proportions and the step's total."""
+    med = {k: median(v) for k, v in times.items()}
+    total = sum(med.values())
+    scale = median(steps) / total if total > 0 and steps else 1.0
+    return {k: v * scale for k, v in med.items()}
 
 
 def _key_name(key: Any) -> str:
@@ -442,6 +467,12 @@ def median(xs: list) -> float:
     return float(statistics.median(xs)) if xs else 0.0
 
 
+def median_index(xs: list) -> int:
+    """The index of a median element of xs (the lower one of an even count)."""
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    return order[(len(xs) - 1) // 2] if xs else 0
+
+
 def run_cli(a, build_model: Callable, make_inputs: Callable, loss_fn: Callable) -> int:
     """`torchrun ... -m opplace.torch run`: returns the process exit code."""
     import sys
@@ -479,6 +510,147 @@ def _say_rank0(rank: int) -> Callable[[str], None]:
         if rank == 0 else (lambda m: None)
 
 
+@dataclasses.dataclass
+class _Runs:
+    """One placement's step on this rank and what its timed steps measured."""
+    path: str
+    step: PlacedStep
+    holds_inputs: bool
+    steps_us: list = dataclasses.field(default_factory=list)
+    losses: list = dataclasses.field(default_factory=list)
+    late_us: list = dataclasses.field(default_factory=list)
+    lines: list = dataclasses.field(default_factory=list)   # each timed step's timeline
+    starts: list = dataclasses.field(default_factory=list)  # and its start
+
+
+class _Meter:
+    """What the simulator takes as input about this machine, measured in
+    rounds between the placements' steps, under the machine's conditions of
+    the steps they are to predict (on a shared VM the compute speed moves by
+    10-20 % within minutes): each device kind's op times, as `export
+    --times measure` takes them (the executor on one device, each op from
+    the end of the one before; the first rank of each kind), and the
+    compute the ranks share, as `calibrate --model` takes it (every rank's
+    one-device step alone, the others waiting at a barrier, then all at
+    once)."""
+
+    def __init__(self, cap: Capture, model: nn.Module, optimizer, device: torch.device,
+                 rank: int, world: int, kinds: list):
+        self.first: dict = {}
+        for r, k in enumerate(kinds):
+            self.first.setdefault(k, r)
+        self.rank, self.world, self.kind = rank, world, kinds[rank]
+        self.step = PlacedStep.one_device(cap, model, optimizer, device)
+        self.step.contiguous = True
+        self.times: dict = {}
+        self.alone: list = []
+        self.together: list = []
+
+    def _one(self, inputs: tuple, record: bool) -> float:
+        self.step.record = record
+        self.step.timeline = []
+        t0 = _now_us()
+        self.step(inputs)
+        if self.step.device.type == "cuda":
+            torch.cuda.synchronize(self.step.device)
+        us = _now_us() - t0
+        for name, kind, _, dur in self.step.timeline:
+            if kind == "op":
+                self.times.setdefault(name, []).append(dur)
+        return us
+
+    def round(self, inputs: tuple, timed: bool, timeout_s: float) -> None:
+        for r in range(self.world):
+            if r == self.rank:
+                us = self._one(inputs, timed and self.first[self.kind] == r)
+                if timed:
+                    self.alone.append(us)
+            _dist.barrier(timeout_s, "timing the one-device step alone")
+        if self.world > 1:
+            _dist.start_together(timeout_s)
+            us = self._one(inputs, False)
+            if timed:
+                self.together.append(us)
+            _dist.barrier(timeout_s, "timing the one-device step on every rank at once")
+
+    def result(self) -> dict:
+        """This rank's: op medians (the first rank of its kind), and its
+        one-device steps per second alone and with every rank at once."""
+        alone = 1e6 / median(self.alone)
+        return {"kind": self.kind, "alone": alone,
+                "all": 1e6 / median(self.together) if self.together else alone,
+                "times": (step_op_times(self.times, self.alone)
+                          if self.first[self.kind] == self.rank else None)}
+
+
+def measured_inputs(graph: dict, cluster: dict, results: list, hosts: list,
+                    note: str) -> tuple:
+    """(graph, cluster) with the meters' numbers in place of the given
+    ones: each kind's op times (measured on its first rank), each device's
+    speed against that rank's (its one-device steps alone: processes and
+    vCPUs of one kind differ by up to 10 % on a shared VM), and the shared
+    compute of the cpu ranks of one host (formats.md 5.8, as calibrate
+    groups them)."""
+    from ._calibrate import shared_groups
+    g = with_op_times(graph, [(r["kind"], r["times"]) for r in results if r["times"]], note)
+    names = [d["name"] for d in cluster["devices"]][:len(results)]
+    infos = [dict(r, host=h) for r, h in zip(results, hosts)]
+    c = json.loads(json.dumps(cluster))
+    first: dict = {}
+    for d, r in zip(c["devices"], results):  # the op times are the first rank's own
+        d["speed"] = r["alone"] / first.setdefault(r["kind"], r["alone"])
+    c["shared"] = [{k: gr[k] for k in ("devices", "alone", "all")}
+                   for gr in shared_groups(infos, names)]
+    if not c["shared"]:
+        del c["shared"]
+    c.setdefault("calibration", {})["shared_in_situ"] = {
+        "by": note, "compute": [{"device": n, "alone": r["alone"], "all": r["all"]}
+                                for n, r in zip(names, results)]}
+    return g, c
+
+
+def with_op_times(graph: dict, measured: list, note: str) -> dict:
+    """graph with each op's time for a kind replaced by `measured`'s
+    ((kind, {op: us}) pairs) where it has one."""
+    out = json.loads(json.dumps(graph))
+    for kind, times in measured:
+        for o in out["ops"]:
+            if o["name"] not in times:
+                continue
+            t = o.get("time_us")
+            o["time_us"] = dict(t, **{kind: times[o["name"]]}) if isinstance(t, dict) \
+                else {kind: times[o["name"]]}
+    out.setdefault("torch", {})["times"] = "measure"
+    out["torch"]["times_source"] = note
+    return out
+
+
+def _step_once(run: _Runs, inputs: tuple, device: torch.device, timed: bool,
+               timeout_s: float) -> tuple:
+    """One step of run's placement, every rank starting it at one instant:
+    (the slowest rank's time in us, the loss summed over ranks)."""
+    run.step.record = timed  # every timed step's timeline: the breakdown of each
+    run.step.timeline = []
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    t0, late = _dist.start_together(timeout_s)
+    loss = run.step(inputs if run.holds_inputs else None)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    el = torch.tensor([_dist.now_us() - t0, late,
+                       float(loss) if loss is not None else 0.0], dtype=torch.float64)
+    mx = el.clone()
+    dist.all_reduce(mx[:2], op=dist.ReduceOp.MAX)
+    dist.all_reduce(mx[2:], op=dist.ReduceOp.SUM)
+    run.losses.append(float(mx[2]))
+    if timed:
+        run.steps_us.append(float(mx[0]))
+        run.late_us.append(float(mx[1]))
+        run.lines.append(run.step.timeline)
+        run.starts.append(t0)
+    return float(mx[0]), float(mx[2])
+
+
 def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     from ._export import _optimizer_for
     say = _say_rank0(rank)
@@ -489,64 +661,90 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     inputs = make_inputs()
     graph = _load(a.graph, "opplace-graph")
     opt_name = (graph.get("torch") or {}).get("optimizer", "adam")
-    step = PlacedStep(model, inputs, a.graph, a.placement, a.cluster, loss_fn,
-                      lambda ps: _optimizer_for(opt_name, ps), device,
-                      timeout_s=a.timeout, say=say)
-    mine = [op for op in step.plan.order[rank]]
-    say("%d ranks; rank 0 runs %d ops; %d transfers per step"
-        % (world, len(mine), len(step.plan.transfers)))
-    holds_inputs = any(r == rank for r in step.plan.input_rank.values())
-    steps_us, losses, late_us = [], [], []
+    optimizer = lambda ps: _optimizer_for(opt_name, ps)  # noqa: E731
+    t0 = time.perf_counter()
+    cap = capture(model, tuple(inputs), loss_fn, say=say)
+    say("captured the step in %.1f s" % (time.perf_counter() - t0))
+    runs = []
+    for path in a.placement:
+        step = PlacedStep(model, inputs, a.graph, path, a.cluster, loss_fn, optimizer, device,
+                          timeout_s=a.timeout, say=say, cap=cap)
+        runs.append(_Runs(path, step, any(r == rank for r in step.plan.input_rank.values())))
+        say("%s: %d ranks; rank 0 runs %d ops; %d transfers per step"
+            % (path, world, len(step.plan.order[0]), len(step.plan.transfers)))
+    kinds = cluster_kinds(a.cluster, world)
+    meter = _Meter(cap, model, optimizer, device, rank, world, kinds) if a.measure else None
+    n = len(runs)
     for s in range(a.warmup + a.steps):
         timed = s >= a.warmup
-        step.record = timed and s == a.warmup + a.steps - 1  # the last step's timeline
-        if step.record:
-            step.timeline.clear()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0, late = _dist.start_together(a.timeout)
-        loss = step(inputs if holds_inputs else None)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        el = torch.tensor([_dist.now_us() - t0, late,
-                           float(loss) if loss is not None else 0.0], dtype=torch.float64)
-        mx = el.clone()
-        dist.all_reduce(mx[:2], op=dist.ReduceOp.MAX)
-        dist.all_reduce(mx[2:], op=dist.ReduceOp.SUM)
-        losses.append(float(mx[2]))
-        if timed:
-            steps_us.append(float(mx[0]))
-            late_us.append(float(mx[1]))
-        say("step %d of %d%s: %.0f us, loss %.6g" % (s + 1, a.warmup + a.steps,
-                                                   "" if timed else " (warm-up)",
-                                                   float(mx[0]), float(mx[2])))
-    timelines = [None] * world
-    dist.all_gather_object(timelines, step.timeline)
-    params = gather_params(step) if a.save_params else None
+        for i in range(n):  # interleaved, a new placement first each round
+            run = runs[(i + s) % n]
+            us, loss = _step_once(run, inputs, device, timed, a.timeout)
+            say("%sstep %d of %d%s: %.0f us, loss %.6g"
+                % (run.path + ": " if n > 1 else "", s + 1, a.warmup + a.steps,
+                   "" if timed else " (warm-up)", us, loss))
+        if meter is not None:
+            meter.round(inputs, timed, a.timeout)
+    gathered = []
+    for run in runs:
+        per_rank = [None] * world
+        dist.all_gather_object(per_rank, (run.lines, run.starts))
+        gathered.append(per_rank)
+    measured = None
+    if meter is not None:
+        import socket
+        measured = [None] * world
+        dist.all_gather_object(measured, (meter.result(), socket.gethostname()))
+    params = gather_params(runs[0].step) if a.save_params else None
     if rank != 0:
         return 0
-    result = {"measured_step_us": median(steps_us), "steps_us": steps_us, "losses": losses,
-              "start_late_us": late_us,
-              "ranks": world, "threads": a.threads, "warmup": a.warmup,
-              "placement": a.placement, "graph": a.graph, "cluster": a.cluster}
-    result.update(_simulated(a, step))
-    if result.get("simulated_step_us"):
-        result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
-    result["breakdown"] = breakdown(timelines, graph, cluster_kinds(a.cluster, world),
-                                    steps_us[-1] if steps_us else 0.0, t0)
-    if a.trace:
+    results = [_result(a, run, per_rank, graph, kinds)
+               for run, per_rank in zip(runs, gathered)]
+    if measured is not None:
+        g, c = measured_inputs(graph, _load(a.cluster, "opplace-cluster"),
+                               [m for m, _ in measured], [h for _, h in measured],
+                               "opplace.torch run --measure: %d rounds interleaved with %d "
+                               "placements' steps" % (a.steps, n))
+        os.makedirs(a.measure, exist_ok=True)
+        for name, doc in (("graph.json", g), ("cluster.json", c)):
+            with open(os.path.join(a.measure, name), "w") as f:
+                json.dump(doc, f, indent=1)
+                f.write("\n")
+    if a.trace and runs[0].steps_us:
         from ._dist import write_trace
-        write_trace(a.trace, timelines, [d["name"] for d in
-                                         _load(a.cluster, "opplace-cluster")["devices"]])
+        mid = results[0]["median_step"]
+        write_trace(a.trace, [lines[mid] for lines, _ in gathered[0]],
+                    [d["name"] for d in _load(a.cluster, "opplace-cluster")["devices"]])
     if a.save_params:
         torch.save(params, a.save_params)
-    text = json.dumps(result, indent=1)
+    doc = results[0] if n == 1 else {"interleaved": True, "steps": a.steps,
+                                      "warmup": a.warmup, "runs": results}
     if a.json:
         with open(a.json, "w") as f:
-            f.write(text + "\n")
-    print(json.dumps({k: result[k] for k in ("measured_step_us", "simulated_step_us")
-                      if k in result}))
+            f.write(json.dumps(doc, indent=1) + "\n")
+    short = [{k: r[k] for k in ("placement", "measured_step_us", "simulated_step_us") if k in r}
+             for r in results]
+    print(json.dumps(short[0] if n == 1 else short))
     return 0
+
+
+def _result(a, run: _Runs, per_rank: list, graph: dict, kinds: list) -> dict:
+    """What run's timed steps measured, next to the simulation of the
+    schedule they executed."""
+    result = {"measured_step_us": median(run.steps_us), "steps_us": run.steps_us,
+              "losses": run.losses, "start_late_us": run.late_us,
+              "ranks": len(per_rank), "threads": a.threads, "warmup": a.warmup,
+              "placement": run.path, "graph": a.graph, "cluster": a.cluster}
+    result.update(_simulated(a, run.path, run.step))
+    if result.get("simulated_step_us"):
+        result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
+    steps_bd = [breakdown([lines[i] for lines, _ in per_rank], graph, kinds, run.steps_us[i],
+                          [st[i] for _, st in per_rank]) for i in range(len(run.steps_us))]
+    mid = median_index(run.steps_us)
+    result["median_step"] = mid
+    result["breakdown"] = steps_bd[mid] if steps_bd else []
+    result["steps_breakdown"] = steps_bd
+    return result
 
 
 def cluster_kinds(cluster_path: str, world: int) -> list:
@@ -554,12 +752,14 @@ def cluster_kinds(cluster_path: str, world: int) -> list:
 
 
 def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
-              t0: float) -> list:
-    """Where each rank's time went in the last timed step (which started at
-    t0 on now_us's clock): its ops (`ops_us`, against the graph's times for
-    them, `graph_ops_us`), its waits for receives (`recv_wait_us`), the rest
-    until its last op ended (`other_us`: posting receives, sending, the
-    executor's loop) and its idle time after that (`idle_us`)."""
+              starts: list) -> list:
+    """Where each rank's time went in one timed step (which rank r started
+    at starts[r] on its now_us clock): its ops (`ops_us`, against the
+    graph's times for them, `graph_ops_us`), its waits for receives
+    (`recv_wait_us`), its calls that post receives and send (`send_us`: the
+    host's share of its transfers on this thread), the rest until its last
+    op ended (`other_us`: the executor's loop) and its idle time after that
+    (`idle_us`)."""
     times = {o["name"]: o["time_us"] for o in graph.get("ops", [])}
 
     def graph_us(name: str, kind: str) -> float:
@@ -567,22 +767,22 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
         return float(t.get(kind, 0.0)) if isinstance(t, dict) else float(t)
     out = []
     for r, tl in enumerate(timelines):
-        ops = sum(e[3] for e in tl if e[1] == "op")
-        waits = sum(e[3] for e in tl if e[1] == "recv")
-        end = max((e[2] + e[3] - t0 for e in tl), default=0.0)
-        out.append({"rank": r, "ops": sum(1 for e in tl if e[1] == "op"), "ops_us": ops,
+        part = {k: sum(e[3] for e in tl if e[1] == k) for k in ("op", "recv", "send")}
+        end = max((e[2] + e[3] - starts[r] for e in tl), default=0.0)
+        out.append({"rank": r, "ops": sum(1 for e in tl if e[1] == "op"), "ops_us": part["op"],
                     "graph_ops_us": sum(graph_us(e[0], kinds[r]) for e in tl if e[1] == "op"),
-                    "recv_wait_us": waits, "other_us": max(end - ops - waits, 0.0),
+                    "recv_wait_us": part["recv"], "send_us": part["send"],
+                    "other_us": max(end - sum(part.values()), 0.0),
                     "idle_us": max(step_us - end, 0.0)})
     return out
 
 
-def _simulated(a, step: PlacedStep) -> dict:
+def _simulated(a, placement_path: str, step: PlacedStep) -> dict:
     """opplace's simulation of the schedule this run executed."""
     import subprocess
     import tempfile
     from ._measure import opplace_binary
-    placement = _load(a.placement, "opplace-placement")
+    placement = _load(placement_path, "opplace-placement")
     cluster = _load(a.cluster, "opplace-cluster")
     names = [d["name"] for d in cluster["devices"]]
     order = {names[r]: ops for r, ops in step.plan.order.items() if ops}
