@@ -218,6 +218,8 @@ def fit_shared(rows, opp, out):
         rs = [r for r in rows if r["model"] == m]
         doc = json.load(open(rs[0]["cluster"]))
         for q in SHARED_GRID:
+            if all("%.2f" % q in r.get("sims_by_q", {}) for r in rs):
+                continue  # --report-only: simulated before
             c = dict(doc, shared=[dict(g, all=g["alone"] * q) for g in doc.get("shared", [])])
             path = os.path.join(out, "%s.cluster_q%.2f.json" % (m, q))
             json.dump(c, open(path, "w"))
@@ -239,6 +241,16 @@ def fit_shared(rows, opp, out):
         q = best([x for x in rows if x["model"] != r["model"]])
         r["simulated_machine_us"], r["shared_machine"] = r["sims_by_q"][q], float(q)
         r["shared_fit"] = float(best([x for x in rows if x["model"] == r["model"]]))
+
+
+def concordance(sim, meas, apart=0.05):
+    """(pairs the simulator orders as measured, pairs): over the pairs whose
+    measured steps differ by more than `apart` (closer pairs are within this
+    machine's noise, where Spearman's ranks are the noise's)."""
+    pairs = [(i, j) for i in range(len(meas)) for j in range(i + 1, len(meas))
+             if abs(meas[i] - meas[j]) > apart * min(meas[i], meas[j])]
+    same = sum(1 for i, j in pairs if (sim[i] - sim[j]) * (meas[i] - meas[j]) > 0)
+    return same, len(pairs)
 
 
 def err(r, key="simulated_us"):
@@ -263,10 +275,10 @@ def report(rows, a):
             " | ".join("%.1f: %+.1f %%" % (r[k] / 1e3, 100 * err(r, k)) for k, _ in variants[1:])))
     print()
     print("| model | one device: simulated / measured (ms) | shared all / alone: in situ, fitted, "
-          "fitted to the other models "
+          "fitted to the other models | pairs > 5 %% apart measured, ordered alike "
           "| Spearman | %s | simulated >= 20 %% faster than one device: measured faster? |"
           % " | ".join("Spearman %s" % v for _, v in variants[1:]))
-    print("|---|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
+    print("|---|---|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)
@@ -278,11 +290,12 @@ def report(rows, a):
                                                "yes" if r["measured_us"] < one["measured_us"]
                                                else "NO"))
         meas = [r["measured_us"] for r in rs]
-        print("| %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %d of %d | %s | %s | %s |" % (
             m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
             else "-", "%.2f, %.2f, %.2f" % (rs[0]["shared_insitu"], rs[0]["shared_fit"],
                                              rs[0]["shared_machine"])
             if "shared_fit" in rs[0] else "-",
+            *concordance([r["simulated_us"] for r in rs], meas),
             "%.2f" % spearman([r["simulated_us"] for r in rs], meas),
             " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),
             "; ".join(promise) or "none promised"))
