@@ -188,6 +188,9 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
     return rows
 
 
+HOST_GAP_S = 5e-4  # compute between two transfers of the host-cost rounds
+
+
 def _busy(seconds: float, a: torch.Tensor) -> None:
     """Compute for about `seconds` on this thread (small matmuls)."""
     t0 = time.perf_counter()
@@ -196,7 +199,7 @@ def _busy(seconds: float, a: torch.Tensor) -> None:
 
 
 def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
-                spare: bool, timeout_s: float, gap_s: float = 5e-4) -> float:
+                spare: bool, timeout_s: float, gap_s: float = HOST_GAP_S) -> float:
     """This rank's host time in us per transfer on its end of n transfers
     s -> d of nbytes, made as the executor makes them within a step
     (opplace.torch run): both ranks compute between the transfers, the
@@ -561,7 +564,7 @@ def run(a: argparse.Namespace) -> Optional[dict]:
                          "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
             "host": {"clock": "thread" if spare else "process", "send": "wall time in the calls",
-                     "gap_us": 500, "rows": host_rows},
+                     "gap_us": HOST_GAP_S * 1e6, "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
                                  "all": g["measured_all"]} for g in groups]}
         _write_json(a.output, doc)
