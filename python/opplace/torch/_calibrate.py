@@ -286,11 +286,15 @@ def fit_host(rows: Sequence[dict], names: Sequence[str]) -> dict:
     return out
 
 
+MIN_US_PER_BYTE = 1e-6  # 1 TB/s: a fitted slope below it is the samples' noise
+
+
 def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
     """One link per ordered pair from its rows; an intercept <= 0 (noise at
     small sizes) is replaced by half the pair's 4-byte round trip, the
-    one-way time of the smallest message, and a slope <= 0 (a disturbed
-    large transfer) by the largest transfer's time per byte."""
+    one-way time of the smallest message, and a slope below MIN_US_PER_BYTE
+    (faster than any wire: a disturbed large transfer) by the largest
+    transfer's time per byte; "fit" keeps the fit itself."""
     links = []
     for s in names:
         for d in names:
@@ -299,10 +303,13 @@ def fit_links(rows: Sequence[dict], names: Sequence[str]) -> List[dict]:
                 continue
             a, b, r2 = linear_fit([r["bytes"] for r in pts], [r["time_us"] for r in pts])
             lat = a if a > 0 else max(pts[0]["half_rtt_us"], 1e-3)
-            if b <= 0:  # a slope no wire has (a disturbed sample): the largest transfer's
+            upb = b
+            if upb < MIN_US_PER_BYTE:  # faster than any wire (disturbed samples):
+                # the largest transfer's time per byte
                 big = max(pts, key=lambda r: r["bytes"])
-                b = max(big["time_us"] - lat, big["time_us"] / 2) / big["bytes"]
-            links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": b,
+                upb = max(big["time_us"] - lat, big["time_us"] / 2) / big["bytes"]
+            # the link takes the repaired numbers, "fit" keeps fit-comm's own
+            links.append({"src": s, "dst": d, "latency_us": lat, "us_per_byte": upb,
                           "fit": {"latency_us": a, "us_per_byte": b, "r2": r2,
                                   "samples": len(pts), "half_rtt_us": pts[0]["half_rtt_us"]}})
     return links
