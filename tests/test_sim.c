@@ -351,8 +351,7 @@ Test(sim, random_graphs_obey_the_rules_and_the_lower_bound)
         cr_assert_eq(memcmp(&o.r.step_time_us, &again.r.step_time_us, sizeof(double)), 0);
         cr_assert_eq(memcmp(o.t.start_us, again.t.start_us, (size_t)n * sizeof(double)), 0);
         cr_assert_eq(memcmp(o.r.peak_mem, again.r.peak_mem, (size_t)nd * sizeof(int64_t)), 0);
-        op_sim_result_destroy(&again.r);
-        op_sim_trace_destroy(&again.t);
+        tk_sim_out_destroy(&again);
         tk_sim_done(&o, &tp);
     }
 }

@@ -191,13 +191,6 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
 HOST_GAP_S = 5e-4  # compute between two transfers of the host-cost rounds
 
 
-def _busy(seconds: float, a: torch.Tensor) -> None:
-    """Compute for about `seconds` on this thread (small matmuls)."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        torch.mm(a, a)
-
-
 def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
                 spare: bool, timeout_s: float, gap_s: float = HOST_GAP_S) -> float:
     """This rank's host time in us per transfer on its end of n transfers
@@ -214,13 +207,12 @@ def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: 
     compute), less that of its own computing."""
     clock = time.thread_time if spare else time.process_time
     x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
-    a = torch.randn(48, 48)
     bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)] if me == d else []
     _dist.barrier(timeout_s, "calibrate: host costs")
     if me == s:
         works, inside = [], 0.0
         for _ in range(n):
-            _busy(gap_s, a)
+            _matmul_window(48, gap_s, "cpu")  # computing, as between two ops
             t0 = time.perf_counter()
             works.append(dist.isend(x.cpu() if staged else x, d, tag=len(works)))
             inside += time.perf_counter() - t0
@@ -230,7 +222,7 @@ def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: 
     c0 = clock()
     works = [dist.irecv(b, s, tag=i) for i, b in enumerate(bufs)]
     own = time.thread_time()
-    _busy(n * gap_s, a)
+    _matmul_window(48, n * gap_s, "cpu")
     own = time.thread_time() - own
     for w in works:
         w.wait()

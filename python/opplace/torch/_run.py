@@ -403,17 +403,27 @@ def measure_op_times(cap: Capture, model: nn.Module, example: tuple, optimizer: 
     times: dict = {}
     steps = []
     for r in range(repeat + 1):
-        step.record = r > 0
-        step.timeline.clear()
-        t0 = clock()
-        step(example)
+        us = time_one_device_step(step, example, r > 0, times)
         if r:
-            steps.append(clock() - t0)
-            for name, kind, _, dur in step.timeline:
-                if kind == "op":
-                    times.setdefault(name, []).append(dur)
+            steps.append(us)
         say("measured step %d of %d%s" % (r + 1, repeat + 1, " (warm-up)" if r == 0 else ""))
     return step_op_times(times, steps), median(steps)
+
+
+def time_one_device_step(step: "PlacedStep", inputs: tuple, record: bool,
+                         times: dict) -> float:
+    """One whole step of a one-device `step` (timed contiguously, on its
+    clock): its time; with `record`, each op's time appended to times[op].
+    A cuda step is synchronised after every op (PlacedStep.sync)."""
+    step.record = record
+    step.timeline = []
+    t0 = step.clock()
+    step(inputs)
+    us = step.clock() - t0
+    for name, kind, _, dur in step.timeline:
+        if kind == "op":
+            times.setdefault(name, []).append(dur)
+    return us
 
 
 def step_op_times(times: dict, steps: list) -> dict:
@@ -546,29 +556,17 @@ class _Meter:
         self.alone: list = []
         self.together: list = []
 
-    def _one(self, inputs: tuple, record: bool) -> float:
-        self.step.record = record
-        self.step.timeline = []
-        t0 = _now_us()
-        self.step(inputs)
-        if self.step.device.type == "cuda":
-            torch.cuda.synchronize(self.step.device)
-        us = _now_us() - t0
-        for name, kind, _, dur in self.step.timeline:
-            if kind == "op":
-                self.times.setdefault(name, []).append(dur)
-        return us
-
     def round(self, inputs: tuple, timed: bool, timeout_s: float) -> None:
         for r in range(self.world):
             if r == self.rank:
-                us = self._one(inputs, timed and self.first[self.kind] == r)
+                us = time_one_device_step(self.step, inputs,
+                                          timed and self.first[self.kind] == r, self.times)
                 if timed:
                     self.alone.append(us)
             _dist.barrier(timeout_s, "timing the one-device step alone")
         if self.world > 1:
             _dist.start_together(timeout_s)
-            us = self._one(inputs, False)
+            us = time_one_device_step(self.step, inputs, False, self.times)
             if timed:
                 self.together.append(us)
             _dist.barrier(timeout_s, "timing the one-device step on every rank at once")
