@@ -757,6 +757,8 @@ static op_status fuse_all(const op_place_ctx *ctx, const cel_fusion_opts *fo, in
         if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS &&
             !(fk.range == 1 && p->n <= UNFUSED_MAX_OPS)) /* the unfused graph */
             continue;
+        if (op_interrupted()) /* each fusion of 10^5 ops: 0.3 s under ASan */
+            return op_fail(err, OP_EINTERNAL, "%s: stopped at Ctrl-C", s->name);
         fused_run *f = &s->runs[s->n_runs++];
         st = fused_run_init(ctx, &fk, f, err);
         f->range = fk.range;
