@@ -131,7 +131,7 @@ int op_graph_add_op(op_graph_builder *b, const op_op_spec *s, op_error *err)
         op_fail(err, OP_EINPUT, "%s: duplicate op name '%s'", b->origin, s->name);
         return -1;
     }
-    int i = b->n_ops;
+    int i = b->n_ops, n_times = b->n_times; /* restored on failure: time_off[i] may be unset */
     b->op_name[i] = op_strdup(s->name, err);
     b->op_type[i] = op_strdup(s->type ? s->type : "Op", err);
     b->device[i] = s->device ? op_strdup(s->device, err) : NULL;
@@ -165,7 +165,7 @@ oom:
     free(b->op_name[i]);
     free(b->op_type[i]);
     free(b->device[i]);
-    b->n_times = b->time_off[i];
+    b->n_times = n_times;
     return -1;
 }
 
