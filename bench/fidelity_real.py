@@ -17,8 +17,15 @@ the Spearman rank correlation of simulated and measured steps, and whether
 every placement simulated >= 20 % faster than one device was measured
 faster than one device.
 
+Other machines (issue 31 item 6): `--ranks N --threads T` runs N cpu ranks
+of T threads each; `--gpus G` makes the first G ranks GPUs (calibrate
+--gpus), and each model is then exported once per device kind (`--times
+measure --device cuda` for the GPU's times) and the times merged, e.g.
+`--ranks 2 --gpus 1` (cuda:0 + a cpu rank) and `--ranks 4 --threads 4`.
+
 usage: python bench/fidelity_real.py [--models a,b] [--placers a,b]
-           [--steps N] [--warmup N] [--out DIR] [--reuse] [--report-only]
+           [--steps N] [--warmup N] [--ranks N] [--threads T] [--gpus G]
+           [--out DIR] [--reuse] [--report-only]
        (bench/fidelity_real.sh)
 """
 import argparse
@@ -33,6 +40,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "python"))
 PLACERS = ["single", "expert", "round-robin", "m-topo", "m-etf", "m-sct", "heft", "metis",
            "celeritas", "order-place", "dfs-topo", "auto"]
 
@@ -81,6 +89,9 @@ def main():
     ap.add_argument("--placers", default=",".join(PLACERS))
     ap.add_argument("--steps", type=int, default=20, help="timed rounds (default 20)")
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--ranks", type=int, default=2, help="torchrun ranks (default 2)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per cpu rank (1)")
+    ap.add_argument("--gpus", type=int, help="the first G ranks on GPUs (default: none)")
     ap.add_argument("--reuse", action="store_true",
                     help="keep --out's calibrated clusters, exported graphs and placements "
                     "where present: only the real runs again")
@@ -100,7 +111,10 @@ def main():
         report(rows, a)
         return
     opp, py = a.opplace, a.python
-    torchrun = [py, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone"]
+    torchrun = [py, "-m", "torch.distributed.run", "--nproc-per-node", str(a.ranks),
+                "--standalone"]
+    threads = ["--threads", str(a.threads)]
+    gpus = ["--gpus", str(a.gpus)] if a.gpus is not None else []
     say = lambda m: print("fidelity_real: " + m, file=sys.stderr, flush=True)  # noqa: E731
     rows = []
     for name in a.models.split(","):
@@ -108,14 +122,13 @@ def main():
         ins = [x for i in inputs for x in ("--input", i)]
         c = a.cluster or os.path.join(a.out, name + ".cluster.json")
         if not a.cluster and not (a.reuse and os.path.exists(c)):
-            say("%s: calibrating 2 ranks x 1 thread, shared compute with its own step" % name)
-            sh(torchrun + ["-m", "opplace.torch", "calibrate", "--threads", "1", "--model",
+            say("%s: calibrating %d ranks x %d thread(s), shared compute with its own step"
+                % (name, a.ranks, a.threads))
+            sh(torchrun + ["-m", "opplace.torch", "calibrate", *threads, *gpus, "--model",
                            factory, *ins, "-o", c], env=env())
         g = os.path.join(a.out, name + ".json")
         if not (a.reuse and os.path.exists(g)):
-            say("%s: export, op times measured on 1 thread" % name)
-            sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
-                "--threads", "1", "--repeat", "5", "-o", g], env=env())
+            export(py, factory, ins, a.threads, kinds(c), g, say)
         seen, distinct = {}, []
         for algo in a.placers.split(","):
             p = os.path.join(a.out, "%s.%s.json" % (name, algo))
@@ -147,7 +160,7 @@ def main():
             % (name, len(distinct), a.steps))
         sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
                        *[x for d in distinct for x in ("--placement", d["path"])],
-                       "--cluster", c, "--threads", "1", "--steps", str(a.steps),
+                       "--cluster", c, *threads, "--steps", str(a.steps),
                        "--warmup", str(a.warmup), "--measure", insitu, "--json", r],
            env=env(), timeout=3600)
         ig, ic = os.path.join(insitu, "graph.json"), os.path.join(insitu, "cluster.json")
@@ -164,10 +177,10 @@ def main():
                                    ("simulated_noshared_us", ig, cs)):
                 sim[key] = json.loads(sh([opp, "simulate", graph, "--placement", executed,
                                           "--cluster", cx, "--json"]))["step_time_us"]
-            times = {o["name"]: o["time_us"]["cpu"] for o in json.load(open(ig))["ops"]}
-            speed = [x.get("speed", 1.0) for x in json.load(open(ic))["devices"]]
-            d["insitu_ops_us"] = [sum(times[o] for o in res["executed_order"].get(dev["name"], []))
-                                  / sp for dev, sp in zip(json.load(open(ic))["devices"], speed)]
+            times = {o["name"]: o["time_us"] for o in json.load(open(ig))["ops"]}
+            d["insitu_ops_us"] = [sum(times[o][dev["kind"]]
+                                      for o in res["executed_order"].get(dev["name"], []))
+                                  / dev.get("speed", 1.0) for dev in json.load(open(ic))["devices"]]
             d.update(sim, measured_us=res["measured_step_us"], steps_us=res["steps_us"],
                      losses=res["losses"], order=res["order"],
                      breakdown=res.get("breakdown", []))
@@ -186,6 +199,32 @@ def main():
     fit_shared(rows, opp, a.out)
     json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
+
+
+def kinds(cluster):
+    """The device kinds of a cluster file, each once, in device order."""
+    return list(dict.fromkeys(d["kind"] for d in json.load(open(cluster))["devices"]))
+
+
+def export(py, factory, ins, threads, kinds_, path, say):
+    """The model's graph with op times measured on each device kind
+    (cpu: `threads` threads; gpu: cuda), merged into one file."""
+    from opplace.torch._run import with_op_times
+    graphs = []
+    for kind in kinds_:
+        say("%s: export, op times measured on %s" % (
+            factory, "cuda" if kind == "gpu" else "%d cpu thread(s)" % threads))
+        out = path if len(kinds_) == 1 else "%s.%s.json" % (path[:-len(".json")], kind)
+        sh([py, "-m", "opplace.torch", "export", factory, *ins, "--times", "measure",
+            "--threads", str(threads), "--device", "cuda" if kind == "gpu" else "cpu",
+            "--repeat", "5", "-o", out], env=env())
+        graphs.append(json.load(open(out)))
+    if len(graphs) > 1:
+        merged = with_op_times(graphs[0], [(k, {o["name"]: o["time_us"][k] for o in gr["ops"]})
+                                           for k, gr in zip(kinds_[1:], graphs[1:])],
+                               "export --times measure on %s" % ", ".join(kinds_))
+        with open(path, "w") as f:
+            json.dump(merged, f, indent=1)
 
 
 def ablations(c, stem):
