@@ -112,14 +112,17 @@ static int walk_step(const adjacency *a, int prev, int v, double inv_p, double i
     return a->nbr[lo + deg - 1];
 }
 
-/* walks[w * length + s]; a walk stuck at an isolated op ends early (-1). */
-static void generate_walks(const adjacency *a, const node2vec_config *c, int *walks,
-                           nn_rng *rng)
+/* walks[w * length + s]; a walk stuck at an isolated op ends early (-1).
+ * 0, or 1 when stopped by Ctrl-C (a fan-in of 10^5 ops takes seconds: each
+ * step from the sink scans its 10^5 neighbours). */
+static int generate_walks(const adjacency *a, const node2vec_config *c, int *walks, nn_rng *rng)
 {
     double inv_p = 1.0 / c->p, inv_q = 1.0 / c->q;
     size_t w = 0;
     for (int r = 0; r < c->walks; r++)
         for (int start = 0; start < a->n; start++, w++) {
+            if (op_interrupted())
+                return 1;
             int *walk = walks + w * (size_t)c->length;
             walk[0] = start;
             int prev = -1;
@@ -129,6 +132,7 @@ static void generate_walks(const adjacency *a, const node2vec_config *c, int *wa
                 walk[s] = next;
             }
         }
+    return 0;
 }
 
 /* Unigram^0.75 table of the walks' op frequencies (word2vec's sampler). */
@@ -246,8 +250,9 @@ op_status node2vec_embed(const op_graph *g, const node2vec_config *c, double *em
                 !(work = op_calloc((size_t)c->dim, sizeof(double), err))))
         st = OP_ENOMEM;
     if (!st) {
-        generate_walks(&a, c, walks, &rng);
-        if (!(table = negative_table(walks, n_walks * (size_t)c->length, n, &tsize, err)))
+        if (generate_walks(&a, c, walks, &rng))
+            st = op_fail(err, OP_EINTERNAL, "node2vec: stopped at Ctrl-C");
+        else if (!(table = negative_table(walks, n_walks * (size_t)c->length, n, &tsize, err)))
             st = OP_ENOMEM;
     }
     if (!st)

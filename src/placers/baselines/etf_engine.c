@@ -73,6 +73,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/run_ctx.h"
 #include "placers/baselines/etf_engine.h"
 #include "placers/baselines/baselines.h"
 #include "core/pheap.h"
@@ -498,6 +499,8 @@ static op_status run_schedule(etf_state *s, op_error *err)
             return OP_ENOMEM;
     }
     while (s->n_sched < s->n) {
+        if (op_interrupted()) /* a fan-in of 10^5 ops takes seconds */
+            return op_fail(err, OP_EINTERNAL, "%s: stopped at Ctrl-C", s->o->name);
         op_status st = place_stuck(s, err);
         if (st)
             return st;
