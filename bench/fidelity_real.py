@@ -128,7 +128,9 @@ def main():
                            factory, *ins, "-o", c], env=env())
         g = os.path.join(a.out, name + ".json")
         if not (a.reuse and os.path.exists(g)):
-            export(py, factory, ins, a.threads, kinds(c), g, say)
+            from opplace.torch._run import cluster_kinds
+            export(py, factory, ins, a.threads,
+                   list(dict.fromkeys(cluster_kinds(c, a.ranks))), g, say)
         seen, distinct = {}, []
         for algo in a.placers.split(","):
             p = os.path.join(a.out, "%s.%s.json" % (name, algo))
@@ -199,11 +201,6 @@ def main():
     fit_shared(rows, opp, a.out)
     json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
-
-
-def kinds(cluster):
-    """The device kinds of a cluster file, each once, in device order."""
-    return list(dict.fromkeys(d["kind"] for d in json.load(open(cluster))["devices"]))
 
 
 def export(py, factory, ins, threads, kinds_, path, say):
