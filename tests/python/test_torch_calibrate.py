@@ -89,8 +89,18 @@ def test_file_is_valid_and_sane(doc, path, d):
     (g,) = doc["shared"]
     check(g["devices"] == ["cpu:0", "cpu:1"], "shared %r" % g)
     check(0 < g["all"] <= g["alone"], "shared all/alone %r" % g)
-    for m in doc["calibration"]["shared_measured"]:
-        check(0 < m["all"] / m["alone"] <= 1.05, "measured all/alone %r" % m)
+    # The raw windows are 0.1 s on a VM whose speed drifts by 10 % or more
+    # between them, so all at once can measure faster than alone: the file
+    # keeps the raw numbers and clamps the shared rate to <= 1.  Held here:
+    # the clamp, and that both are rates of the same probe (a units or rank
+    # mix-up is off by far more than noise).
+    (m,) = doc["calibration"]["shared_measured"]
+    check(m["devices"] == g["devices"] and m["alone"] == g["alone"], "raw %r vs %r" % (m, g))
+    check(g["all"] == min(m["all"], m["alone"]), "shared all is the raw all clamped: %r %r" % (g, m))
+    check(0.2 < m["all"] / m["alone"] < 1.5, "measured all/alone %r" % m)
+    cm = {c["device"]: c for c in doc["calibration"]["compute"]}
+    close(m["alone"], sum(cm[n]["alone"] for n in g["devices"]) / len(g["devices"]), 1e-12,
+          "shared alone: the mean of its ranks'")
     for c in doc["calibration"]["compute"]:
         check(0.1 < c["alone"] < 1e4 and 0.1 < c["all"] < 1e4, "GFLOP/s %r" % c)
     r = tt.opplace("info", write_two_op_graph(d), "--cluster", path)
