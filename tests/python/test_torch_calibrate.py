@@ -1,7 +1,8 @@
 """`torchrun -m opplace.torch calibrate` on 2 CPU ranks (gloo on loopback):
 the cluster file it writes is valid for `opplace info` and `opplace simulate`,
-its numbers are physically sane, its link fit is fit-comm's, and the
-simulator applies its shared-compute field as formats.md 5.8 says.
+its numbers are physically sane, its link fit is fit-comm's, the
+simulator applies its shared-compute field as formats.md 5.8 says, and 3
+ranks get every ordered pair's link and host costs.
 
 torchrun needs PyTorch 2.x (Debian's 1.13 torchrun fails at start): set
 OPPLACE_TORCH_PYTHON to a Python with torch 2 (e.g. a venv's bin/python), or
@@ -201,6 +202,31 @@ def test_model_probe(d):
     check(r.returncode != 0 and "--model needs its example inputs" in r.stderr, r.stderr[-2000:])
 
 
+def test_three_ranks(d):
+    """3 ranks: every ordered pair gets a link with both ends' host costs,
+    measured by the pair's two ranks both ways at once while the third
+    waits at the same barriers (a miscount there hangs until --timeout)."""
+    out = os.path.join(d, "cal3.json")
+    r = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node", "3",
+                        "--standalone", "-m", "opplace.torch", "calibrate", "--threads", "1",
+                        "--sizes", "4", "64K", "--repeat", "1", "--seconds", "0.05",
+                        "--rounds", "1", "--timeout", "60", "-o", out],
+                       capture_output=True, text=True, env=ENV, timeout=300)
+    check(r.returncode == 0, "calibrate, 3 ranks, failed (%d):\n%s" % (r.returncode,
+                                                                     r.stderr[-3000:]))
+    doc = tt.load(out)
+    names = ["cpu:0", "cpu:1", "cpu:2"]
+    pairs = {(s, t) for s in names for t in names if s != t}
+    check({(l["src"], l["dst"]) for l in doc["links"]} == pairs, "links %r" % doc["links"])
+    for l in doc["links"]:
+        check(all(k in l for k in ("send_us", "send_us_per_byte", "recv_us",
+                                   "recv_us_per_byte")), "host costs of %r" % l)
+    rows = [(x["src"], x["dst"], x["side"], x["bytes"]) for x in doc["calibration"]["host"]["rows"]]
+    check(sorted(rows) == sorted((s, t, side, b) for s, t in pairs for side in ("send", "recv")
+                                 for b in (4, 65536)),
+          "host rows: each ordered pair, both ends, each size, once: %r" % rows)
+
+
 def main():
     d = tt.tmpdir()
     test_without_torchrun_says_how()
@@ -209,6 +235,7 @@ def main():
     test_simulates_shared_compute(doc, path, d)
     test_fit_is_fit_comm(doc, csv, d)
     test_model_probe(d)
+    test_three_ranks(d)
     print("ok")
 
 

@@ -174,6 +174,10 @@ class RunTest(unittest.TestCase):
             self.assertLessEqual(x["ops_us"] + x["recv_wait_us"] + x["send_us"] +
                                  x["other_us"] + x["idle_us"], res["steps_us"][mid] * 1.001)
             self.assertGreater(x["graph_ops_us"], 0)
+            if os.path.exists("/proc/thread-self/schedstat"):  # Linux's scheduler accounting
+                self.assertGreaterEqual(x["core_wait_us"], 0)
+                # every rank of a 2-device step has transfers, which gloo's thread moves
+                self.assertGreater(x["helper_cpu_us"], 0)
         return res
 
     def test_engine_placement_two_ranks(self):

@@ -10,6 +10,9 @@ Measures the machine the ranks run on and writes an opplace-cluster file
   range of sizes, fitted to latency_us + us_per_byte * bytes by least
   squares (the model and the fit of `opplace fit-comm`; --csv writes the
   measurements in its CSV, device names in the kind columns);
+- each link's host cost per transfer at its two ends (formats.md 5.9):
+  transfers both ways at once between each pair, both ranks computing
+  between them, as in a step of `run`;
 - shared (formats.md 5.8): a fixed single-precision matmul stream timed on
   each cpu rank alone and on all ranks at once (barrier-synchronised);
   cpu ranks of one node form a group with the measured throughputs.
@@ -191,68 +194,71 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
 HOST_GAP_S = 5e-4  # compute between two transfers of the host-cost rounds
 
 
-def _host_round(me: int, s: int, d: int, nbytes: int, n: int, dev: str, staged: bool,
-                spare: bool, timeout_s: float, gap_s: float = HOST_GAP_S) -> float:
-    """This rank's host time in us per transfer on its end of n transfers
-    s -> d of nbytes, made as the executor makes them within a step
-    (opplace.torch run): both ranks compute between the transfers, the
-    sender isends one after each `gap_s` of compute (a GPU tensor staged
-    through host memory), the receiver has posted its irecvs into buffers it
-    keeps and waits for them at the end.  The sender's cost is its thread's
-    wall time inside the send calls (on a busy node a send's copy into the
-    socket waits for a core; measured 2-3x its CPU time in tight loops);
-    the receiver's the CPU time its receives take (spare: the node has cores
-    to spare for gloo's own threads, so only the calling thread's, else the
-    whole process's, those threads then running on the cores that
-    compute), less that of its own computing."""
+def _host_round(me: int, peer: int, nbytes: int, n: int, dev: str, staged: bool,
+                spare: bool, timeout_s: float, gap_s: float = HOST_GAP_S) -> Tuple[float, float]:
+    """(send, receive) host time in us per transfer on this rank's end of
+    n transfers of nbytes each way between it and `peer`, made as the
+    executor makes them within a step (opplace.torch run): both ranks have
+    posted their irecvs into buffers they keep, compute, isend one transfer
+    to each other after each `gap_s` of compute (a GPU tensor staged
+    through host memory), and wait for everything at the end.  Sending
+    costs the thread's wall time inside the send calls (on a busy node a
+    send's copy into the socket waits for a core; measured 2-3x its CPU
+    time in tight loops); receiving, the CPU time the rest of the transfers
+    take: the calling thread's posting and waiting where the node has a
+    core to spare for gloo's own threads (`spare`), else the whole
+    process's less its computing and send calls, gloo's threads then
+    running on the cores that compute.  Both ways at once, as in a step,
+    where gloo's threads take far more CPU than one way at a time: in a
+    2-rank GNMT step on 2 cores 6-17 ms per rank, each rank's main thread
+    waiting about as long for a core (bench/RESULTS.md, real runs)."""
     clock = time.thread_time if spare else time.process_time
     x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
-    bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)] if me == d else []
+    bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)]
     _dist.barrier(timeout_s, "calibrate: host costs")
-    if me == s:
-        works, inside = [], 0.0
-        for _ in range(n):
-            _matmul_window(48, gap_s, "cpu")  # computing, as between two ops
-            t0 = time.perf_counter()
-            works.append(dist.isend(x.cpu() if staged else x, d, tag=len(works)))
-            inside += time.perf_counter() - t0
-        for w in works:
-            w.wait()
-        return inside * 1e6 / n
     c0 = clock()
-    works = [dist.irecv(b, s, tag=i) for i, b in enumerate(bufs)]
-    own = time.thread_time()
-    _matmul_window(48, n * gap_s, "cpu")
-    own = time.thread_time() - own
-    for w in works:
+    recvs = [dist.irecv(b, peer, tag=i) for i, b in enumerate(bufs)]
+    sends, inside, own = [], 0.0, 0.0
+    for i in range(n):
+        t0 = time.thread_time()
+        _matmul_window(48, gap_s, "cpu")  # computing, as between two ops
+        t1, w0 = time.thread_time(), time.perf_counter()
+        sends.append(dist.isend(x.cpu() if staged else x, peer, tag=i))
+        inside += time.perf_counter() - w0
+        own += t1 - t0 + (time.thread_time() - t1)  # its computing and send calls
+    for w in recvs + sends:
         w.wait()
     if staged:
         for b in bufs:
             b.to(dev)
-    return max(clock() - c0 - own, 0.0) * 1e6 / n
+    return inside * 1e6 / n, max(clock() - c0 - own, 0.0) * 1e6 / n
 
 
 def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bool,
-                 spare: bool, names: Sequence[str], timeout_s: float, n: int = 16,
+                 spare: bool, names: Sequence[str], timeout_s: float, n: int = 64,
                  rounds: int = 3) -> List[dict]:
     """This rank's host cost per transfer, as sender and as receiver, for
-    every ordered pair it is an end of and every size (median of rounds,
-    after one warm-up round that touches the buffers)."""
+    every pair of ranks it is in, both ways at once, and every size (median
+    of rounds, after one warm-up round that touches the buffers).  n
+    transfers a round: a core lost for a scheduler tick (4 ms on 2 busy
+    vCPUs) costs a round of 16 transfers 250 us each, and send_us fitted
+    over three calibrations spread over 48-420 us with 16, 52-166 us with
+    64 (bench/RESULTS.md, real runs)."""
     rows = []
     for s in range(world):
-        for d in range(world):
-            if s == d:
-                continue
+        for d in range(s + 1, world):
             for b in sizes:
                 if me not in (s, d):
                     for _ in range(rounds + 1):
                         _dist.barrier(timeout_s, "calibrate: host costs")
                     continue
-                us = [_host_round(me, s, d, b, n, dev, staged, spare, timeout_s)
+                peer = d if me == s else s
+                us = [_host_round(me, peer, b, n, dev, staged, spare, timeout_s)
                       for _ in range(rounds + 1)][1:]
-                rows.append({"src": names[s], "dst": names[d], "bytes": b,
-                             "side": "send" if me == s else "recv",
-                             "host_us": statistics.median(us)})
+                rows.append({"src": names[me], "dst": names[peer], "bytes": b, "side": "send",
+                             "host_us": statistics.median(u[0] for u in us)})
+                rows.append({"src": names[peer], "dst": names[me], "bytes": b, "side": "recv",
+                             "host_us": statistics.median(u[1] for u in us)})
     return rows
 
 
@@ -563,6 +569,8 @@ def run(a: argparse.Namespace) -> Optional[dict]:
                          "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
             "host": {"clock": "thread" if spare else "process", "send": "wall time in the calls",
+                     "recv": "the clock's time less computing and the send calls",
+                     "pattern": "both ways at once",
                      "gap_us": HOST_GAP_S * 1e6, "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
                                  "all": g["measured_all"]} for g in groups]}
@@ -597,9 +605,9 @@ def _report(doc: dict, path: str) -> None:
             print("  %-16s %12.3f %14.4g %10.3f %8.4f" % (
                 "%s->%s" % (f["src"], f["dst"]), l["latency_us"], l["us_per_byte"], bw, f["r2"]))
     if any("send_us" in l or "recv_us" in l for l in doc["links"]):
-        print("host cost per transfer (sender: wall time in its send calls; receiver: %s CPU "
-              "time; both ranks computing between transfers; formats.md 5.9):"
-              % cal["host"]["clock"])
+        print("host cost per transfer (sender: wall time in its send calls; receiver: the rest "
+              "of the %s CPU time; transfers both ways, both ranks computing between them; "
+              "formats.md 5.9):" % cal["host"]["clock"])
         print("  %-16s %10s %14s %10s %14s" % ("pair", "send_us", "send_us/B", "recv_us",
                                                 "recv_us/B"))
         for l in doc["links"]:

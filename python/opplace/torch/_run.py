@@ -20,8 +20,9 @@ import datetime
 import json
 import os
 import statistics
+import threading
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Tuple
 
 import torch
 import torch.distributed as dist
@@ -531,6 +532,7 @@ class _Runs:
     late_us: list = dataclasses.field(default_factory=list)
     lines: list = dataclasses.field(default_factory=list)   # each timed step's timeline
     starts: list = dataclasses.field(default_factory=list)  # and its start
+    sched: list = dataclasses.field(default_factory=list)   # and sched_sample's difference
 
 
 class _Meter:
@@ -623,6 +625,32 @@ def with_op_times(graph: dict, measured: list, note: str) -> dict:
     return out
 
 
+def sched_sample() -> Optional[Tuple[float, float]]:
+    """(this thread's time waiting for a core, the CPU time of the process's
+    other threads: gloo's), in us, as Linux's schedstat counts them so far;
+    None where there is no schedstat.  A step's difference says what the
+    executor's own timeline cannot: on a node whose cores the ranks fill,
+    gloo's threads take cores from the ranks' computing (a 2-rank GNMT step
+    on 2 cores: 6-17 ms per rank, each main thread waiting as long)."""
+    me = threading.get_native_id()
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            wait = int(f.read().split()[1])
+        tids = os.listdir("/proc/self/task")
+    except (OSError, IndexError, ValueError):
+        return None
+    others = 0
+    for tid in tids:
+        if tid == str(me):
+            continue
+        try:
+            with open("/proc/self/task/%s/schedstat" % tid) as f:
+                others += int(f.read().split()[0])
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended in between
+    return wait / 1e3, others / 1e3
+
+
 def _step_once(run: _Runs, inputs: tuple, device: torch.device, timed: bool,
                timeout_s: float) -> tuple:
     """One step of run's placement, every rank starting it at one instant:
@@ -631,11 +659,14 @@ def _step_once(run: _Runs, inputs: tuple, device: torch.device, timed: bool,
     run.step.timeline = []
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+    s0 = sched_sample() if timed else None  # before the start: its cost is not the step's
     t0, late = _dist.start_together(timeout_s)
     loss = run.step(inputs if run.holds_inputs else None)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
-    el = torch.tensor([_dist.now_us() - t0, late,
+    end = _dist.now_us()
+    s1 = sched_sample() if s0 is not None else None
+    el = torch.tensor([end - t0, late,
                        float(loss) if loss is not None else 0.0], dtype=torch.float64)
     mx = el.clone()
     dist.all_reduce(mx[:2], op=dist.ReduceOp.MAX)
@@ -646,6 +677,7 @@ def _step_once(run: _Runs, inputs: tuple, device: torch.device, timed: bool,
         run.late_us.append(float(mx[1]))
         run.lines.append(run.step.timeline)
         run.starts.append(t0)
+        run.sched.append((s1[0] - s0[0], s1[1] - s0[1]) if s0 and s1 else None)
     return float(mx[0]), float(mx[2])
 
 
@@ -686,7 +718,7 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     gathered = []
     for run in runs:
         per_rank = [None] * world
-        dist.all_gather_object(per_rank, (run.lines, run.starts))
+        dist.all_gather_object(per_rank, (run.lines, run.starts, run.sched))
         gathered.append(per_rank)
     measured = None
     if meter is not None:
@@ -711,7 +743,7 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     if a.trace and runs[0].steps_us:
         from ._dist import write_trace
         mid = results[0]["median_step"]
-        write_trace(a.trace, [lines[mid] for lines, _ in gathered[0]],
+        write_trace(a.trace, [lines[mid] for lines, _, _ in gathered[0]],
                     [d["name"] for d in _load(a.cluster, "opplace-cluster")["devices"]])
     if a.save_params:
         torch.save(params, a.save_params)
@@ -736,8 +768,9 @@ def _result(a, run: _Runs, per_rank: list, graph: dict, kinds: list) -> dict:
     result.update(_simulated(a, run.path, run.step))
     if result.get("simulated_step_us"):
         result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
-    steps_bd = [breakdown([lines[i] for lines, _ in per_rank], graph, kinds, run.steps_us[i],
-                          [st[i] for _, st in per_rank]) for i in range(len(run.steps_us))]
+    steps_bd = [breakdown([lines[i] for lines, _, _ in per_rank], graph, kinds, run.steps_us[i],
+                          [st[i] for _, st, _ in per_rank], [sc[i] for _, _, sc in per_rank])
+                for i in range(len(run.steps_us))]
     mid = median_index(run.steps_us)
     result["median_step"] = mid
     result["breakdown"] = steps_bd[mid] if steps_bd else []
@@ -750,14 +783,17 @@ def cluster_kinds(cluster_path: str, world: int) -> list:
 
 
 def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
-              starts: list) -> list:
+              starts: list, sched: Optional[list] = None) -> list:
     """Where each rank's time went in one timed step (which rank r started
     at starts[r] on its now_us clock): its ops (`ops_us`, against the
     graph's times for them, `graph_ops_us`), its waits for receives
     (`recv_wait_us`), its calls that post receives and send (`send_us`: the
     host's share of its transfers on this thread), the rest until its last
     op ended (`other_us`: the executor's loop) and its idle time after that
-    (`idle_us`)."""
+    (`idle_us`); where sched[r] is known (sched_sample), also the time
+    its thread was ready but waited for a core (`core_wait_us`, part of the
+    others) and the CPU time of its process's other threads
+    (`helper_cpu_us`: gloo's, mostly)."""
     times = {o["name"]: o["time_us"] for o in graph.get("ops", [])}
 
     def graph_us(name: str, kind: str) -> float:
@@ -772,6 +808,8 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
                     "recv_wait_us": part["recv"], "send_us": part["send"],
                     "other_us": max(end - sum(part.values()), 0.0),
                     "idle_us": max(step_us - end, 0.0)})
+        if sched and sched[r]:
+            out[-1].update(core_wait_us=sched[r][0], helper_cpu_us=sched[r][1])
     return out
 
 
