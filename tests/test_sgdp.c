@@ -696,6 +696,58 @@ Test(sgdp, slots_give_the_same_weights_with_any_thread_count)
     tk_unbind(&tp);
 }
 
+/* Ctrl-C inside a pass (one over 10^5 ops takes seconds, longer than the
+ * second a placer has to answer): the pass ends at its next GraphSAGE layer
+ * or attention segment, the stage returns without an error, no update was
+ * applied (the weights are those before), and the best so far, here the
+ * reference, stands; once the flag is down the trainer trains again (PPO:
+ * a stopped behaviour cloning is not taken up again). */
+Test(sgdp, ctrl_c_inside_a_pass_keeps_the_best_so_far)
+{
+    tk_problem tp;
+    tk_bind(&tp, tk_random_dag(60, 0.08, 4), tk_cluster(2, 5.0, 1e-4, (int64_t)1 << 40));
+    op_error err = {0};
+    sgdp_config cfg = tiny_config();
+    sgdp_policy *pol = sgdp_policy_new(&cfg, 4, &err);
+    const op_problem *probs[1] = {&tp.p};
+    sgdp_train_config tc = warm_train(3, 1, 1);
+    sgdp_trainer *t = sgdp_trainer_new(pol, probs, 1, &tc, &err);
+    cr_assert_not_null(t, "%s", err.msg);
+    const op_portfolio_winner *ref = sgdp_trainer_reference(t, 0);
+    cr_assert_not_null(ref);
+    size_t total = 0, total1 = 0;
+    double *w0 = flat_weights(sgdp_policy_params(pol), &total);
+    op_set_interrupted(1);
+    op_status st = sgdp_trainer_run(t, &err);
+    op_status st_eval = sgdp_trainer_evaluate(t, 0, 4, &err);
+    sgdp_train_stats s = sgdp_trainer_stats(t);
+    op_set_interrupted(0);
+    cr_assert_eq(st, OP_OK, "%s", err.msg);
+    cr_assert_eq(st_eval, OP_OK, "%s", err.msg);
+    cr_assert_eq(err.code, OP_OK, "the stop is no error: %s", err.msg);
+    cr_assert_eq(s.clone_steps, 0);
+    cr_assert_eq(s.iterations, 0);
+    cr_assert_eq(s.rollouts, 0);
+    double *w1 = flat_weights(sgdp_policy_params(pol), &total1);
+    cr_assert_eq(total1, total);
+    cr_assert_eq(memcmp(w0, w1, total * sizeof(double)), 0, "an update was applied");
+    sgdp_best b = sgdp_trainer_best(t, 0);
+    cr_assert_not_null(b.placement);
+    cr_assert_float_eq(b.step_time_us, ref->step, 1e-9);
+    op_sim_result r; /* and it is the simulator's time of the returned placement */
+    op_sim_result_init(&r, &tp.p, &err);
+    cr_assert_float_eq(tk_simulate(&tp.p, b.placement->device_of, &r), ref->step, 1e-6);
+    op_sim_result_destroy(&r);
+    cr_assert_eq(sgdp_trainer_run(t, &err), OP_OK, "%s", err.msg); /* PPO now */
+    cr_assert_eq(sgdp_trainer_stats(t).iterations, 3);
+    cr_assert_leq(sgdp_trainer_best(t, 0).step_time_us, ref->step + 1e-9);
+    free(w0);
+    free(w1);
+    sgdp_trainer_free(t);
+    sgdp_policy_free(pol);
+    tk_unbind(&tp);
+}
+
 /* ----------------------------- generalisation aids (beyond the paper:
  * the reference skip in sgdp_policy.c, varied inputs in sgdp_train.c) */
 

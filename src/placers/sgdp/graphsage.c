@@ -42,7 +42,8 @@ op_status sgdp_sage_forward(const sgdp_sage *s, nn_arena *ar, const sgdp_graph *
     pass->h[0] = *h0;
     for (int l = 0; l < s->layers; l++) {
         op_status st;
-        if ((st = nn_arena_tensor(ar, n, d, &pass->a[l], err)) ||
+        if ((st = sgdp_check_stop(err)) ||
+            (st = nn_arena_tensor(ar, n, d, &pass->a[l], err)) ||
             (st = nn_arena_tensor(ar, n, d, &pass->m[l], err)) ||
             (st = nn_arena_tensor(ar, n, 2 * d, &pass->c[l], err)) ||
             (st = nn_arena_tensor(ar, n, d, &pass->h[l + 1], err)))
@@ -68,7 +69,8 @@ op_status sgdp_sage_backward(const sgdp_sage *s, nn_arena *ar, const sgdp_sage_p
     for (int l = s->layers - 1; l >= 0; l--) {
         nn_tensor dz, dc, dh, dm, da, dpre;
         op_status st;
-        if ((st = nn_arena_tensor(ar, n, d, &dz, err)) ||
+        if ((st = sgdp_check_stop(err)) ||
+            (st = nn_arena_tensor(ar, n, d, &dz, err)) ||
             (st = nn_arena_tensor(ar, n, 2 * d, &dc, err)) ||
             (st = nn_arena_tensor(ar, n, d, &dm, err)) ||
             (st = nn_arena_tensor(ar, n, d, &da, err)) ||

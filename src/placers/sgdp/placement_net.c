@@ -88,6 +88,8 @@ op_status sgdp_xl_forward(const sgdp_xl *x, nn_arena *ar, const nn_tensor *in,
     for (int s = 0; s < pass->n_seg; s++) {
         int r0 = s * seg, len = n - r0 < seg ? n - r0 : seg;
         nn_tensor cur = nn_tensor_rows(in, r0, len);
+        if ((st = sgdp_check_stop(err)))
+            return st;
         for (int j = 0; j < x->layers; j++) {
             sgdp_xl_step *step = &pass->steps[(size_t)s * x->layers + j];
             const nn_tensor *mem = s > 0 ? &pass->steps[(size_t)(s - 1) * x->layers + j].u : NULL;
@@ -133,6 +135,9 @@ op_status sgdp_xl_backward(const sgdp_xl *x, nn_arena *ar, const sgdp_xl_pass *p
     for (int s = 0; s < pass->n_seg; s++) {
         int r0 = s * seg, len = n - r0 < seg ? n - r0 : seg;
         nn_tensor dcur = nn_tensor_rows(dout, r0, len);
+        op_status stop = sgdp_check_stop(err);
+        if (stop)
+            return stop;
         for (int j = x->layers - 1; j >= 0; j--) {
             const sgdp_xl_step *step = &pass->steps[(size_t)s * x->layers + j];
             nn_tensor dx;

@@ -186,8 +186,10 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     run r = {s, pol, t};
     learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
     op_status st = learn_lifecycle(&s->lo, &ls, err);
+    sgdp_best b = sgdp_trainer_best(t, 0);
+    if (!st && !b.placement) /* Ctrl-C before a first placement: the CLI falls back */
+        st = op_fail(err, OP_EINTERNAL, "sgdp: stopped at Ctrl-C before its first placement");
     if (!st) {
-        sgdp_best b = sgdp_trainer_best(t, 0);
         memcpy(out->device_of, b.placement->device_of, (size_t)ctx->p->n * sizeof(int));
         st = learn_result(ctx, "sgdp", b.step_time_us, b.oom, err);
     }

@@ -13,10 +13,39 @@
 #define OPPLACE_SGDP_INTERNAL_H
 
 #include "placers/sgdp/sgdp.h"
+#include "core/parallel.h"
+#include "opplace/run_ctx.h"
 #include "opplace/simulate.h"
 #include "learn/rollout_common.h"
 
 #define SGDP_MAX_LAYERS 8
+
+/* Ctrl-C inside a pass of the policy (a forward and backward over 10^5 ops
+ * take seconds, longer than the second a placer has to answer): the pass
+ * ends with this error, checked between GraphSAGE layers and attention
+ * segments, and the placer answers with its best so far (sgdp.c).  With
+ * several MPI ranks every rank must run the same passes, so the trainer
+ * decides the stop between iterations instead. */
+static inline int sgdp_stopped(void)
+{
+    return op_par_size() == 1 && op_interrupted();
+}
+
+static inline op_status sgdp_check_stop(op_error *err)
+{
+    return sgdp_stopped() ? op_fail(err, OP_EINTERNAL, "sgdp: stopped at Ctrl-C") : OP_OK;
+}
+
+/* What a stage (training, evaluation, search) returns when that stop ended
+ * one of its passes: no error, the trainer's best so far standing (no
+ * update was half applied: the optimizer steps after a whole backward). */
+static inline op_status sgdp_stop_ok(op_status st, op_error *err)
+{
+    if (st != OP_EINTERNAL || !sgdp_stopped())
+        return st;
+    op_error_clear(err);
+    return OP_OK;
+}
 
 /* GraphSAGE with the max-pool aggregator (graphsage.c), per layer l:
  *   a = sigmoid(h W_l + b_l);  m = maxpool over neighbours(a)     (eq. 2)

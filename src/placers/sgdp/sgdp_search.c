@@ -360,7 +360,7 @@ op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *
     sgdp_task *tk = &t->tasks[i];
     op_status st = OP_OK;
     if (!tk->have_ref) {
-        for (int r = 0; !st && r < sc->rounds; r++)
+        for (int r = 0; !st && r < sc->rounds && !sgdp_stopped(); r++)
             st = sgdp_trainer_evaluate(t, i, sc->samples, err);
         return st;
     }
@@ -372,8 +372,9 @@ op_status sgdp_trainer_search(sgdp_trainer *t, int i, const sgdp_search_config *
     double start_time = z.cur_time;
     int r = 0, idle = 0;
     /* done when proven: the best seen reaches the problem's bound */
-    for (; !st && !idle && r < sc->rounds && !sgdp_trainer_proven(t, i); r++)
+    for (; !st && !idle && r < sc->rounds && !sgdp_trainer_proven(t, i) && !sgdp_stopped(); r++)
         st = round_once(&z, sc, &idle, err);
+    st = sgdp_stop_ok(st, err);
     if (!st)
         op_progress(t->cfg.progress,
                     "sgdp: guided search, %d rounds: %.1f us -> %.1f us (top %d moves + %d "

@@ -1128,9 +1128,10 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
             u += t->tasks[0].sg.decides[r];
         op_progress(t->cfg.progress,
                     "sgdp: cloned the reference (%s, %.1f us, %d decisions, eps %.4f) in %ld "
-                    "steps, %.1f s",
+                    "steps, %.1f s%s",
                     t->tasks[0].ref.name, t->tasks[0].ref.step, u,
-                    clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0);
+                    clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0,
+                    sgdp_stopped() ? " (stopped at Ctrl-C)" : "");
     }
     return st;
 }
@@ -1196,7 +1197,7 @@ op_status sgdp_trainer_run(sgdp_trainer *t, op_error *err)
         ppo_stats none = {0};
         report(t, &t->tasks[0], &none, t->stats.last_mean_reward, 1);
     }
-    return st;
+    return sgdp_stop_ok(st, err);
 }
 
 op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *err)
@@ -1215,7 +1216,7 @@ op_status sgdp_trainer_evaluate(sgdp_trainer *t, int i, int samples, op_error *e
         (st = sgdp_policy_forward(t->pol, &t->c.ar, &tk->sg, &raw, NULL, err)) ||
         (st = acting_policy(t, tk, s, 0, 1, &raw, &logp, err)) ||
         (st = rollouts(t, s, &logp, samples + 1, err)))
-        return st;
+        return sgdp_stop_ok(st, err);
     score(t, s, &logp, samples + 1);
     st = keep_best(tk, s->oom[s->best_k], s->step[s->best_k],
                    s->actions + (size_t)s->best_k * (size_t)tk->sg.n, err);
