@@ -338,16 +338,19 @@ def report(rows, a):
     print()
     print("Where the time went in the median step of each placement off by more than 15 %"
           " (per rank: its ops measured / their in-situ one-device times, waits for receives,"
-          " posting receives and sending, the rest of the loop, its idle time after its last"
+          " posting receives and sending (the send calls of 1 ms or more: calls that lost"
+          " the core), the rest of the loop, its idle time after its last"
           " op; where Linux counts them, the time its thread waited for a core and the CPU"
-          " time of gloo's threads; ms):")
+          " time of its process's other threads, gloo's; ms):")
     print()
     for r in rows:
         if abs(err(r)) <= 0.15:
             continue
-        parts = ["rank %d ops %.1f / %.1f, waits %.1f, send %.1f, rest %.1f, idle %.1f%s" % (
+        parts = ["rank %d ops %.1f / %.1f, waits %.1f, send %.1f%s, rest %.1f, idle %.1f%s" % (
             b["rank"], b["ops_us"] / 1e3, alone / 1e3, b["recv_wait_us"] / 1e3,
-            b.get("send_us", 0) / 1e3, b["other_us"] / 1e3, b.get("idle_us", 0) / 1e3,
+            b.get("send_us", 0) / 1e3,
+            " (%d calls over 1 ms: %.1f)" % (b["slow_calls"], b["slow_calls_us"] / 1e3)
+            if b.get("slow_calls") else "", b["other_us"] / 1e3, b.get("idle_us", 0) / 1e3,
             ", core wait %.1f, gloo %.1f" % (b["core_wait_us"] / 1e3, b["helper_cpu_us"] / 1e3)
             if "core_wait_us" in b else "")
             for b, alone in zip(r.get("breakdown", []), r.get("insitu_ops_us", []))]

@@ -294,5 +294,22 @@ class RunTest(unittest.TestCase):
         self.assertIn("does not match the model", r.stderr)
 
 
+class BreakdownTest(unittest.TestCase):
+    def test_parts_by_hand(self):
+        """One rank's timeline, hand-computed: posting the receives (1.5 ms,
+        not a slow send call), op a, a send of 50 us, one of 1.2 ms (slow: it
+        lost its core), a wait, op c; the step ends 100 us after c."""
+        from opplace.torch._run import POST_RECEIVES, breakdown
+        tl = [(POST_RECEIVES, "send", 10.0, 1500.0), ("a", "op", 1510.0, 100.0),
+              ("a", "send", 1610.0, 50.0), ("b", "send", 1660.0, 1200.0),
+              ("c", "recv", 2860.0, 100.0), ("c", "op", 2960.0, 50.0)]
+        graph = {"ops": [{"name": "a", "time_us": 80.0}, {"name": "c", "time_us": {"cpu": 40.0}}]}
+        b, = breakdown([tl], graph, ["cpu"], 3100.0, [10.0], [(7.0, 9.0)])
+        self.assertEqual(b, {"rank": 0, "ops": 2, "ops_us": 150.0, "graph_ops_us": 120.0,
+                             "recv_wait_us": 100.0, "send_us": 2750.0, "slow_calls": 1,
+                             "slow_calls_us": 1200.0, "other_us": 0.0, "idle_us": 100.0,
+                             "core_wait_us": 7.0, "helper_cpu_us": 9.0})
+
+
 if __name__ == "__main__":
     unittest.main()

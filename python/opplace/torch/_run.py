@@ -34,6 +34,9 @@ from ._capture import Capture, Replay, capture
 from ._dist import now_us as _now_us
 
 
+POST_RECEIVES = "post receives"  # the timeline's name for posting a step's receives
+
+
 class RunError(RuntimeError):
     """Bad input or a failed peer: one clear message, the same on every rank."""
 
@@ -327,7 +330,7 @@ class PlacedStep:
         b0 = self.clock() if self.record else 0.0
         recvs = self._post_receives()
         if self.record and self.incoming:
-            self.timeline.append(("post receives", "send", b0, self.clock() - b0))
+            self.timeline.append((POST_RECEIVES, "send", b0, self.clock() - b0))
         sends: list = []
         clock = self.clock
         for t in self.outgoing.get("", []):
@@ -782,13 +785,19 @@ def cluster_kinds(cluster_path: str, world: int) -> list:
     return [d["kind"] for d in _load(cluster_path, "opplace-cluster")["devices"][:world]]
 
 
+SLOW_CALL_US = 1000.0  # a send call this long lost its core (typical: 40-300 us)
+
+
 def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
               starts: list, sched: Optional[list] = None) -> list:
     """Where each rank's time went in one timed step (which rank r started
     at starts[r] on its now_us clock): its ops (`ops_us`, against the
     graph's times for them, `graph_ops_us`), its waits for receives
     (`recv_wait_us`), its calls that post receives and send (`send_us`: the
-    host's share of its transfers on this thread), the rest until its last
+    host's share of its transfers on this thread; of its send calls,
+    `slow_calls` took SLOW_CALL_US or more, `slow_calls_us` together: on a
+    node whose cores the ranks fill, calls that lost the core for a
+    scheduler tick), the rest until its last
     op ended (`other_us`: the executor's loop) and its idle time after that
     (`idle_us`); where sched[r] is known (sched_sample), also the time
     its thread was ready but waited for a core (`core_wait_us`, part of the
@@ -802,10 +811,13 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
     out = []
     for r, tl in enumerate(timelines):
         part = {k: sum(e[3] for e in tl if e[1] == k) for k in ("op", "recv", "send")}
+        slow = [e[3] for e in tl
+                if e[1] == "send" and e[0] != POST_RECEIVES and e[3] >= SLOW_CALL_US]
         end = max((e[2] + e[3] - starts[r] for e in tl), default=0.0)
         out.append({"rank": r, "ops": sum(1 for e in tl if e[1] == "op"), "ops_us": part["op"],
                     "graph_ops_us": sum(graph_us(e[0], kinds[r]) for e in tl if e[1] == "op"),
                     "recv_wait_us": part["recv"], "send_us": part["send"],
+                    "slow_calls": len(slow), "slow_calls_us": sum(slow),
                     "other_us": max(end - sum(part.values()), 0.0),
                     "idle_us": max(step_us - end, 0.0)})
         if sched and sched[r]:
