@@ -40,8 +40,8 @@ POST_RECEIVES = "post receives"  # the timeline's name for posting a step's rece
 def _bare_step(opt: torch.optim.Optimizer) -> Callable[[], Any]:
     """opt.step without torch.optim's wrappers around every call (the
     profiler's record_function, the step hooks, the switch of grad mode):
-    the same arithmetic in the same order, to be called under no_grad, as
-    the wrappers call it for an optimizer that is not differentiable.  One
+    the same arithmetic in the same order, under no_grad, as the wrappers
+    call it for an optimizer that is not differentiable.  One
     optimizer per parameter pays them once per update: 59 us an update of
     a small parameter through opt.step, 38 us so (bench/RESULTS.md, the
     executor's own cost).  The optimizers are the executor's own: no
@@ -49,7 +49,11 @@ def _bare_step(opt: torch.optim.Optimizer) -> Callable[[], Any]:
     f = type(opt).step
     while hasattr(f, "__wrapped__"):
         f = f.__wrapped__
-    return lambda: f(opt)
+
+    def step() -> Any:
+        with torch.no_grad():
+            return f(opt)
+    return step
 
 
 class RunError(RuntimeError):
@@ -294,11 +298,11 @@ class PlacedStep:
         for name, p in named_p.items():  # parameters no op reads
             if name not in self.plan.home and self.rank == 0:
                 self.params[name] = p.detach().to(self.device).clone()
-        self.opt = {}
+        self.opt_step = {}  # parameter -> its optimizer's step (one optimizer each)
         for name in self.cap.grad_node:
             if name in self.params:
                 self.params[name].requires_grad_(True)
-                self.opt[name] = _bare_step(optimizer([self.params[name]]))
+                self.opt_step[name] = _bare_step(optimizer([self.params[name]]))
 
     @staticmethod
     def _wire(x: torch.Tensor) -> torch.Tensor:
@@ -401,8 +405,7 @@ class PlacedStep:
                 sends[i] = (None, x, t)
         p = self.params[name]
         p.grad = env[self.cap.grad_node[name]].to(p.device)
-        with torch.no_grad():
-            self.opt[name]()
+        self.opt_step[name]()
         p.grad = None
 
 
