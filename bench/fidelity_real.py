@@ -7,15 +7,16 @@ round, and measures the simulator's inputs between the rounds (`--measure`:
 op times on one device, device speeds, the compute the ranks share).
 
 Per model and placement: the measured step (median of the timed rounds,
-every rank starting each step at one instant), the simulated step of the
-schedule the run executed with those in-situ inputs, and ablations: with
-export's op times and calibrate's cluster (taken minutes before), with
-calibrate's shared compute, without the links' host costs (rule 5.9),
-without shared compute (rule 5.8), and with rule 5.8's all/alone fitted
-to the model's other placements and to the other models' runs.  Per model
-the Spearman rank correlation of simulated and measured steps, and whether
-every placement simulated >= 20 % faster than one device was measured
-faster than one device.
+every rank starting each step at one instant; at least --steps rounds,
+and as many as fit in --seconds: short steps get more), the simulated
+step of the schedule the run executed with those in-situ inputs, and
+ablations: with export's op times and calibrate's cluster (taken minutes
+before), with calibrate's shared compute, without the links' host costs
+(rule 5.9), without shared compute (rule 5.8), and with rule 5.8's
+all/alone fitted to the model's other placements and to the other
+models' runs.  Per model the Spearman rank correlation of simulated and
+measured steps, and whether every placement simulated >= 20 % faster
+than one device was measured faster than one device.
 
 Other machines (issue 31 item 6): `--ranks N --threads T` runs N cpu ranks
 of T threads each; `--gpus G` makes the first G ranks GPUs (calibrate
@@ -24,7 +25,7 @@ measure --device cuda` for the GPU's times) and the times merged, e.g.
 `--ranks 2 --gpus 1` (cuda:0 + a cpu rank) and `--ranks 4 --threads 4`.
 
 usage: python bench/fidelity_real.py [--models a,b] [--placers a,b]
-           [--steps N] [--warmup N] [--ranks N] [--threads T] [--gpus G]
+           [--steps N] [--seconds S] [--warmup N] [--ranks N] [--threads T] [--gpus G]
            [--out DIR] [--reuse] [--report-only]
        (bench/fidelity_real.sh)
 """
@@ -87,7 +88,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--placers", default=",".join(PLACERS))
-    ap.add_argument("--steps", type=int, default=20, help="timed rounds (default 20)")
+    ap.add_argument("--steps", type=int, default=20,
+                    help="timed rounds, at least (default 20)")
+    ap.add_argument("--seconds", type=float, default=60.0,
+                    help="timed seconds per model (default 60): as many rounds beyond --steps "
+                    "as fit, so that a model of short steps gets as steady a median as one of "
+                    "long steps; 0: --steps rounds")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--ranks", type=int, default=2, help="torchrun ranks (default 2)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per cpu rank (1)")
@@ -158,11 +164,12 @@ def main():
         r = os.path.join(a.out, name + ".run.json")
         insitu = os.path.join(a.out, name + ".insitu")
         t0 = time.time()
+        n = rounds(distinct, a.ranks, a.steps, a.seconds)
         say("%s: running %d placements for real, interleaved, %d rounds"
-            % (name, len(distinct), a.steps))
+            % (name, len(distinct), n))
         sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
                        *[x for d in distinct for x in ("--placement", d["path"])],
-                       "--cluster", c, *threads, "--steps", str(a.steps),
+                       "--cluster", c, *threads, "--steps", str(n),
                        "--warmup", str(a.warmup), "--measure", insitu, "--json", r],
            env=env(), timeout=3600)
         ig, ic = os.path.join(insitu, "graph.json"), os.path.join(insitu, "cluster.json")
@@ -201,6 +208,28 @@ def main():
     fit_shared(rows, opp, a.out)
     json.dump(rows, open(res, "w"), indent=1)
     report(rows, a)
+
+
+ROUND_LEAD_US = 3000.0  # each step's common start (opplace.torch run: start_together)
+MAX_ROUNDS = 400
+
+
+def rounds(distinct, ranks, steps, seconds):
+    """Timed rounds for a model's placements: at least `steps`, and as many
+    as fit in `seconds` by their simulated steps (the placers' own), one of
+    each placement a round and `--measure`'s one-device step on every rank
+    alone and then on all at once.  Steps of 20-30 ms on 2 busy vCPUs
+    spread by +-30 % (a 4 ms scheduler tick is a sixth of one): the median
+    of 20 of the multi-branch model's steps moves by 4.5-6.0 % (sd,
+    bootstrap, per placement), of the 209 that fit in 60 s by 1.2-2.0 %;
+    28-52 rounds of the 100-200 ms models', by 1.0-3.8 % (bench/RESULTS.md,
+    real runs: run H)."""
+    if seconds <= 0:
+        return steps
+    us = [d["placement"].get("metrics", {}).get("step_time_us", 0.0) for d in distinct]
+    one = max([u for u, d in zip(us, distinct) if d["devices"] == 1] or us)
+    per_round = sum(us) + (ranks + 1) * one + ROUND_LEAD_US * (len(us) + ranks + 1)
+    return max(steps, min(MAX_ROUNDS, int(seconds * 1e6 / per_round)))
 
 
 def export(py, factory, ins, threads, kinds_, path, say):
@@ -289,6 +318,19 @@ def concordance(sim, meas, apart=0.05):
     return same, len(pairs)
 
 
+def split_half(rs):
+    """Spearman of the measured steps with themselves: the placements'
+    medians over the odd rounds against those over the even ones.  How
+    well the measurements tell the placements apart (each half has half
+    the rounds, so somewhat worse than the whole): no simulator's ranking
+    agrees with the measured one better than the measurements agree with
+    themselves, beyond chance."""
+    if any(len(r.get("steps_us", [])) < 2 for r in rs):
+        return float("nan")
+    half = [[statistics.median(r["steps_us"][k::2]) for r in rs] for k in (0, 1)]
+    return spearman(*half)
+
+
 def err(r, key="simulated_us"):
     return (r[key] - r["measured_us"]) / r["measured_us"]
 
@@ -312,9 +354,10 @@ def report(rows, a):
     print()
     print("| model | one device: simulated / measured (ms) | shared all / alone: in situ, fitted, "
           "fitted to the other models | pairs > 5 %% apart measured, ordered alike "
-          "| Spearman | %s | simulated >= 20 %% faster than one device: measured faster? |"
+          "| Spearman | measured against itself (odd / even rounds) | %s "
+          "| simulated >= 20 %% faster than one device: measured faster? |"
           % " | ".join("Spearman %s" % v for _, v in variants[1:]))
-    print("|---|---|---|---|---:|%s---|" % ("---:|" * (len(variants) - 1)))
+    print("|---|---|---|---|---:|---:|%s---|" % ("---:|" * (len(variants) - 1)))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)
@@ -326,13 +369,13 @@ def report(rows, a):
                                                "yes" if r["measured_us"] < one["measured_us"]
                                                else "NO"))
         meas = [r["measured_us"] for r in rs]
-        print("| %s | %s | %s | %d of %d | %s | %s | %s |" % (
+        print("| %s | %s | %s | %d of %d | %s | %.2f | %s | %s |" % (
             m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
             else "-", "%.2f, %.2f, %.2f" % (rs[0]["shared_insitu"], rs[0]["shared_fit"],
                                              rs[0]["shared_machine"])
             if "shared_fit" in rs[0] else "-",
             *concordance([r["simulated_us"] for r in rs], meas),
-            "%.2f" % spearman([r["simulated_us"] for r in rs], meas),
+            "%.2f" % spearman([r["simulated_us"] for r in rs], meas), split_half(rs),
             " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),
             "; ".join(promise) or "none promised"))
     print()

@@ -53,7 +53,7 @@ stage() {  # stage NAME MODEL MAX_SECONDS
   fi
   # shellcheck disable=SC2086
   timeout -k 5 "$t" "$py" "$here/bench/fidelity_real.py" ${args[$name]} --models "$model" \
-    --steps 10 --warmup 3 --python "$py" --opplace "$OPPLACE" --out "$out/$name" \
+    --steps 10 --seconds 0 --warmup 3 --python "$py" --opplace "$OPPLACE" --out "$out/$name" \
     >> "$out/$name.md" 2>> "$out/$name.log"
   rc=$?
   echo "$name $model: exit $rc, $(( $(date +%s) - s )) s" >> "$out/machine.txt"

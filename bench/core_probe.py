@@ -1,0 +1,142 @@
+"""What one rank's ops pay on this machine for what its core did before and
+what the other cores do (issue 31, bench/RESULTS.md "PyTorch: real runs"),
+two effects that the one-device op times (one thread computing throughout)
+and calibrate's probes do not see:
+
+1. sleeping: a rank of a placed step sleeps in every wait for a transfer.
+   One thread runs a branch model's op (64x512 @ 512x512 + ReLU) in bursts
+   of `--ops` ops, each after a sleep of S ms; per S, the median time of a
+   burst's first op and of its other ops, against bursts with no sleep.
+2. the other core's work: in a placed step the ranks run different ops at
+   once.  The same op's time while another process runs, on another core,
+   nothing, the same op, an Adam update of a 512x512 parameter, or a
+   linear layer's backward.
+
+Every setting is interleaved with the others round by round (the machine's
+speed drifts by 10-20 % within minutes).
+
+usage: python bench/core_probe.py [--sleeps 0.2 1 4 10] [--ops 8 60] [--rounds 60]
+           [--seconds 2]
+(one thread a process; run it alone on the machine)
+"""
+import argparse
+import multiprocessing as mp
+import statistics
+import time
+
+import torch
+
+BACKGROUND = ("none", "matmul", "adam", "backward")
+
+
+class Ops:
+    """The probe's ops: a branch model's linear layer, forward and backward,
+    and Adam updates of its weight."""
+
+    def __init__(self) -> None:
+        torch.set_num_threads(1)
+        self.x = torch.randn(64, 512)
+        self.ws = [torch.randn(512, 512) for _ in range(8)]
+        self.ps = [torch.randn(512, 512, requires_grad=True) for _ in range(8)]
+        for p in self.ps:
+            p.grad = torch.randn(512, 512)
+        self.opts = [torch.optim.Adam([p]) for p in self.ps]
+
+    def run(self, kind: str, i: int) -> None:
+        if kind == "matmul":
+            torch.relu(self.x @ self.ws[i % 8])
+        elif kind == "adam":
+            self.opts[i % 8].step()
+        elif kind == "backward":
+            g = self.x + 1.0
+            g.t() @ self.x
+            g @ self.ws[i % 8]
+
+
+def _background(kind: str, ready, stop) -> None:
+    ops = Ops()
+    for i in range(20):
+        ops.run(kind, i)
+    ready.set()
+    i = 0
+    while not stop.is_set():
+        ops.run(kind, i)
+        i += 1
+
+
+def sleeping(ops: Ops, sleeps: list, bursts: list, rounds: int) -> None:
+    def burst(n: int, sleep_ms: float) -> list:
+        if sleep_ms > 0:
+            time.sleep(sleep_ms / 1e3)
+        out = []
+        for i in range(n):
+            t0 = time.perf_counter()
+            ops.run("matmul", i)
+            out.append((time.perf_counter() - t0) * 1e6)
+        return out
+
+    for _ in range(50):
+        burst(8, 0)
+    settings = [(n, s) for n in bursts for s in [0.0] + sleeps]
+    first: dict = {k: [] for k in settings}
+    rest: dict = {k: [] for k in settings}
+    for _ in range(rounds):
+        for k in settings:
+            ts = burst(*k)
+            first[k].append(ts[0])
+            rest[k].extend(ts[1:])
+    print("| ops a burst | sleep before it (ms) | busy share | first op (us) | other ops (us) "
+          "| first / no sleep | others / no sleep |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for n in bursts:
+        f0, r0 = statistics.median(first[(n, 0.0)]), statistics.median(rest[(n, 0.0)])
+        for s in [0.0] + sleeps:
+            f, r = statistics.median(first[(n, s)]), statistics.median(rest[(n, s)])
+            busy = (f + r * (n - 1)) / (f + r * (n - 1) + s * 1e3)
+            print("| %d | %g | %.0f %% | %.0f | %.0f | %.2f | %.2f |"
+                  % (n, s, 100 * busy, f, r, f / f0, r / r0))
+
+
+def beside(ops: Ops, seconds: float, rounds: int) -> None:
+    ctx = mp.get_context("spawn")
+    times: dict = {b: [] for b in BACKGROUND}
+    for _ in range(rounds):
+        for b in BACKGROUND:
+            ready, stop = ctx.Event(), ctx.Event()
+            proc = ctx.Process(target=_background, args=(b, ready, stop)) \
+                if b != "none" else None
+            if proc:
+                proc.start()
+                ready.wait(120)  # its start-up (torch's import) and warm-up
+            t0, k = time.perf_counter(), 0
+            while time.perf_counter() - t0 < seconds:
+                ops.run("matmul", k)
+                k += 1
+            times[b].append((time.perf_counter() - t0) * 1e6 / k)
+            if proc:
+                stop.set()
+                proc.join()
+    base = statistics.median(times["none"])
+    print("\n| the other core runs | this core's op (us) | / nothing beside |")
+    print("|---|---:|---:|")
+    for b in BACKGROUND:
+        m = statistics.median(times[b])
+        print("| %s | %.0f | %.2f |" % (b, m, m / base))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sleeps", type=float, nargs="+", default=[0.2, 1.0, 4.0, 10.0],
+                    help="sleeps before a burst, ms")
+    ap.add_argument("--ops", type=int, nargs="+", default=[8, 60], help="ops a burst")
+    ap.add_argument("--rounds", type=int, default=60, help="rounds of the sleep table")
+    ap.add_argument("--seconds", type=float, default=2.0,
+                    help="each setting's time a round in the second table (3 rounds)")
+    a = ap.parse_args()
+    ops = Ops()
+    sleeping(ops, a.sleeps, a.ops, a.rounds)
+    beside(ops, a.seconds, 3)
+
+
+if __name__ == "__main__":
+    main()
