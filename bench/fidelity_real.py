@@ -222,7 +222,7 @@ def rounds(distinct, ranks, steps, seconds):
     spread by +-30 % (a 4 ms scheduler tick is a sixth of one): the median
     of 20 of the multi-branch model's steps moves by 4.5-6.0 % (sd,
     bootstrap, per placement), of the 209 that fit in 60 s by 1.2-2.0 %;
-    28-52 rounds of the 100-200 ms models', by 1.0-3.8 % (bench/RESULTS.md,
+    28-52 rounds of the 100-200 ms models, by 1.0-3.8 % (bench/RESULTS.md,
     real runs: run H)."""
     if seconds <= 0:
         return steps
