@@ -192,7 +192,11 @@ def main():
                                   / dev.get("speed", 1.0) for dev in json.load(open(ic))["devices"]]
             d.update(sim, measured_us=res["measured_step_us"], steps_us=res["steps_us"],
                      losses=res["losses"], order=res["order"],
-                     breakdown=res.get("breakdown", []))
+                     breakdown=res.get("breakdown", []),
+                     beside=[sum(b.get(k, 0.0) for st in res.get("steps_breakdown", [])
+                                 for b in st)
+                             for k in ("ops_beside_us", "graph_ops_beside_us", "ops_us",
+                                       "graph_ops_us")])
             d.pop("path")
             d.update(executed=executed, graph=ig, cluster=ic)
             rows.append(d)
@@ -331,6 +335,19 @@ def split_half(rs):
     return spearman(*half)
 
 
+def beside_alone(rs):
+    """Over the timed steps of a model's placements: its ranks' ops that
+    ran beside another rank's op and those that ran alone, each against
+    the graph's times for them (export's: a drift of the machine since
+    then scales both), and the all / alone of rule 5.8 that the two imply
+    (alone's ratio over beside's); None without both kinds of op."""
+    t = [sum(r.get("beside", [0.0] * 4)[k] for r in rs) for k in range(4)]
+    if min(t[1], t[3] - t[1]) <= 0:
+        return None
+    b, a = t[0] / t[1], (t[2] - t[0]) / (t[3] - t[1])
+    return b, a, a / b
+
+
 def err(r, key="simulated_us"):
     return (r[key] - r["measured_us"]) / r["measured_us"]
 
@@ -353,11 +370,13 @@ def report(rows, a):
             " | ".join("%.1f: %+.1f %%" % (r[k] / 1e3, 100 * err(r, k)) for k, _ in variants[1:])))
     print()
     print("| model | one device: simulated / measured (ms) | shared all / alone: in situ, fitted, "
-          "fitted to the other models | pairs > 5 %% apart measured, ordered alike "
+          "fitted to the other models | in placed steps: ops beside another rank's / alone, "
+          "against their op times (all / alone implied) "
+          "| pairs > 5 %% apart measured, ordered alike "
           "| Spearman | measured against itself (odd / even rounds) | %s "
           "| simulated >= 20 %% faster than one device: measured faster? |"
           % " | ".join("Spearman %s" % v for _, v in variants[1:]))
-    print("|---|---|---|---|---:|---:|%s---|" % ("---:|" * (len(variants) - 1)))
+    print("|---|---|---|---|---|---:|---:|%s---|" % ("---:|" * (len(variants) - 1)))
     for m in dict.fromkeys(r["model"] for r in rows):
         rs = [r for r in rows if r["model"] == m]
         one = next((r for r in rs if "single" in r["placers"]), None)
@@ -369,11 +388,13 @@ def report(rows, a):
                                                "yes" if r["measured_us"] < one["measured_us"]
                                                else "NO"))
         meas = [r["measured_us"] for r in rs]
-        print("| %s | %s | %s | %d of %d | %s | %.2f | %s | %s |" % (
+        ba = beside_alone([r for r in rs if r["devices"] > 1])
+        print("| %s | %s | %s | %s | %d of %d | %s | %.2f | %s | %s |" % (
             m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
             else "-", "%.2f, %.2f, %.2f" % (rs[0]["shared_insitu"], rs[0]["shared_fit"],
                                              rs[0]["shared_machine"])
             if "shared_fit" in rs[0] else "-",
+            "%.2f / %.2f (%.2f)" % ba if ba else "-",
             *concordance([r["simulated_us"] for r in rs], meas),
             "%.2f" % spearman([r["simulated_us"] for r in rs], meas), split_half(rs),
             " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),

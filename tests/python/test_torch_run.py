@@ -311,6 +311,27 @@ class BreakdownTest(unittest.TestCase):
                              "core_wait_us": 7.0, "helper_cpu_us": 9.0})
 
 
+    def test_ops_beside_another_rank_by_hand(self):
+        """Two ranks on one clock: rank 0 runs a (0-100 us) and b (100-200),
+        rank 1 waits, then runs c (60-130) and d (300-310).  a is covered 40
+        of 100 us by c, b 30 of 100: neither ran half its time beside
+        another rank's op; c ran all its 70 us beside a and b, d none.
+        Without a shared clock the split is not made."""
+        from opplace.torch._run import breakdown
+        t0 = [("a", "op", 0.0, 100.0), ("b", "op", 100.0, 100.0)]
+        t1 = [("c", "recv", 0.0, 60.0), ("c", "op", 60.0, 70.0), ("d", "op", 300.0, 10.0)]
+        graph = {"ops": [{"name": "a", "time_us": 80.0}, {"name": "b", "time_us": 90.0},
+                         {"name": "c", "time_us": 50.0}, {"name": "d", "time_us": 9.0}]}
+        b0, b1 = breakdown([t0, t1], graph, ["cpu", "cpu"], 310.0, [0.0, 0.0], None, True)
+        self.assertEqual((b0["ops_beside_us"], b0["graph_ops_beside_us"]), (0.0, 0.0))
+        self.assertEqual((b1["ops_beside_us"], b1["graph_ops_beside_us"]), (70.0, 50.0))
+        t1[1] = ("c", "op", 40.0, 70.0)  # now a is covered 60 of 100 us: beside
+        b0, _ = breakdown([t0, t1], graph, ["cpu", "cpu"], 310.0, [0.0, 0.0], None, True)
+        self.assertEqual((b0["ops_beside_us"], b0["graph_ops_beside_us"]), (100.0, 80.0))
+        b0, _ = breakdown([t0, t1], graph, ["cpu", "cpu"], 310.0, [0.0, 0.0])
+        self.assertNotIn("ops_beside_us", b0)
+
+
 class BareStepTest(unittest.TestCase):
     def test_same_parameters_and_state_as_opt_step(self):
         """The executor's update (_bare_step, torch.optim's step without its

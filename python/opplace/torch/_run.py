@@ -790,8 +790,10 @@ def _result(a, run: _Runs, per_rank: list, graph: dict, kinds: list) -> dict:
     result.update(_simulated(a, run.path, run.step))
     if result.get("simulated_step_us"):
         result["measured_over_simulated"] = result["measured_step_us"] / result["simulated_step_us"]
+    shared_clock = _dist.one_host()  # cached: every rank asked at its steps' starts
     steps_bd = [breakdown([lines[i] for lines, _, _ in per_rank], graph, kinds, run.steps_us[i],
-                          [st[i] for _, st, _ in per_rank], [sc[i] for _, _, sc in per_rank])
+                          [st[i] for _, st, _ in per_rank], [sc[i] for _, _, sc in per_rank],
+                          shared_clock)
                 for i in range(len(run.steps_us))]
     mid = median_index(run.steps_us)
     result["median_step"] = mid
@@ -807,8 +809,35 @@ def cluster_kinds(cluster_path: str, world: int) -> list:
 SLOW_CALL_US = 1000.0  # a send call this long lost its core (typical: 40-300 us)
 
 
+def _union(events: list) -> Tuple[list, list]:
+    """The op events' time covered, as sorted disjoint intervals (starts,
+    ends)."""
+    starts: list = []
+    ends: list = []
+    for s, e in sorted((e[2], e[2] + e[3]) for e in events if e[1] == "op"):
+        if ends and s <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(s)
+            ends.append(e)
+    return starts, ends
+
+
+def _covered(union: Tuple[list, list], s: float, e: float) -> float:
+    """How much of [s, e) the union covers."""
+    import bisect
+    starts, ends = union
+    i = max(bisect.bisect_right(starts, s) - 1, 0)
+    got = 0.0
+    while i < len(starts) and starts[i] < e:
+        got += max(0.0, min(e, ends[i]) - max(s, starts[i]))
+        i += 1
+    return got
+
+
 def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
-              starts: list, sched: Optional[list] = None) -> list:
+              starts: list, sched: Optional[list] = None,
+              shared_clock: bool = False) -> list:
     """Where each rank's time went in one timed step (which rank r started
     at starts[r] on its now_us clock): its ops (`ops_us`, against the
     graph's times for them, `graph_ops_us`), its waits for receives
@@ -821,7 +850,11 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
     (`idle_us`); where sched[r] is known (sched_sample), also the time
     its thread was ready but waited for a core (`core_wait_us`, part of the
     others) and the CPU time of its process's other threads
-    (`helper_cpu_us`: gloo's, mostly)."""
+    (`helper_cpu_us`: gloo's, mostly).  With `shared_clock` (every rank's
+    timeline on one clock: one machine), the ops that ran at least half
+    their time while another rank ran an op (`ops_beside_us`, and their
+    graph times, `graph_ops_beside_us`): the ops that shared the machine's
+    compute (formats.md 5.8), against those that did not."""
     times = {o["name"]: o["time_us"] for o in graph.get("ops", [])}
 
     def graph_us(name: str, kind: str) -> float:
@@ -841,6 +874,12 @@ def breakdown(timelines: list, graph: dict, kinds: list, step_us: float,
                     "idle_us": max(step_us - end, 0.0)})
         if sched and sched[r]:
             out[-1].update(core_wait_us=sched[r][0], helper_cpu_us=sched[r][1])
+        if shared_clock:
+            others = _union([e for q, t in enumerate(timelines) if q != r for e in t])
+            beside = [e for e in tl if e[1] == "op"
+                      and _covered(others, e[2], e[2] + e[3]) >= 0.5 * e[3]]
+            out[-1].update(ops_beside_us=sum(e[3] for e in beside),
+                           graph_ops_beside_us=sum(graph_us(e[0], kinds[r]) for e in beside))
     return out
 
 
