@@ -310,7 +310,6 @@ class BreakdownTest(unittest.TestCase):
                              "slow_calls_us": 1200.0, "other_us": 0.0, "idle_us": 100.0,
                              "core_wait_us": 7.0, "helper_cpu_us": 9.0})
 
-
     def test_ops_beside_another_rank_by_hand(self):
         """Two ranks on one clock: rank 0 runs a (0-100 us) and b (100-200),
         rank 1 waits, then runs c (60-130) and d (300-310).  a is covered 40

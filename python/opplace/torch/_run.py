@@ -15,6 +15,7 @@ posted, so receives posted early would wait behind the other direction.
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import datetime
 import json
@@ -825,7 +826,6 @@ def _union(events: list) -> Tuple[list, list]:
 
 def _covered(union: Tuple[list, list], s: float, e: float) -> float:
     """How much of [s, e) the union covers."""
-    import bisect
     starts, ends = union
     i = max(bisect.bisect_right(starts, s) - 1, 0)
     got = 0.0
