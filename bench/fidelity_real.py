@@ -15,8 +15,11 @@ before), with calibrate's shared compute, without the links' host costs
 (rule 5.9), without shared compute (rule 5.8), and with rule 5.8's
 all/alone fitted to the model's other placements and to the other
 models' runs.  Per model the Spearman rank correlation of simulated and
-measured steps, and whether every placement simulated >= 20 % faster
-than one device was measured faster than one device.
+measured steps, the measurements' own (odd rounds against even ones),
+the ranks' ops that ran beside another rank's against those that ran
+alone (`run --json`'s ops_beside_us), and whether every placement
+simulated >= 20 % faster than one device was measured faster than one
+device.
 
 Other machines (issue 31 item 6): `--ranks N --threads T` runs N cpu ranks
 of T threads each; `--gpus G` makes the first G ranks GPUs (calibrate
@@ -225,9 +228,9 @@ def rounds(distinct, ranks, steps, seconds):
     alone and then on all at once.  Steps of 20-30 ms on 2 busy vCPUs
     spread by +-30 % (a 4 ms scheduler tick is a sixth of one): the median
     of 20 of the multi-branch model's steps moves by 4.5-6.0 % (sd,
-    bootstrap, per placement), of the 209 that fit in 60 s by 1.2-2.0 %;
-    28-52 rounds of the 100-200 ms models, by 1.0-3.8 % (bench/RESULTS.md,
-    real runs: run H)."""
+    bootstrap per placement: bench/median_noise.py), of the 209 that fit in
+    60 s by 1.2-2.0 %; 28-52 rounds of the 100-200 ms models, by 1.0-3.8 %
+    (bench/RESULTS.md, real runs: run H)."""
     if seconds <= 0:
         return steps
     us = [d["placement"].get("metrics", {}).get("step_time_us", 0.0) for d in distinct]

@@ -43,9 +43,9 @@ def _bare_step(opt: torch.optim.Optimizer) -> Callable[[], Any]:
     profiler's record_function, the step hooks, the switch of grad mode):
     the same arithmetic in the same order, under no_grad, as the wrappers
     call it for an optimizer that is not differentiable.  One
-    optimizer per parameter pays them once per update: 59 us an update of
-    a small parameter through opt.step, 38 us so (bench/RESULTS.md, the
-    executor's own cost).  The optimizers are the executor's own: no
+    optimizer per parameter pays them once per update: 75-82 us an update
+    of a small parameter through opt.step, 51-58 us so (bench/RESULTS.md,
+    the executor's own cost).  The optimizers are the executor's own: no
     user's hook is skipped."""
     f = type(opt).step
     while hasattr(f, "__wrapped__"):
