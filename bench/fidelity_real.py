@@ -13,13 +13,14 @@ step of the schedule the run executed with those in-situ inputs, and
 ablations: with export's op times and calibrate's cluster (taken minutes
 before), with calibrate's shared compute, without the links' host costs
 (rule 5.9), without shared compute (rule 5.8), and with rule 5.8's
-all/alone fitted to the model's other placements and to the other
-models' runs.  Per model the Spearman rank correlation of simulated and
-measured steps, the measurements' own (odd rounds against even ones),
-the ranks' ops that ran beside another rank's against those that ran
-alone (`run --json`'s ops_beside_us), and whether every placement
-simulated >= 20 % faster than one device was measured faster than one
-device.
+all/alone fitted as `run --fit-shared` fits it (the run job's own fit to
+all of a model's placements is in the table) to the model's other
+placements and to the other models' runs.  Per model the Spearman rank
+correlation of simulated and measured steps, the measurements' own (odd
+rounds against even ones), the ranks' ops that ran beside another rank's
+against those that ran alone (`run --json`'s ops_beside_us), and whether
+every placement simulated >= 20 % faster than one device was measured
+faster than one device.
 
 Other machines (issue 31 item 6): `--ranks N --threads T` runs N cpu ranks
 of T threads each; `--gpus G` makes the first G ranks GPUs (calibrate
@@ -34,7 +35,6 @@ usage: python bench/fidelity_real.py [--models a,b] [--placers a,b]
 """
 import argparse
 import json
-import math
 import os
 import statistics
 import subprocess
@@ -111,12 +111,14 @@ def main():
     ap.add_argument("--cluster", help="a calibrated cluster to use for every model instead of "
                     "calibrating (by default each model's: calibrate --model)")
     ap.add_argument("--report-only", action="store_true",
-                    help="only the tables again, from --out's results.json")
+                    help="only the tables again, from --out's results.json (and the fits "
+                    "it adds to it)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.report_only:
         rows = json.load(open(os.path.join(a.out, "results.json")))
         fit_shared(rows, a.opplace, a.out)
+        json.dump(rows, open(os.path.join(a.out, "results.json"), "w"), indent=1)  # its fits
         report(rows, a)
         return
     opp, py = a.opplace, a.python
@@ -166,6 +168,7 @@ def main():
         # of its simulation then see the same machine
         r = os.path.join(a.out, name + ".run.json")
         insitu = os.path.join(a.out, name + ".insitu")
+        fitted = os.path.join(a.out, name + ".fitted.json")
         t0 = time.time()
         n = rounds(distinct, a.ranks, a.steps, a.seconds)
         say("%s: running %d placements for real, interleaved, %d rounds"
@@ -173,7 +176,8 @@ def main():
         sh(torchrun + ["-m", "opplace.torch", "run", factory, *ins, "--graph", g,
                        *[x for d in distinct for x in ("--placement", d["path"])],
                        "--cluster", c, *threads, "--steps", str(n),
-                       "--warmup", str(a.warmup), "--measure", insitu, "--json", r],
+                       "--warmup", str(a.warmup), "--measure", insitu, "--fit-shared", fitted,
+                       "--json", r],
            env=env(), timeout=3600)
         ig, ic = os.path.join(insitu, "graph.json"), os.path.join(insitu, "cluster.json")
         c0, cs = ablations(ic, os.path.join(a.out, name))
@@ -201,7 +205,9 @@ def main():
                              for k in ("ops_beside_us", "graph_ops_beside_us", "ops_us",
                                        "graph_ops_us")])
             d.pop("path")
-            d.update(executed=executed, graph=ig, cluster=ic)
+            d.update(executed=executed, graph=ig, cluster=ic, fitted_cluster=fitted,
+                     shared_fit=json.load(open(fitted))["calibration"]["shared_fit"][
+                         "all_over_alone"])
             rows.append(d)
             say("%s %-12s simulated %9.0f us (export's op times %9.0f)  measured %9.0f us"
                 % (name, "/".join(d["placers"]), d["simulated_us"], d["simulated_export_us"],
@@ -275,44 +281,50 @@ def ablations(c, stem):
     return out
 
 
-SHARED_GRID = [round(0.40 + 0.04 * i, 2) for i in range(16)]  # all / alone, 0.40 .. 1.00
-
-
 def fit_shared(rows, opp, out):
-    """How much of what is left rule 5.8 explains: each placement simulated
-    with its model's in-situ cluster but the ranks' shared compute (all /
-    alone) set to each value of SHARED_GRID; the value fitting a set of
-    runs best (least squared log error) is then fitted on the model's other
-    placements (leave one out: `simulated_fit_us`) and on the other models'
-    runs (one value for the machine: `simulated_machine_us`); `shared_fit`
-    is the value fitting all of a model's runs."""
-    for m in dict.fromkeys(r["model"] for r in rows):
-        rs = [r for r in rows if r["model"] == m]
-        doc = json.load(open(rs[0]["cluster"]))
-        for q in SHARED_GRID:
-            if all("%.2f" % q in r.get("sims_by_q", {}) for r in rs):
-                continue  # --report-only: simulated before
-            c = dict(doc, shared=[dict(g, all=g["alone"] * q) for g in doc.get("shared", [])])
-            path = os.path.join(out, "%s.cluster_q%.2f.json" % (m, q))
-            json.dump(c, open(path, "w"))
-            for r in rs:
-                r.setdefault("sims_by_q", {})["%.2f" % q] = json.loads(sh(
-                    [opp, "simulate", r["graph"], "--placement", r["executed"], "--cluster",
-                     path, "--json"]))["step_time_us"]
-            os.remove(path)
-        for r in rs:
-            r["shared_insitu"] = (doc["shared"][0]["all"] / doc["shared"][0]["alone"]
-                                  if doc.get("shared") else 1.0)
+    """How much of what is left rule 5.8 explains, fitted as `run
+    --fit-shared` fits it (opplace.torch._calibrate.fit_shared_ratio): each
+    placement simulated with its model's in-situ cluster but the ranks'
+    shared compute (all / alone) fitted to the model's other placements
+    (leave one out, `simulated_fit_us`: what a fit on some placements of a
+    model predicts of another) and to the other models' runs (one value for
+    the machine, `simulated_machine_us`); `shared_fit`, fitted to all of a
+    model's runs, is the run job's own --fit-shared (main) where present."""
+    from opplace.torch._calibrate import fit_shared_ratio, with_shared_ratio
+    tmp = os.path.join(out, "fit_clusters")
+    os.makedirs(tmp, exist_ok=True)
 
-    def best(fit):
-        return min(("%.2f" % q for q in SHARED_GRID), key=lambda q: sum(
-            math.log(r["sims_by_q"][q] / r["measured_us"]) ** 2 for r in fit))
+    def sim(r, q):
+        key = "%.2f" % q
+        if key not in r.setdefault("sims_by_q", {}):
+            path = os.path.join(tmp, "%s.q%s.json" % (r["model"], key))
+            if not os.path.exists(path):
+                json.dump(with_shared_ratio(json.load(open(r["cluster"])), q), open(path, "w"))
+            r["sims_by_q"][key] = json.loads(sh([opp, "simulate", r["graph"], "--placement",
+                                                 r["executed"], "--cluster", path,
+                                                 "--json"]))["step_time_us"]
+        return r["sims_by_q"][key]
+
+    def fit(rs):
+        try:
+            return fit_shared_ratio([r["measured_us"] for r in rs], lambda i, q: sim(rs[i], q))
+        except ValueError:  # no run of two ranks computing at once to fit to
+            return None
     for i, r in enumerate(rows):
-        q = best([x for j, x in enumerate(rows) if x["model"] == r["model"] and j != i])
-        r["simulated_fit_us"] = r["sims_by_q"][q]
-        q = best([x for x in rows if x["model"] != r["model"]])
-        r["simulated_machine_us"], r["shared_machine"] = r["sims_by_q"][q], float(q)
-        r["shared_fit"] = float(best([x for x in rows if x["model"] == r["model"]]))
+        doc = json.load(open(r["cluster"]))
+        r["shared_insitu"] = (doc["shared"][0]["all"] / doc["shared"][0]["alone"]
+                              if doc.get("shared") else 1.0)
+        q = fit([x for j, x in enumerate(rows) if x["model"] == r["model"] and j != i])
+        r["shared_loo"] = q
+        r["simulated_fit_us"] = sim(r, q) if q is not None else r["simulated_us"]
+        q = fit([x for x in rows if x["model"] != r["model"]])
+        r["shared_machine"] = q
+        r["simulated_machine_us"] = sim(r, q) if q is not None else r["simulated_us"]
+        if "fitted_cluster" not in r:  # an older run's: fitted here as run would
+            r["shared_fit"] = fit([x for x in rows if x["model"] == r["model"]])
+    for f in os.listdir(tmp):
+        os.remove(os.path.join(tmp, f))
+    os.rmdir(tmp)
 
 
 def concordance(sim, meas, apart=0.05):
@@ -361,7 +373,8 @@ def report(rows, a):
                 ("simulated_calibrated_shared_us", "calibrate's shared compute (5.8)"),
                 ("simulated_nohost_us", "without host costs (5.9)"),
                 ("simulated_noshared_us", "without shared compute (5.8)"),
-                ("simulated_fit_us", "shared compute fitted to the model's other placements"),
+                ("simulated_fit_us", "shared compute fitted to the model's other placements "
+                 "(run --fit-shared, leave one out)"),
                 ("simulated_machine_us", "shared compute fitted to the other models' runs"))
     print("| model | placers | devices | measured (ms) | simulated (ms) | error | %s |"
           % " | ".join("%s: error" % v for _, v in variants[1:]))
@@ -394,9 +407,8 @@ def report(rows, a):
         ba = beside_alone([r for r in rs if r["devices"] > 1])
         print("| %s | %s | %s | %s | %d of %d | %s | %.2f | %s | %s |" % (
             m, "%.1f / %.1f" % (one["simulated_us"] / 1e3, one["measured_us"] / 1e3) if one
-            else "-", "%.2f, %.2f, %.2f" % (rs[0]["shared_insitu"], rs[0]["shared_fit"],
-                                             rs[0]["shared_machine"])
-            if "shared_fit" in rs[0] else "-",
+            else "-", ", ".join("-" if rs[0].get(k) is None else "%.2f" % rs[0][k]
+                                for k in ("shared_insitu", "shared_fit", "shared_machine")),
             "%.2f / %.2f (%.2f)" % ba if ba else "-",
             *concordance([r["simulated_us"] for r in rs], meas),
             "%.2f" % spearman([r["simulated_us"] for r in rs], meas), split_half(rs),

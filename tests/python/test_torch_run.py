@@ -5,6 +5,7 @@ parameter equals one process running the same joint graph (rtol 1e-5);
 the same with two torchrun "nodes"; bad input ends every rank with one
 clear error."""
 import json
+import math
 import os
 import socket
 import subprocess
@@ -201,9 +202,10 @@ class RunTest(unittest.TestCase):
         times and shared compute measured between the rounds, which the
         simulator takes."""
         out, meas = os.path.join(self.d, "il.json"), os.path.join(self.d, "measured")
+        fitted = os.path.join(self.d, "fitted.json")
         a = run_args(self.d, os.path.join(self.d, "p.json"),
                      ["--placement", os.path.join(self.d, "split.json"), "--json", out,
-                      "--measure", meas])
+                      "--measure", meas, "--fit-shared", fitted])
         r = subprocess.run(TORCHRUN + ["--nproc-per-node", "2", "--master-port",
                                        str(free_port())] + a,
                            capture_output=True, text=True, env=env(), timeout=600)
@@ -234,6 +236,41 @@ class RunTest(unittest.TestCase):
                                     os.path.join(self.d, "p.json"), "--cluster",
                                     os.path.join(meas, "cluster.json"), "--json").stdout)
         self.assertGreater(sim["step_time_us"], 0)
+        # --fit-shared: the measured cluster with rule 5.8's all / alone that fits
+        # the two runs best of the grid (0.30 and 1.00 its ends)
+        f = tt.load(fitted)
+        fit = f["calibration"]["shared_fit"]
+        self.assertEqual({k: v for k, v in f.items() if k not in ("shared", "calibration")},
+                         {k: v for k, v in c.items() if k not in ("shared", "calibration")})
+        (fg,) = f["shared"]
+        self.assertEqual((fg["devices"], fg["alone"]), (grp["devices"], grp["alone"]))
+        self.assertAlmostEqual(fg["all"] / fg["alone"], fit["all_over_alone"], places=12)
+        self.assertAlmostEqual(fit["probe_all_over_alone"], grp["all"] / grp["alone"], places=12)
+        self.assertEqual([x["measured_us"] for x in fit["runs"]],
+                         [x["measured_step_us"] for x in res["runs"]])
+        runs = []
+        for x in res["runs"]:
+            x["executed"] = os.path.join(self.d, "ex%d.json" % len(runs))
+            with open(x["executed"], "w") as fh:
+                json.dump(dict(tt.load(x["placement"]), order=x["executed_order"]), fh)
+            runs.append(x)
+
+        def sims(q):  # the executed schedules on the measured graph, all / alone q
+            cq = dict(c, shared=[dict(grp, all=grp["alone"] * q)]) if q else c
+            with open(os.path.join(self.d, "cq.json"), "w") as fh:
+                json.dump(cq, fh)
+            return [json.loads(tt.opplace(
+                "simulate", os.path.join(meas, "graph.json"), "--placement", x["executed"],
+                "--cluster", os.path.join(self.d, "cq.json"), "--json").stdout)["step_time_us"]
+                for x in runs]
+
+        def loss(q):
+            return sum(math.log(s / x["measured_step_us"]) ** 2 for s, x in zip(sims(q), runs))
+        self.assertEqual([x["simulated_probe_us"] for x in fit["runs"]], sims(None))
+        best = loss(fit["all_over_alone"])
+        for q in (0.3, 0.5, 0.7, 0.9, 1.0):
+            self.assertLessEqual(best, loss(q) + 1e-12, q)
+        self.assertIn("--fit-shared: rule 5.8's all/alone", r.stderr)
         # a trace shows one placement
         r = subprocess.run(TORCHRUN + ["--nproc-per-node", "2", "--master-port",
                                        str(free_port())] + a + ["--trace", "t.json"],
@@ -329,6 +366,69 @@ class BreakdownTest(unittest.TestCase):
         self.assertEqual((b0["ops_beside_us"], b0["graph_ops_beside_us"]), (100.0, 80.0))
         b0, _ = breakdown([t0, t1], graph, ["cpu", "cpu"], 310.0, [0.0, 0.0])
         self.assertNotIn("ops_beside_us", b0)
+
+
+class FitSharedTest(unittest.TestCase):
+    def test_known_ratio_and_brute_force(self):
+        """Steps simulated as a + b / q (b: the work two ranks run at once)
+        and measured at q = 0.63: the fit finds 0.63, the brute-force
+        optimum over 0.30..1.00 by 0.01; a run the ratio does not touch
+        changes nothing."""
+        from opplace.torch._calibrate import fit_shared_ratio
+        ab = [(100.0, 50.0), (20.0, 80.0), (300.0, 0.0)]
+
+        def sim(i, q):
+            return ab[i][0] + ab[i][1] / q
+        measured = [sim(i, 0.63) for i in range(3)]
+        self.assertEqual(fit_shared_ratio(measured, sim), 0.63)
+        self.assertEqual(fit_shared_ratio(measured[:2], sim), 0.63)
+        # noisy measurements: the fit is the least squared log error of the grid
+        noisy = [m * f for m, f in zip(measured, (1.05, 0.97, 1.02))]
+        grid = [round(0.30 + 0.01 * k, 2) for k in range(71)]
+        brute = min(grid, key=lambda q: sum(math.log(sim(i, q) / m) ** 2
+                                            for i, m in enumerate(noisy)))
+        self.assertEqual(fit_shared_ratio(noisy, sim), brute)
+        with self.assertRaisesRegex(ValueError, "no placement ran two devices"):
+            fit_shared_ratio([310.0], lambda i, q: 300.0)
+
+    def test_engine_by_hand(self):
+        """formats.md's worked example of rule 5.8: a (10 us) on cpu:0 and b
+        (30 us) on cpu:1 compute at once at rate q until a is done at 10/q,
+        b's last 20 us alone: a step of 10/q + 20.  Measured at 41.28 us
+        (q = 0.47) with the probe's 0.5 in the cluster (40 us), and both ops
+        on cpu:0 measured at 41 (a step of 40 whatever q): the fitted
+        cluster has all = 0.47 * alone, and says what it did."""
+        from opplace.torch._calibrate import fit_cluster
+        d = tt.tmpdir()
+        g = {"format": "opplace-graph", "version": 1, "name": "two",
+             "ops": [{"name": "a", "time_us": 10}, {"name": "b", "time_us": 30}], "edges": []}
+        c = {"format": "opplace-cluster", "version": 1,
+             "devices": [{"name": "cpu:%d" % i, "kind": "cpu", "memory_bytes": 1000000}
+                         for i in range(2)],
+             "default_link": {"latency_us": 10, "us_per_byte": 0.01},
+             "shared": [{"devices": ["cpu:0", "cpu:1"], "alone": 2.0, "all": 1.0}]}
+        gp = os.path.join(d, "two.json")
+        with open(gp, "w") as f:
+            json.dump(g, f)
+
+        def placement(b):
+            return {"format": "opplace-placement", "version": 1, "graph": "two",
+                    "device_of": {"a": "cpu:0", "b": b}}
+        runs = [("split", placement("cpu:1"), 10 / 0.47 + 20), ("one", placement("cpu:0"), 41.0)]
+        out = fit_cluster(gp, c, runs, tt.OPPLACE)
+        self.assertEqual(out["shared"], [{"devices": ["cpu:0", "cpu:1"], "alone": 2.0,
+                                          "all": 2.0 * 0.47}])
+        self.assertEqual(c["shared"][0]["all"], 1.0, "the given cluster changed")
+        fit = out["calibration"]["shared_fit"]
+        self.assertEqual((fit["all_over_alone"], fit["probe_all_over_alone"]), (0.47, 0.5))
+        self.assertEqual([(r["placement"], r["simulated_probe_us"]) for r in fit["runs"]],
+                         [("split", 40.0), ("one", 40.0)])
+        self.assertAlmostEqual(fit["runs"][0]["simulated_fit_us"], 10 / 0.47 + 20, places=6)
+        self.assertEqual(fit["runs"][1]["simulated_fit_us"], 40.0)
+        with self.assertRaisesRegex(ValueError, "no shared group"):
+            fit_cluster(gp, {k: v for k, v in c.items() if k != "shared"}, runs, tt.OPPLACE)
+        with self.assertRaisesRegex(ValueError, "no placement ran two devices"):
+            fit_cluster(gp, c, runs[1:], tt.OPPLACE)
 
 
 class BareStepTest(unittest.TestCase):

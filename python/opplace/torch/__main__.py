@@ -255,6 +255,11 @@ def main(argv=None):
                         "export --times measure) and the compute the ranks share (as "
                         "calibrate --model); write DIR/graph.json and DIR/cluster.json, the "
                         "given files with those numbers in place")
+    r.add_argument("--fit-shared", metavar="CLUSTER",
+                   help="write the cluster (--measure's, where given) with rule 5.8's all / "
+                        "alone fitted to the measured steps of the placements run, for "
+                        "placing this model again (run a few placements that use several "
+                        "devices; docs/pytorch.md, \"Fit what the ranks share\")")
     r.add_argument("--json", help="write the results (measured and simulated step, losses)")
     r.add_argument("--trace", help="write each rank's measured timeline, of the median step "
                                    "(Perfetto JSON; one placement)")

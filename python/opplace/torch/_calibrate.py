@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import socket
 import statistics
 import sys
+import tempfile
 import time
 from typing import Callable, List, Optional, Sequence, Tuple
 
@@ -433,6 +435,88 @@ def shared_groups(infos: Sequence[dict], names: Sequence[str]) -> List[dict]:
         groups.append({"devices": [names[i] for i in ranks], "alone": alone,
                        "all": min(every, alone), "host": h, "measured_all": every})
     return groups
+
+
+SHARED_FIT_RANGE = (0.30, 1.00)  # all / alone a fit may give (matmul streams on 2 vCPUs: 0.43-0.46)
+
+
+def with_shared_ratio(cluster: dict, q: float) -> dict:
+    """cluster with every shared group's all set to q * its alone
+    (formats.md 5.8); ValueError where it has no group."""
+    if not cluster.get("shared"):
+        raise ValueError("the cluster has no shared group (formats.md 5.8) to fit: calibrate "
+                         "it on the machine the ranks run on (opplace.torch calibrate), or run "
+                         "with --measure")
+    out = json.loads(json.dumps(cluster))
+    for g in out["shared"]:
+        g["all"] = g["alone"] * q
+    return out
+
+
+def fit_shared_ratio(measured: Sequence[float], simulate: Callable[[int, float], float]) -> float:
+    """The all / alone of rule 5.8 under which the simulated steps of
+    placements that ran for real fit their measured steps best (least
+    squared log error): over SHARED_FIT_RANGE by 0.05, then by 0.01 around
+    the best; of equal fits the larger (less sharing).  simulate(i, q) is
+    run i's simulated step with every group's all = q * alone.  ValueError
+    where no run's simulation depends on q: no placement had two members of
+    a group computing at once, so the runs say nothing of what they share."""
+    lo, hi = SHARED_FIT_RANGE
+
+    def loss(q: float) -> float:
+        return sum(math.log(simulate(i, q) / m) ** 2 for i, m in enumerate(measured))
+    if all(abs(simulate(i, lo) - simulate(i, hi)) <= 1e-9 * simulate(i, hi)
+           for i in range(len(measured))):
+        raise ValueError("no placement ran two devices of a shared group at once: its steps "
+                         "say nothing of the compute they share; fit with placements that "
+                         "use several devices")
+    coarse = [round(lo + 0.05 * k, 2) for k in range(int(round((hi - lo) / 0.05)) + 1)]
+    best = min(coarse, key=lambda q: (loss(q), -q))
+    fine = [round(best + 0.01 * k, 2) for k in range(-4, 5)
+            if lo - 1e-9 <= best + 0.01 * k <= hi + 1e-9]
+    return min(fine, key=lambda q: (loss(q), -q))
+
+
+def fit_cluster(graph_path: str, cluster: dict, runs: Sequence[Tuple[str, dict, float]],
+                binary: Optional[str] = None) -> dict:
+    """cluster with rule 5.8's all / alone fitted to placements that ran
+    for real (runs: (name, placement as executed, measured step in us)) on
+    the graph's op times, and what the fit did (`calibration.shared_fit`):
+    the probe's all / alone (calibrate's or run --measure's: every rank's
+    one-device step at once) against the fitted one, and each run's
+    simulated step before and after.  The probe runs the same ops side by
+    side; a placed step runs different ones beside each other, waits and
+    transfers between them, and on 2 vCPUs loses more than the probe says
+    (bench/RESULTS.md, real runs)."""
+    from ._measure import simulate
+    memo: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for i, (_, p, _) in enumerate(runs):
+            paths.append(os.path.join(tmp, "p%d.json" % i))
+            _write_json(paths[-1], p)
+
+        def sim(i: int, q: Optional[float]) -> float:
+            key = (i, q)
+            if key not in memo:
+                c = os.path.join(tmp, "c%s.json" % ("probe" if q is None else "%.2f" % q))
+                if not os.path.exists(c):
+                    _write_json(c, cluster if q is None else with_shared_ratio(cluster, q))
+                memo[key] = float(simulate(graph_path, paths[i], c, binary)["step_time_us"])
+            return memo[key]
+        with_shared_ratio(cluster, 1.0)  # the error of a cluster without a group first
+        q = fit_shared_ratio([m for _, _, m in runs], sim)
+        before = [sim(i, None) for i in range(len(runs))]
+        after = [sim(i, q) for i in range(len(runs))]
+    out = with_shared_ratio(cluster, q)
+    g = cluster["shared"][0]
+    out.setdefault("calibration", {})["shared_fit"] = {
+        "by": "opplace.torch run --fit-shared: rule 5.8's all / alone fitted to the measured "
+              "steps of the placements run (least squared log error)",
+        "graph": graph_path, "all_over_alone": q, "probe_all_over_alone": g["all"] / g["alone"],
+        "runs": [{"placement": n, "measured_us": m, "simulated_probe_us": b,
+                  "simulated_fit_us": a} for (n, _, m), b, a in zip(runs, before, after)]}
+    return out
 
 
 # ---------------------------------------------------------------- main

@@ -778,7 +778,35 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     short = [{k: r[k] for k in ("placement", "measured_step_us", "simulated_step_us") if k in r}
              for r in results]
     print(json.dumps(short[0] if n == 1 else short))
+    if a.fit_shared:
+        _fit_shared(a, results, measured is not None, say)
     return 0
+
+
+def _fit_shared(a, results: list, measured: bool, say: Callable[[str], None]) -> None:
+    """run --fit-shared: the cluster (--measure's, where measured) with
+    rule 5.8's all / alone fitted to the runs' measured steps."""
+    from ._calibrate import _write_json, fit_cluster
+    graph = os.path.join(a.measure, "graph.json") if measured else a.graph
+    cluster = _load(os.path.join(a.measure, "cluster.json") if measured else a.cluster,
+                    "opplace-cluster")
+    runs = [(r["placement"], dict(_load(r["placement"], "opplace-placement"),
+                                  order=r["executed_order"]), r["measured_step_us"])
+            for r in results]
+    try:
+        doc = fit_cluster(graph, cluster, runs)
+    except (ValueError, RuntimeError) as e:
+        raise RunError("--fit-shared: %s" % str(e).replace("opplace.torch: ", "", 1))
+    _write_json(a.fit_shared, doc)
+    fit = doc["calibration"]["shared_fit"]
+
+    def errs(key: str) -> str:
+        e = sorted(abs(x[key] / x["measured_us"] - 1) * 100 for x in fit["runs"])
+        return "median %.1f %%, worst %.1f %%" % (statistics.median(e), e[-1])
+    say("--fit-shared: rule 5.8's all/alone %.2f (the probe's %.2f): simulated against "
+        "measured %s (the probe's: %s); wrote %s"
+        % (fit["all_over_alone"], fit["probe_all_over_alone"], errs("simulated_fit_us"),
+           errs("simulated_probe_us"), a.fit_shared))
 
 
 def _result(a, run: _Runs, per_rank: list, graph: dict, kinds: list) -> dict:
