@@ -310,6 +310,8 @@ def fit_shared(rows, opp, out):
             return fit_shared_ratio([r["measured_us"] for r in rs], lambda i, q: sim(rs[i], q))
         except ValueError:  # no run of two ranks computing at once to fit to
             return None
+    machine = {m: fit([x for x in rows if x["model"] != m])
+               for m in dict.fromkeys(r["model"] for r in rows)}
     for i, r in enumerate(rows):
         doc = json.load(open(r["cluster"]))
         r["shared_insitu"] = (doc["shared"][0]["all"] / doc["shared"][0]["alone"]
@@ -317,8 +319,7 @@ def fit_shared(rows, opp, out):
         q = fit([x for j, x in enumerate(rows) if x["model"] == r["model"] and j != i])
         r["shared_loo"] = q
         r["simulated_fit_us"] = sim(r, q) if q is not None else r["simulated_us"]
-        q = fit([x for x in rows if x["model"] != r["model"]])
-        r["shared_machine"] = q
+        q = r["shared_machine"] = machine[r["model"]]
         r["simulated_machine_us"] = sim(r, q) if q is not None else r["simulated_us"]
         if "fitted_cluster" not in r:  # an older run's: fitted here as run would
             r["shared_fit"] = fit([x for x in rows if x["model"] == r["model"]])
@@ -365,6 +366,45 @@ def beside_alone(rs):
 
 def err(r, key="simulated_us"):
     return (r[key] - r["measured_us"]) / r["measured_us"]
+
+
+def summary(rows):
+    """RESULTS' per-model table: one device and auto, simulated against
+    measured, the fastest measured, the 2-device errors with the probe's
+    shared compute and fitted to the model's other placements, Spearman
+    both ways and the measurements' own, pairs ordered alike, promised
+    gains real."""
+    print("| model | distinct placements | one device: simulated / measured ms | auto: "
+          "simulated / measured | fastest measured (ms) | 2-device error range (median) | "
+          "fitted: 2-device error range (median) | Spearman | fitted: Spearman | measured "
+          "against itself (odd / even rounds) | pairs > 5 % apart, ordered alike | promised "
+          ">= 20 % gain, measured faster |")
+    print("|---|---:|---|---|---|---|---|---:|---:|---:|---:|---:|")
+    for m in dict.fromkeys(r["model"] for r in rows):
+        rs = [r for r in rows if r["model"] == m]
+        one = next(r for r in rs if "single" in r["placers"])
+        auto = next(r for r in rs if "auto" in r["placers"])
+        fast = min(rs, key=lambda r: r["measured_us"])
+        two = [r for r in rs if r["devices"] > 1]
+        meas = [r["measured_us"] for r in rs]
+        promised = [r for r in rs
+                    if r is not one and r["simulated_us"] <= 0.8 * one["simulated_us"]]
+        real = sum(r["measured_us"] < one["measured_us"] for r in promised)
+
+        def pair(r):
+            return "%.1f / %.1f (%+.0f %%)" % (r["simulated_us"] / 1e3, r["measured_us"] / 1e3,
+                                               100 * err(r))
+
+        def spread(key):
+            e = [100 * err(r, key) for r in two]
+            return "%+.0f .. %+.0f %% (%+.0f)" % (min(e), max(e), statistics.median(e))
+        print("| %s | %d | %s | %s | %s %.1f | %s | %s | %.2f | %.2f | %.2f | %d of %d | %s |" % (
+            m, len(rs), pair(one), pair(auto), "/".join(fast["placers"]),
+            fast["measured_us"] / 1e3, spread("simulated_us"), spread("simulated_fit_us"),
+            spearman([r["simulated_us"] for r in rs], meas),
+            spearman([r["simulated_fit_us"] for r in rs], meas), split_half(rs),
+            *concordance([r["simulated_us"] for r in rs], meas),
+            "%d of %d" % (real, len(promised)) if promised else "none promised"))
 
 
 def report(rows, a):
@@ -414,6 +454,8 @@ def report(rows, a):
             "%.2f" % spearman([r["simulated_us"] for r in rs], meas), split_half(rs),
             " | ".join("%.2f" % spearman([r[k] for r in rs], meas) for k, _ in variants[1:]),
             "; ".join(promise) or "none promised"))
+    print()
+    summary(rows)
     print()
     print("Where the time went in the median step of each placement off by more than 15 %"
           " (per rank: its ops measured / their in-situ one-device times, waits for receives,"

@@ -36,15 +36,8 @@ from fidelity_real import env, export, sh  # noqa: E402
 
 
 def simulate(opp, graph, placement, cluster):
-    return json.loads(sh([opp, "simulate", graph, "--placement", placement, "--cluster",
-                          cluster, "--json"]))["step_time_us"]
-
-
-def executed(res, path, out):
-    """The placement as the job ran it (its executed order)."""
-    doc = dict(json.load(open(path)), order=res["executed_order"])
-    json.dump(doc, open(out, "w"))
-    return out
+    from opplace.torch._measure import simulate as metrics
+    return metrics(graph, placement, cluster, opp)["step_time_us"]
 
 
 def loop(name, a, torchrun, say):
@@ -87,8 +80,10 @@ def loop(name, a, torchrun, say):
     c2fit = stem + ".check.fitted.json"
     json.dump(with_shared_ratio(json.load(open(c2)), q), open(c2fit, "w"))
     rows = []
+    from opplace.torch._run import executed_placement
     for (label, p), res in zip(check.items(), json.load(open(r2))["runs"]):
-        ex = executed(res, p, "%s.executed.json" % p[:-len(".json")])
+        ex = "%s.executed.json" % p[:-len(".json")]
+        json.dump(executed_placement(res), open(ex, "w"))
         rows.append({"model": name, "placement": label, "measured_us": res["measured_step_us"],
                      "probe_before_us": simulate(a.opplace, g1, ex, c1),
                      "fitted_before_us": simulate(a.opplace, g1, ex, fitted),
@@ -114,7 +109,8 @@ def report(rows):
         print("%s: all/alone probe %.2f, fitted %.2f; auto (probe) %.2fx and auto (fitted) "
               "%.2fx one device's measured step" % (
                   m, rs["single"]["shared_probe"], rs["single"]["shared_fit"],
-                  one / rs["auto (probe)"]["measured_us"], one / rs["auto (fitted)"]["measured_us"]))
+                  one / rs["auto (probe)"]["measured_us"],
+                  one / rs["auto (fitted)"]["measured_us"]))
     e = {k: [abs(r[k] / r["measured_us"] - 1) for r in rows]
          for k in ("probe_before_us", "fitted_before_us", "fitted_insitu_us")}
     for k, v in e.items():

@@ -783,6 +783,12 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     return 0
 
 
+def executed_placement(result: dict) -> dict:
+    """A run's placement (result: one of `run --json`'s) with the order its
+    job executed: what the simulator is to be held to."""
+    return dict(_load(result["placement"], "opplace-placement"), order=result["executed_order"])
+
+
 def _fit_shared(a, results: list, measured: bool, say: Callable[[str], None]) -> None:
     """run --fit-shared: the cluster (--measure's, where measured) with
     rule 5.8's all / alone fitted to the runs' measured steps."""
@@ -790,9 +796,7 @@ def _fit_shared(a, results: list, measured: bool, say: Callable[[str], None]) ->
     graph = os.path.join(a.measure, "graph.json") if measured else a.graph
     cluster = _load(os.path.join(a.measure, "cluster.json") if measured else a.cluster,
                     "opplace-cluster")
-    runs = [(r["placement"], dict(_load(r["placement"], "opplace-placement"),
-                                  order=r["executed_order"]), r["measured_step_us"])
-            for r in results]
+    runs = [(r["placement"], executed_placement(r), r["measured_step_us"]) for r in results]
     try:
         doc = fit_cluster(graph, cluster, runs)
     except (ValueError, RuntimeError) as e:
