@@ -216,6 +216,9 @@ class RunTest(unittest.TestCase):
                          ["p.json", "split.json"])
         for x in res["runs"]:
             self.assertEqual(len(x["steps_us"]), 3)
+            self.assertIsNone(x["measured_ci_us"])  # 3 steps: too few for a 95 % interval
+            self.assertIn("%s: measured %.2f ms a step (too few steps for an interval, 3 steps)"
+                          % (x["placement"], x["measured_step_us"] / 1e3), r.stderr)
             torch.testing.assert_close(torch.tensor(x["losses"]),
                                        torch.tensor(self.ref_losses), rtol=1e-5, atol=1e-6)
         g = tt.load(os.path.join(meas, "graph.json"))
@@ -329,6 +332,38 @@ class RunTest(unittest.TestCase):
                            capture_output=True, text=True, env=env(), timeout=300)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("does not match the model", r.stderr)
+
+
+class MedianIntervalTest(unittest.TestCase):
+    def test_by_hand(self):
+        """n = 10: P(X <= 1) = 11/1024 <= 0.025 < P(X <= 2) = 56/1024, so
+        the interval is the 2nd and 9th smallest steps; n = 5 has none
+        (P(X = 0) = 1/32 > 0.025)."""
+        from opplace.torch._run import median_ci
+        xs = [7.0, 3.0, 9.0, 1.0, 5.0, 8.0, 2.0, 6.0, 4.0, 10.0]
+        self.assertEqual(median_ci(xs), (2.0, 9.0))
+        self.assertIsNone(median_ci(xs[:5]))
+        self.assertEqual(median_ci(xs[:6]), (1.0, 9.0))  # 1/64 <= 0.025: the extremes
+
+    def test_coverage_by_brute_force(self):
+        """Over every n up to 60, the interval's exact coverage (the
+        binomial's mass between its order statistics) is at least 95 %,
+        and one step narrower on each side it would not be."""
+        from opplace.torch._run import median_ci
+        for n in range(6, 61):
+            lo, hi = median_ci([float(i) for i in range(1, n + 1)])
+            j = int(lo)
+            self.assertEqual(hi, n + 1 - j)
+
+            def cover(j):  # P(j <= X <= n - j): x_(j) <= median < x_(n+1-j)
+                return sum(math.comb(n, i) for i in range(j, n - j + 1)) / 2.0 ** n
+            self.assertGreaterEqual(cover(j), 0.95)
+            self.assertLess(cover(j + 1), 0.95)
+        # past 1023 steps 2.0 ** n overflows a float: the normal approximation,
+        # n / 2 -+ 1.96 sqrt(n) / 2 = 1200 -+ 48.0, within a step
+        lo, hi = median_ci([float(i) for i in range(1, 2401)])
+        self.assertLessEqual(abs(lo - (1200 - 48.0)), 1.5)
+        self.assertLessEqual(abs(hi - (1201 + 48.0)), 1.5)
 
 
 class BreakdownTest(unittest.TestCase):

@@ -19,10 +19,12 @@ import bisect
 import dataclasses
 import datetime
 import json
+import math
 import os
 import statistics
 import threading
 import time
+from fractions import Fraction
 from typing import Any, Callable, Optional, Tuple
 
 import torch
@@ -501,6 +503,28 @@ def median(xs: list) -> float:
     return float(statistics.median(xs)) if xs else 0.0
 
 
+def median_ci(xs: list, level: float = 0.95) -> Optional[Tuple[float, float]]:
+    """A distribution-free confidence interval of the median of xs: the
+    order statistics x_(j) and x_(n+1-j) with the largest j for which
+    P(Binomial(n, 1/2) < j) <= (1 - level) / 2, covering the median with
+    probability at least `level` whatever the steps' distribution (this
+    VM's are skewed and drift); None where n is too small for one
+    (fewer than 6 steps at 95 %).  Two placements whose intervals overlap
+    are not told apart by the steps run."""
+    n = len(xs)
+    tail = Fraction((1.0 - level) / 2.0) * 2 ** n  # exact: 2.0 ** n overflows past 1023 steps
+    j, cum = 0, 0
+    while j < n:
+        cum += math.comb(n, j)  # 2^n P(X <= j)
+        if cum > tail:
+            break
+        j += 1  # P(X < j) <= (1 - level) / 2
+    if j == 0:
+        return None
+    s = sorted(xs)
+    return float(s[j - 1]), float(s[n - j])
+
+
 def median_index(xs: list) -> int:
     """The index of a median element of xs (the lower one of an even count)."""
     order = sorted(range(len(xs)), key=lambda i: xs[i])
@@ -775,12 +799,28 @@ def _run(a, rank, world, device, build_model, make_inputs, loss_fn) -> int:
     if a.json:
         with open(a.json, "w") as f:
             f.write(json.dumps(doc, indent=1) + "\n")
-    short = [{k: r[k] for k in ("placement", "measured_step_us", "simulated_step_us") if k in r}
+    short = [{k: r[k] for k in ("placement", "measured_step_us", "measured_ci_us",
+                                "simulated_step_us") if k in r}
              for r in results]
+    for r in results:
+        say(describe(r))
     print(json.dumps(short[0] if n == 1 else short))
     if a.fit_shared:
         _fit_shared(a, results, measured is not None, say)
     return 0
+
+
+def describe(result: dict) -> str:
+    """One line of a run's result for people: the measured median step
+    with its 95 % interval, and the simulated step of what ran."""
+    ci = result.get("measured_ci_us")
+    sim = result.get("simulated_step_us")
+    return "%s: measured %.2f ms a step (%s, %d steps)%s" % (
+        result["placement"], result["measured_step_us"] / 1e3,
+        "95 %% interval %.2f-%.2f" % (ci[0] / 1e3, ci[1] / 1e3) if ci else "too few steps "
+        "for an interval", len(result["steps_us"]),
+        "; simulated %.2f ms (%+.1f %%)" % (sim / 1e3, 100 * (sim / result["measured_step_us"] - 1))
+        if sim else "")
 
 
 def executed_placement(result: dict) -> dict:
@@ -816,7 +856,9 @@ def _fit_shared(a, results: list, measured: bool, say: Callable[[str], None]) ->
 def _result(a, run: _Runs, per_rank: list, graph: dict, kinds: list) -> dict:
     """What run's timed steps measured, next to the simulation of the
     schedule they executed."""
+    ci = median_ci(run.steps_us)
     result = {"measured_step_us": median(run.steps_us), "steps_us": run.steps_us,
+              "measured_ci_us": list(ci) if ci else None,
               "losses": run.losses, "start_late_us": run.late_us,
               "ranks": len(per_rank), "threads": a.threads, "warmup": a.warmup,
               "placement": run.path, "graph": a.graph, "cluster": a.cluster}
