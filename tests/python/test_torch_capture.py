@@ -2,6 +2,7 @@
 running the model as written, its ops grouped back into module calls, and
 apply(): every engine placement trains exactly like the unplaced model."""
 import copy
+import logging
 import os
 import sys
 import unittest
@@ -162,6 +163,22 @@ class CaptureTest(unittest.TestCase):
         self.assertIn("Lengths", msg)
         self.assertIn("What to do", msg)
         self.assertIn("meta", msg)
+
+    def test_a_failed_fake_trace_is_one_clear_error(self):
+        """A wrong input shape fails in a meta kernel: capture says where and
+        why, and torch's own traceback of it (logged at ERROR by the fake
+        tensors) is not printed above it."""
+        m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+        log = logging.getLogger("torch._subclasses.fake_tensor")
+        with self.assertNoLogs(log, level="ERROR"):
+            with self.assertRaises(CaptureError) as cm:
+                ot.export(m, (torch.randn(3, 4),), os.path.join(self.dir, "shape.json"),
+                          times="estimate:v100")
+            self.assertEqual(log.level, logging.ERROR)  # the level it had, put back
+        msg = str(cm.exception)
+        self.assertIn("on fake tensors: in module 0 (Linear)", msg)
+        self.assertIn("on real tensors: in module 0 (Linear)", msg)
+        self.assertIn("What to do", msg)
 
     def test_model_keeps_its_tensors(self):
         """A module registered under two paths (T5's shared embedding) keeps

@@ -30,9 +30,11 @@ op by op on several processes.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import operator
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import torch
 import torch.fx as fx
@@ -190,6 +192,24 @@ def _real_inputs(model, example):
     return params, buffers, tuple(example)
 
 
+@contextlib.contextmanager
+def _quiet_fake_tensor_log(mode: str) -> Iterator[None]:
+    """On fake tensors, torch logs every exception a meta kernel raises,
+    with its traceback, at ERROR (`failed while attempting to run meta
+    for ...`), before make_fx raises it: the user then reads a traceback of
+    torch's internals above capture's own one-line reason, or above a real
+    trace that went on to succeed.  The exception itself still reaches
+    capture, which says what failed and where."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    if mode == "fake":
+        log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
 def _trace(model, example, loss_fn, mode):
     from torch.fx.experimental.proxy_tensor import make_fx
     from torch.func import functional_call
@@ -240,7 +260,8 @@ def _trace(model, example, loss_fn, mode):
     try:
         # oneDNN's RNN kernels return a workspace that fake tensors leave
         # undefined (and they exist on the CPU only): capture the portable ops
-        with fxtb.preserve_node_meta(), torch.backends.mkldnn.flags(enabled=False):
+        with fxtb.preserve_node_meta(), torch.backends.mkldnn.flags(enabled=False), \
+                _quiet_fake_tensor_log(mode):
             gm = make_fx(step, tracing_mode="real" if mode == "real" else "fake",
                          _allow_non_fake_inputs=True,
                          _error_on_data_dependent_ops=mode != "real")(*flat)
