@@ -260,7 +260,8 @@ def main(argv=None):
                         "alone fitted to the measured steps of the placements run, for "
                         "placing this model again (run a few placements that use several "
                         "devices; docs/pytorch.md, \"Fit what the ranks share\")")
-    r.add_argument("--json", help="write the results (measured and simulated step, losses)")
+    r.add_argument("--json", help="write the results (measured step with its 95 %% interval, "
+                                  "simulated step, losses)")
     r.add_argument("--trace", help="write each rank's measured timeline, of the median step "
                                    "(Perfetto JSON; one placement)")
     r.add_argument("--save-params", help="write every parameter after the last step "
