@@ -19,7 +19,6 @@ import bisect
 import dataclasses
 import datetime
 import json
-import math
 import os
 import statistics
 import threading
@@ -513,11 +512,12 @@ def median_ci(xs: list, level: float = 0.95) -> Optional[Tuple[float, float]]:
     are not told apart by the steps run."""
     n = len(xs)
     tail = Fraction((1.0 - level) / 2.0) * 2 ** n  # exact: 2.0 ** n overflows past 1023 steps
-    j, cum = 0, 0
+    j, c, cum = 0, 1, 0  # c = C(n, j)
     while j < n:
-        cum += math.comb(n, j)  # 2^n P(X <= j)
+        cum += c  # 2^n P(X <= j)
         if cum > tail:
             break
+        c = c * (n - j) // (j + 1)
         j += 1  # P(X < j) <= (1 - level) / 2
     if j == 0:
         return None
