@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/run_ctx.h"
 #include "opplace/simulate.h"
 #include "placers/placer_mem.h"
 
@@ -461,6 +462,13 @@ op_status pmem_place_checked_sim(const op_place_ctx *ctx, const char *name, pmem
         if (!fits && err) {
             refusal = *err;
             op_error_clear(err);
+        }
+        /* Ctrl-C: the check below cannot look at the flag, and one simulator
+         * run of 10^5 ops takes most of the second the command has to
+         * answer (under ASan); the command falls back to its own answer */
+        if (op_interrupted()) {
+            st = op_fail(err, OP_EINTERNAL, "%s: stopped at Ctrl-C", name);
+            break;
         }
         if (!sim) {
             sim = op_sim_new(p, err);

@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "opplace/run_ctx.h"
 #include "core/problem_util.h"
 #include "core/sort.h"
 #include "placers/baselines/etf_engine.h"
@@ -399,8 +400,12 @@ static op_status heft_attempt(const op_place_ctx *ctx, void *arg, const double *
         op_sort(s.order, (size_t)s.n, sizeof(int), by_rank_desc, &s);
         if (pmem_init(&s.mem, ctx->p, s.order, margin, err))
             st = OP_ENOMEM;
-        for (int i = 0; i < s.n && !st; i++)
-            st = heft_place_op(&s, s.order[i], err);
+        for (int i = 0; i < s.n && !st; i++) {
+            if ((i & 4095) == 0 && op_interrupted()) /* 10^5 ops under ASan: seconds */
+                st = op_fail(err, OP_EINTERNAL, "heft: stopped at Ctrl-C");
+            else
+                st = heft_place_op(&s, s.order[i], err);
+        }
         *fits = s.fits;
     }
     if (!st) {
