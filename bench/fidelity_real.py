@@ -56,6 +56,12 @@ def sh(cmd, **kw):
     return r.stdout
 
 
+def simulated_us(opp, graph, placement, cluster):
+    """opplace simulate's step for the placement (paths)."""
+    from opplace.torch._measure import simulate
+    return simulate(graph, placement, cluster, opp)["step_time_us"]
+
+
 def env():
     e = dict(os.environ)
     e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), HERE] +
@@ -88,6 +94,7 @@ def spearman(xs, ys):
 
 def main():
     from fidelity_models import MODELS
+    from opplace.torch._run import executed_placement
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--placers", default=",".join(PLACERS))
@@ -185,14 +192,14 @@ def main():
         runs = runs["runs"] if "runs" in runs else [runs]
         for d, res in zip(distinct, runs):
             executed = os.path.join(a.out, "%s.%s.executed.json" % (name, d["placers"][0]))
-            json.dump(dict(d.pop("placement"), order=res["executed_order"]), open(executed, "w"))
+            d.pop("placement")
+            json.dump(executed_placement(res), open(executed, "w"))
             sim = {}
             for key, graph, cx in (("simulated_us", ig, ic), ("simulated_export_us", g, c),
                                    ("simulated_calibrated_shared_us", ig, c),
                                    ("simulated_nohost_us", ig, c0),
                                    ("simulated_noshared_us", ig, cs)):
-                sim[key] = json.loads(sh([opp, "simulate", graph, "--placement", executed,
-                                          "--cluster", cx, "--json"]))["step_time_us"]
+                sim[key] = simulated_us(opp, graph, executed, cx)
             times = {o["name"]: o["time_us"] for o in json.load(open(ig))["ops"]}
             d["insitu_ops_us"] = [sum(times[o][dev["kind"]]
                                       for o in res["executed_order"].get(dev["name"], []))
@@ -314,9 +321,7 @@ def fit_shared(rows, opp, out):
             path = os.path.join(tmp, "%s.q%s.json" % (r["model"], key))
             if not os.path.exists(path):
                 json.dump(with_shared_ratio(json.load(open(r["cluster"])), q), open(path, "w"))
-            r["sims_by_q"][key] = json.loads(sh([opp, "simulate", r["graph"], "--placement",
-                                                 r["executed"], "--cluster", path,
-                                                 "--json"]))["step_time_us"]
+            r["sims_by_q"][key] = simulated_us(opp, r["graph"], r["executed"], path)
         return r["sims_by_q"][key]
 
     def fit(rs):

@@ -32,12 +32,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 
-from fidelity_real import env, export, sh  # noqa: E402
-
-
-def simulate(opp, graph, placement, cluster):
-    from opplace.torch._measure import simulate as metrics
-    return metrics(graph, placement, cluster, opp)["step_time_us"]
+from fidelity_real import env, export, sh, simulated_us  # noqa: E402
 
 
 def loop(name, a, torchrun, say):
@@ -85,9 +80,9 @@ def loop(name, a, torchrun, say):
         ex = "%s.executed.json" % p[:-len(".json")]
         json.dump(executed_placement(res), open(ex, "w"))
         rows.append({"model": name, "placement": label, "measured_us": res["measured_step_us"],
-                     "probe_before_us": simulate(a.opplace, g1, ex, c1),
-                     "fitted_before_us": simulate(a.opplace, g1, ex, fitted),
-                     "fitted_insitu_us": simulate(a.opplace, g2, ex, c2fit),
+                     "probe_before_us": simulated_us(a.opplace, g1, ex, c1),
+                     "fitted_before_us": simulated_us(a.opplace, g1, ex, fitted),
+                     "fitted_insitu_us": simulated_us(a.opplace, g2, ex, c2fit),
                      "shared_probe": json.load(open(fitted))["calibration"]["shared_fit"][
                          "probe_all_over_alone"], "shared_fit": q})
     return rows
