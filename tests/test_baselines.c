@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "opplace/placer.h"
+#include "opplace/run_ctx.h"
 #include "opplace/simulate.h"
 #include "opplace/zoo.h"
 #include "placers/baselines/baselines.h"
@@ -620,6 +621,75 @@ Test(liveness, a_group_reserves_the_tensors_its_later_members_receive)
         cr_assert_eq(r.peak_mem[0], 170, "the simulator agrees: %lld", (long long)r.peak_mem[0]);
         op_sim_result_destroy(&r);
         pmem_destroy(&m);
+    }
+    tk_unbind(&tp);
+}
+
+/* An attempt that puts every op on d0, claims the estimate fits, counts
+ * its calls and, with interrupt set, raises the Ctrl-C flag as it ends. */
+typedef struct all_on_d0 {
+    int calls, interrupt;
+} all_on_d0;
+
+static op_status all_on_d0_attempt(const op_place_ctx *ctx, void *arg, const double *margin,
+                                   op_placement *out, int *fits, op_error *err)
+{
+    (void)margin;
+    all_on_d0 *a = arg;
+    a->calls++;
+    if (!out->device_of && op_placement_init(out, ctx->p->n, ctx->p->nd, err))
+        return OP_ENOMEM;
+    for (int i = 0; i < ctx->p->n; i++)
+        out->device_of[i] = 0;
+    *fits = 1;
+    if (a->interrupt)
+        op_set_interrupted(1);
+    return OP_OK;
+}
+
+/* Ctrl-C between an attempt and its simulator check: the attempt stands,
+ * unchecked (the caller's simulation reports its oom), instead of an error
+ * that made the command fall back to single's placement.  Without Ctrl-C
+ * the same attempt, out of memory in simulation, is retried under tighter
+ * margins and refused. */
+Test(memory_check, ctrl_c_before_the_check_keeps_the_attempt_unchecked)
+{
+    tk_problem tp;
+    op_graph_builder *b = op_graph_builder_new("big", &(op_error){0});
+    for (int i = 0; i < 4; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "v%d", i);
+        tk_op(b, name, 10, INT64_C(4) << 20);
+        if (i)
+            tk_edge(b, i - 1, i, -1);
+    }
+    tk_bind(&tp, tk_finish(b), tk_cluster(2, 10, 1e-4, INT64_C(1) << 20));
+    op_place_ctx ctx = {.p = &tp.p, .seed = 1};
+    for (int interrupt = 0; interrupt < 2; interrupt++) {
+        all_on_d0 a = {.interrupt = interrupt};
+        op_placement pl = {0};
+        op_error err = {0};
+        op_sim *sim = op_sim_new(&tp.p, &err);
+        op_sim_result r;
+        cr_assert_eq(op_sim_result_init(&r, &tp.p, &err), OP_OK);
+        int simulated = -1;
+        op_status st = pmem_place_checked_sim(&ctx, "d0", all_on_d0_attempt, &a, &pl, sim, &r,
+                                              &simulated, &err);
+        op_set_interrupted(0);
+        if (interrupt) {
+            cr_assert_eq(st, OP_OK, "%s", err.msg);
+            cr_assert_eq(a.calls, 1);
+            cr_assert_eq(simulated, 0, "nothing was simulated");
+            for (int i = 0; i < tp.p.n; i++)
+                cr_assert_eq(pl.device_of[i], 0);
+            cr_assert(simulated_oom(&tp.p, &pl), "the caller's simulation sees the oom");
+        } else {
+            cr_assert_eq(st, OP_EINFEASIBLE, "%s", err.msg);
+            cr_assert_eq(a.calls, 6, "one attempt per margin: %d", a.calls);
+        }
+        op_sim_result_destroy(&r);
+        op_sim_free(sim);
+        op_placement_destroy(&pl);
     }
     tk_unbind(&tp);
 }

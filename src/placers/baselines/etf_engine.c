@@ -576,14 +576,18 @@ static op_status etf_attempt(const op_place_ctx *ctx, void *arg, const double *m
 }
 
 /* One run under the simulator check into cand; *over and *step from the
- * simulation of the placement it returns. */
+ * simulation of the placement it returns, or *checked 0 (nothing
+ * simulated) when Ctrl-C came before the check. */
 static op_status etf_checked_run(const op_place_ctx *ctx, etf_options *o, op_placement *cand,
                                  op_sim *sim, op_sim_result *r, double *over, double *step,
-                                 op_error *err)
+                                 int *checked, op_error *err)
 {
     int simulated = 0;
     op_status st = pmem_place_checked_sim(ctx, o->name, etf_attempt, o, cand, sim, r,
                                           &simulated, err);
+    *checked = simulated || !op_interrupted();
+    if (!st && !*checked)
+        return OP_OK;
     if (!st && !simulated)
         st = op_sim_run(sim, cand, r, NULL, err);
     *over = op_sim_overflow_bytes(ctx->p, r);
@@ -613,18 +617,29 @@ static op_status try_walk(const op_place_ctx *ctx, etf_options *o, op_rank_walk 
                           op_placement *out, op_error *err)
 {
     double over, step;
+    int checked;
     op_error e = {.code = OP_OK};
     o->walk = w;
-    op_status st = etf_checked_run(ctx, o, cand, sim, r, &over, &step, &e);
+    op_status st = etf_checked_run(ctx, o, cand, sim, r, &over, &step, &checked, &e);
     if (st == OP_EINFEASIBLE) {
         if (!b->first.code)
             b->first = e;
         return OP_OK;
     }
+    if (st && st != OP_ENOMEM && b->have && op_interrupted())
+        return OP_OK; /* Ctrl-C within this walk: the best walk before it stands */
     if (st) {
         if (err)
             *err = e;
         return st;
+    }
+    if (!checked) { /* Ctrl-C before the check: a checked walk before it wins */
+        if (b->have)
+            return OP_OK;
+        b->over = 0;
+        b->step = INFINITY;
+        b->have = 1;
+        return keep_candidate(out, cand, err);
     }
     if (b->have && !op_sim_ranks_before(over, step, b->over, b->step))
         return OP_OK;
@@ -647,9 +662,10 @@ op_status etf_schedule_checked(const op_place_ctx *ctx, etf_options *o, op_place
     etf_best b = {.first = {.code = OP_OK}};
     if (sim && !op_sim_result_init(&r, p, err) && !op_placement_init(&cand, p->n, p->nd, err)) {
         st = try_walk(ctx, o, OP_RANK_LONGEST_FIRST, &cand, sim, &r, &b, out, err);
-        if (!st)
+        if (!st && !(b.have && op_interrupted()))
             st = try_walk(ctx, o, OP_RANK_SHORTEST_FIRST, &cand, sim, &r, &b, out, err);
-        if (!st && (!b.have || b.over > 0)) /* neither fits: breadth first too */
+        if (!st && !(b.have && op_interrupted()) && (!b.have || b.over > 0))
+            /* neither fits: breadth first too */
             st = try_walk(ctx, o, OP_RANK_BREADTH_FIRST, &cand, sim, &r, &b, out, err);
         if (!st && !b.have) {
             st = b.first.code;
