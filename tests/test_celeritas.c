@@ -820,6 +820,84 @@ Test(placers, fast_on_a_large_graph, .timeout = 120)
     tk_unbind(&tp);
 }
 
+/* The adjusting pass's plan with channel contention is realizable: on
+ * random DAGs whose ops take 0, 1 or 7 us (runs of back-to-back intervals,
+ * empty ones between them: the cases where its gap searches take a run at
+ * once), no two ops planned on a device overlap, every op starts after its
+ * inputs finish (after their transfer when it crosses devices), and the
+ * planned step is the last finish.  Then a fan-in of 20,000 one-microsecond
+ * inputs, whose sink's estimate used to walk every earlier transfer for
+ * each one (quadratic: over ten minutes at 10^5 inputs). */
+Test(placers, adjusting_plan_is_realizable_with_zero_time_ops, .timeout = 120)
+{
+    static const double times[] = {0, 1, 1, 7};
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        uint64_t r = seed;
+        int n = 120;
+        op_graph_builder *b = op_graph_builder_new("zeros", NULL);
+        for (int i = 0; i < n; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "v%d", i);
+            tk_op(b, name, times[tk_rand(&r) % 4], (int64_t)(tk_rand(&r) % 3) * 4000);
+        }
+        for (int i = 0; i < n; i++)
+            for (int j = i + 1; j < n; j++)
+                if (tk_rand(&r) % 100 < 4)
+                    tk_edge(b, i, j, -1);
+        tk_problem tp;
+        tk_bind(&tp, tk_finish(b), tk_cluster(3, 2, 1e-3, INT64_C(1) << 40));
+        const op_graph *g = tp.p.g;
+        int *dev = malloc((size_t)n * sizeof *dev);
+        double *start = malloc((size_t)n * sizeof *start);
+        cel_pass ps = {.p = &tp.p, .seq = g->topo, .edge_bytes = g->edge_bytes,
+                       .device_of = dev, .start_us = start, .contention = 1};
+        op_error err = {0};
+        cr_assert_eq(cel_place_adjusting(&ps, &err), OP_OK, "%s", err.msg);
+        double last = 0;
+        for (int v = 0; v < n; v++) {
+            double fin = start[v] + op_exec_us(&tp.p, v, dev[v]);
+            last = fin > last ? fin : last;
+            for (int u = 0; u < n; u++)
+                if (u != v && dev[u] == dev[v] && op_exec_us(&tp.p, u, dev[u]) > 0 &&
+                    op_exec_us(&tp.p, v, dev[v]) > 0)
+                    cr_assert(start[u] + op_exec_us(&tp.p, u, dev[u]) <= start[v] ||
+                                  fin <= start[u],
+                              "seed %llu: v%d and v%d overlap on d%d", (unsigned long long)seed,
+                              u, v, dev[v]);
+            for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
+                int u = g->pred[j];
+                double ready = start[u] + op_exec_us(&tp.p, u, dev[u]);
+                if (dev[u] != dev[v])
+                    ready += op_cluster_transfer_us(tp.p.c, dev[u], dev[v],
+                                                    g->edge_bytes[g->pred_edge[j]]);
+                cr_assert_geq(start[v] + 1e-9, ready, "seed %llu: v%d starts before v%d's input",
+                              (unsigned long long)seed, v, u);
+            }
+        }
+        cr_assert_float_eq(ps.makespan_us, last, 1e-9);
+        free(dev);
+        free(start);
+        tk_unbind(&tp);
+    }
+    op_graph_builder *b = op_graph_builder_new("fanin", NULL);
+    int n = 20000;
+    for (int i = 0; i < n; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "in%d", i);
+        tk_op(b, name, 1, 1000);
+    }
+    tk_op(b, "sink", 10, 1000);
+    for (int i = 0; i < n; i++)
+        tk_edge(b, i, n, -1);
+    tk_problem tp;
+    tk_bind(&tp, tk_finish(b), op_cluster_preset("v100-nvlink", 4, 0, NULL));
+    op_placement pl;
+    op_error err = {0};
+    cr_assert_eq(run_placer("celeritas", &tp.p, 1, &pl, &err), OP_OK, "%s", err.msg);
+    op_placement_destroy(&pl);
+    tk_unbind(&tp);
+}
+
 /* ---- Standard Evaluation ------------------------------------------- */
 
 /* The same model at a batch size: op i has output 1000*(i+1) + 64*i*batch

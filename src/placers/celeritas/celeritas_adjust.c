@@ -53,16 +53,21 @@ typedef struct slot {
     double start, end;
 } slot;
 
-/* Busy intervals of each device, sorted by start, non-overlapping. */
+/* Busy intervals of each device, sorted by start, non-overlapping; u, when
+ * set, keeps their union (touching intervals merged), which answers the
+ * same searches for a nonzero width without walking a run of back-to-back
+ * intervals one by one (10^5 one-microsecond ops on a device: quadratic). */
 typedef struct timeline {
     int nd;
     slot **iv;
     int *len, *cap;
+    struct timeline *u;
 } timeline;
 
 static op_status timeline_init(timeline *t, int nd, op_error *err)
 {
     t->nd = nd;
+    t->u = NULL;
     t->iv = op_calloc((size_t)nd, sizeof *t->iv, err);
     t->len = op_calloc((size_t)nd, sizeof *t->len, err);
     t->cap = op_calloc((size_t)nd, sizeof *t->cap, err);
@@ -81,6 +86,8 @@ static void timeline_destroy(timeline *t)
 /* Earliest start >= ready where [start, start + w) fits between busy slots. */
 static double earliest_slot(const timeline *t, int d, double ready, double w)
 {
+    if (w > 0 && t->u) /* the union blocks exactly what the intervals do */
+        t = t->u;
     const slot *iv = t->iv[d];
     int lo = 0, hi = t->len[d];
     while (lo < hi) { /* first interval ending after ready */
@@ -100,6 +107,8 @@ static double earliest_slot(const timeline *t, int d, double ready, double w)
     return s;
 }
 
+static op_status union_add(timeline *m, int d, double start, double end, op_error *err);
+
 static op_status timeline_insert(timeline *t, int d, double start, double end, op_error *err)
 {
     size_t cap = (size_t)t->cap[d];
@@ -114,6 +123,33 @@ static op_status timeline_insert(timeline *t, int d, double start, double end, o
     }
     iv[k] = (slot){start, end};
     t->len[d]++;
+    return t->u ? union_add(t->u, d, start, end, err) : OP_OK;
+}
+
+/* Add [start, end) to row d of the union m, merging it with every interval
+ * it overlaps or touches (an empty one stays a point unless it touches an
+ * interval, which then blocks whatever it did). */
+static op_status union_add(timeline *m, int d, double start, double end, op_error *err)
+{
+    slot *iv = m->iv[d];
+    int len = m->len[d], lo = 0, hi = len;
+    while (lo < hi) { /* first interval starting after start */
+        int mid = (lo + hi) / 2;
+        if (iv[mid].start <= start)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int first = lo > 0 && iv[lo - 1].end >= start ? lo - 1 : lo, last = lo;
+    while (last < len && iv[last].start <= end)
+        last++;
+    if (first == last)
+        return timeline_insert(m, d, start, end, err);
+    double s = iv[first].start < start ? iv[first].start : start;
+    double e = iv[last - 1].end > end ? iv[last - 1].end : end;
+    iv[first] = (slot){s, e};
+    memmove(iv + first + 1, iv + last, (size_t)(len - last) * sizeof *iv);
+    m->len[d] -= last - first - 1;
     return OP_OK;
 }
 
@@ -125,32 +161,41 @@ typedef struct xfer_book {
 } xfer_book;
 
 /* The transfers of one op's inputs planned so far (its EST books them on
- * top of the channel timelines in the order commit_transfers will). */
+ * top of the channel timelines in the order commit_transfers will): each
+ * one's channel and slot, and per channel their union (touching slots
+ * merged), on which a search skips a run of back-to-back transfers at once
+ * (an op with 10^5 inputs over one channel: one step, not 10^5 each). */
 typedef struct own_xfers {
     int n;
     int *chan;
     slot *at;
+    timeline merged;
+    int oom; /* set when the union could not grow: the pass fails with OP_ENOMEM */
 } own_xfers;
 
 /* Start of a transfer ready at `ready` on channel chan: behind every
  * transfer booked on the channel (first come, first served, as the
  * simulator's channels, formats.md 5.4; an earlier gap is not used: a
  * transfer booked later in the sequence but placed in a gap ahead of one
- * issued earlier would overtake it, which FIFO never does) and behind the
- * op's own inputs planned before it. */
+ * issued earlier would overtake it, which FIFO never does) and in the
+ * earliest gap of the op's own inputs planned before it. */
 static double earliest_channel_slot(const timeline *ch, const own_xfers *own, int chan,
                                     double ready, double w)
 {
     if (ch->len[chan] && ch->iv[chan][ch->len[chan] - 1].end > ready)
         ready = ch->iv[chan][ch->len[chan] - 1].end; /* FIFO: behind every booked transfer */
-    for (;;) {
-        double s = earliest_slot(ch, chan, ready, w), later = s;
-        for (int i = 0; own && i < own->n; i++)
-            if (own->chan[i] == chan && s < own->at[i].end && own->at[i].start < s + w &&
+    if (!own)
+        return ready;
+    if (w > 0) /* the union blocks exactly what its slots do */
+        return earliest_slot(&own->merged, chan, ready, w);
+    for (;;) { /* an empty transfer fits where two slots touch: the slots themselves */
+        double later = ready;
+        for (int i = 0; i < own->n; i++)
+            if (own->chan[i] == chan && ready < own->at[i].end && own->at[i].start < ready + w &&
                 own->at[i].end > later)
                 later = own->at[i].end;
-        if (later == s)
-            return s;
+        if (later == ready)
+            return ready;
         ready = later;
     }
 }
@@ -177,6 +222,8 @@ static double arrival(const cel_pass *ps, const timeline *ch, const xfer_book *x
     if (own) {
         own->chan[own->n] = chan;
         own->at[own->n++] = (slot){s, s + w};
+        if (union_add(&own->merged, chan, s, s + w, NULL))
+            own->oom = 1;
     }
     return s + w;
 }
@@ -188,6 +235,8 @@ static double comp_est(const cel_pass *ps, const timeline *t, const timeline *ch
     const op_problem *p = ps->p;
     const op_graph *g = p->g;
     double pre = 0;
+    for (int i = 0; own && i < own->n; i++)
+        own->merged.len[own->chan[i]] = 0;
     if (own)
         own->n = 0;
     for (int j = g->pred_off[v]; j < g->pred_off[v + 1]; j++) {
@@ -275,8 +324,9 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     if (!ps->edge_bytes)
         ps->edge_bytes = p->g->edge_bytes;
     cel_memory m;
-    timeline t, ch;
+    timeline t, tu, ch;
     memset(&t, 0, sizeof t);
+    memset(&tu, 0, sizeof tu);
     memset(&ch, 0, sizeof ch);
     size_t n_arrive = ps->contention ? (size_t)p->n * (size_t)p->nd : 0;
     double *fin = op_malloc(((size_t)p->n + 1) * sizeof *fin, err);
@@ -288,12 +338,15 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
         if (p->g->pred_off[v + 1] - p->g->pred_off[v] > max_in)
             max_in = p->g->pred_off[v + 1] - p->g->pred_off[v];
     own_xfers own_buf = {0, op_malloc((size_t)max_in * sizeof(int), err),
-                         op_malloc((size_t)max_in * sizeof(slot), err)};
+                         op_malloc((size_t)max_in * sizeof(slot), err), {0}, 0};
     own_xfers *own = ps->contention ? &own_buf : NULL;
     op_status st = !fin || !est || !xb.arrive || !xb.sent || !own_buf.chan || !own_buf.at
                        ? OP_ENOMEM
-                       : cel_memory_init(&m, ps, err);
+                       : timeline_init(&own_buf.merged, p->c->n_chan, err);
+    if (!st)
+        st = cel_memory_init(&m, ps, err);
     if (st) {
+        timeline_destroy(&own_buf.merged);
         free(own_buf.chan);
         free(own_buf.at);
         free(fin);
@@ -304,8 +357,10 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     }
     for (size_t k = 0; k < n_arrive; k++)
         xb.arrive[k] = -1;
-    if ((st = timeline_init(&t, p->nd, err)) || (st = timeline_init(&ch, p->c->n_chan, err)))
+    if ((st = timeline_init(&t, p->nd, err)) || (st = timeline_init(&tu, p->nd, err)) ||
+        (st = timeline_init(&ch, p->c->n_chan, err)))
         goto done;
+    t.u = &tu;
     for (int v = 0; v < p->n; v++)
         ps->device_of[v] = -1;
     ps->n_fallback = ps->n_moved = 0;
@@ -319,6 +374,10 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
         int v = ps->seq[k];
         int d = choose_device(ps, &m, &t, &ch, &xb, own, fin, v, prev, est);
         double start = est[d] < INFINITY ? est[d] : comp_est(ps, &t, &ch, &xb, own, fin, v, d);
+        if (own && own->oom) {
+            st = op_fail(err, OP_ENOMEM, "out of memory");
+            break;
+        }
         double w = op_exec_us(p, v, d);
         fin[v] = start + w;
         if (ps->start_us)
@@ -334,12 +393,14 @@ op_status cel_place_adjusting(cel_pass *ps, op_error *err)
     }
 done:
     timeline_destroy(&t);
+    timeline_destroy(&tu);
     timeline_destroy(&ch);
     cel_memory_destroy(&m);
     free(fin);
     free(est);
     free(xb.arrive);
     free(xb.sent);
+    timeline_destroy(&own_buf.merged);
     free(own_buf.chan);
     free(own_buf.at);
     return st;
