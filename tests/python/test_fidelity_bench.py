@@ -13,6 +13,7 @@ import torchtest as tt
 
 sys.path.insert(0, os.path.join(tt.ROOT, "bench"))
 import fidelity_real as fr  # noqa: E402
+import noise_max as nm  # noqa: E402
 
 # a diamond: a feeds b and c, both feed d
 GRAPH = {"format": "opplace-graph", "version": 1, "name": "diamond",
@@ -111,6 +112,55 @@ class StatisticsTest(unittest.TestCase):
                 {"steps_us": [30, 29, 30, 29]}]
         self.assertAlmostEqual(fr.split_half(rows), 1.0)
         self.assertTrue(math.isnan(fr.split_half([{"steps_us": [1]}, {"steps_us": [2]}])))
+
+
+class NoiseAtJoinsTest(unittest.TestCase):
+    """bench/noise_max.py against hand computation: x and y, 10 us each and
+    independent; the ranks' factors from two one-device steps (0.5 and 1.5
+    of their median: the quantile function 0.5 + u), at the 7 x 7 lattice
+    u = 1/14, 3/14, ..., 13/14."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        graph = {"format": "opplace-graph", "version": 1, "name": "xy", "edges": [],
+                 "ops": [{"name": n, "time_us": 10.0, "output_bytes": 8} for n in "xy"]}
+        self.row = {}
+        for key, doc in (("graph", graph), ("cluster", CLUSTER)):
+            self.row[key] = os.path.join(self.tmp.name, key + ".json")
+            with open(self.row[key], "w") as f:
+                json.dump(doc, f)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def median(self, device_of, order, rho):
+        path = os.path.join(self.tmp.name, "p.json")
+        with open(path, "w") as f:
+            json.dump(placement(device_of, order, "xy"), f)
+        return nm.noisy_median_us(tt.OPPLACE, dict(self.row, executed=path),
+                                  nm.draws([0.5, 1.5], rho), self.tmp.name)
+
+    def test_quantile_and_pearson_by_hand(self):
+        self.assertAlmostEqual(nm.quantile([3, 1, 2, 4], 0.5), 2.5)
+        self.assertAlmostEqual(nm.quantile([0.5, 1.5], 9 / 14), 0.5 + 9 / 14)
+        self.assertAlmostEqual(nm.pearson([1, 2, 3], [2, 4, 6]), 1.0)
+        self.assertAlmostEqual(nm.pearson([1, 2, 3], [3, 2, 1]), -1.0)
+        self.assertEqual(len(nm.draws([0.5, 1.5], 0.3)), 49)
+
+    def test_independent_ranks_wait_for_the_slower(self):
+        """Side by side the step is 10 max(f0, f1): max(u0, u1) <= u_k for
+        (k + 1)^2 of the 49 pairs, so the median (the 25th) is at k = 4,
+        10 (0.5 + 9/14) = 11.43 us, where the median factor gives 10."""
+        side = self.median({"x": "cpu:0", "y": "cpu:1"}, {"cpu:0": ["x"], "cpu:1": ["y"]}, 0.0)
+        self.assertAlmostEqual(side, 10 * (0.5 + 9 / 14), places=6)
+
+    def test_one_device_and_ranks_in_step_keep_the_median(self):
+        """On one device the step is 20 f0, whose median is 20; ranks whose
+        speeds move together (rho 1) give 10 max(f, f): 10."""
+        one = self.median({"x": "cpu:0", "y": "cpu:0"}, {"cpu:0": ["x", "y"]}, 0.0)
+        self.assertAlmostEqual(one, 20.0, places=6)
+        side = self.median({"x": "cpu:0", "y": "cpu:1"}, {"cpu:0": ["x"], "cpu:1": ["y"]}, 1.0)
+        self.assertAlmostEqual(side, 10.0, places=6)
 
 
 if __name__ == "__main__":
