@@ -16,7 +16,7 @@ executed placement is simulated with the in-situ inputs at 49 lattice
 points (7 x 7 quantiles) and the median of those steps set against the
 measured step.
 
-usage: python bench/noise_max.py --out DIR [--rho R]   (R: one correlation
+usage: .venv/bin/python bench/noise_max.py --out DIR [--rho R]   (R: one correlation
        for every model instead of the measured ones; 0 is independent ranks)
 """
 import argparse
@@ -24,7 +24,6 @@ import json
 import math
 import os
 import statistics
-import sys
 import tempfile
 from statistics import NormalDist
 from typing import Optional
