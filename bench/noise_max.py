@@ -42,10 +42,11 @@ def quantile(xs: list, p: float) -> float:
 
 
 def pearson(a: list, b: list) -> float:
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    sa = math.sqrt(sum((x - ma) ** 2 for x in a))
-    sb = math.sqrt(sum((y - mb) ** 2 for y in b))
-    return sum((x - ma) * (y - mb) for x, y in zip(a, b)) / (sa * sb) if sa and sb else 0.0
+    """Pearson's correlation; 0 where either side is constant."""
+    try:
+        return statistics.correlation(a, b)
+    except statistics.StatisticsError:
+        return 0.0
 
 
 def rank_ratios(run: dict) -> Optional[tuple]:

@@ -83,20 +83,27 @@ static void timeline_destroy(timeline *t)
     free(t->cap);
 }
 
+/* The first of iv[0..len) ending after x. */
+static int first_ending_after(const slot *iv, int len, double x)
+{
+    int lo = 0, hi = len;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (iv[mid].end <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 /* Earliest start >= ready where [start, start + w) fits between busy slots. */
 static double earliest_slot(const timeline *t, int d, double ready, double w)
 {
     if (w > 0 && t->u) /* the union blocks exactly what the intervals do */
         t = t->u;
     const slot *iv = t->iv[d];
-    int lo = 0, hi = t->len[d];
-    while (lo < hi) { /* first interval ending after ready */
-        int mid = (lo + hi) / 2;
-        if (iv[mid].end <= ready)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    int lo = first_ending_after(iv, t->len[d], ready);
     double s = ready;
     for (int k = lo; k < t->len[d]; k++) {
         if (s + w <= iv[k].start)
@@ -132,15 +139,10 @@ static op_status timeline_insert(timeline *t, int d, double start, double end, o
 static op_status union_add(timeline *m, int d, double start, double end, op_error *err)
 {
     slot *iv = m->iv[d];
-    int len = m->len[d], lo = 0, hi = len;
-    while (lo < hi) { /* first interval starting after start */
-        int mid = (lo + hi) / 2;
-        if (iv[mid].start <= start)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    int first = lo > 0 && iv[lo - 1].end >= start ? lo - 1 : lo, last = lo;
+    int len = m->len[d], first = first_ending_after(iv, len, start);
+    if (first > 0 && iv[first - 1].end == start) /* touching it: merged too */
+        first--;
+    int last = first;
     while (last < len && iv[last].start <= end)
         last++;
     if (first == last)
