@@ -462,6 +462,28 @@ typedef struct fused_search {
     const char *borrowed_name[N_BORROWED];
 } fused_search;
 
+/* The search tries no more candidates once it has one and the deadline
+ * has passed or Ctrl-C came (op_seconds_left is 0 for both): the best so
+ * far is its answer.  The first candidate always finishes, unless Ctrl-C
+ * stops it (the command then falls back). */
+static int out_of_time(const op_place_ctx *ctx, const incumbent *inc)
+{
+    return inc->have && op_seconds_left(ctx) <= 0;
+}
+
+/* A candidate stopped part-way (its pass polls Ctrl-C) once the search
+ * is out of time: the incumbent stands, the error is dropped. */
+static op_status keep_incumbent(const op_place_ctx *ctx, const incumbent *inc, op_status st,
+                                op_error *err)
+{
+    if (!st || st == OP_ENOMEM || !out_of_time(ctx, inc))
+        return st;
+    op_progress(ctx, "celeritas: stopped at %s; the best placement so far stands",
+                op_interrupted() ? "Ctrl-C" : "the deadline");
+    op_error_clear(err);
+    return OP_OK;
+}
+
 /* Run candidate c under margin and offer it to the incumbent. */
 static op_status run_candidate(const op_place_ctx *ctx, fused_search *s, candidate c,
                                const double *margin, op_error *err)
@@ -516,10 +538,10 @@ static op_status try_passes(const op_place_ctx *ctx, fused_search *s, int run,
     }
     int nt = memcmp(f->seq, f->map.coarse->topo, (size_t)f->cp.n * sizeof *f->seq) ? 2 : 1;
     op_status st = OP_OK;
-    for (int k = 0; k < np * nt && !st; k++) {
+    for (int k = 0; k < np * nt && !st && !out_of_time(ctx, &s->inc); k++) {
         candidate c = pass[k / nt];
         c.timeline = k % nt;
-        st = run_candidate(ctx, s, c, margin, err);
+        st = keep_incumbent(ctx, &s->inc, run_candidate(ctx, s, c, margin, err), err);
     }
     return st;
 }
@@ -590,7 +612,7 @@ static op_status try_balanced(const op_place_ctx *ctx, fused_search *s, op_error
             margin[d] = share * BALANCED_FACTORS[k];
         op_progress(ctx, "%s: nothing fits; Order-Place with every device's memory x %.3f",
                     s->name, margin[0]);
-        for (int r = 0; r < s->n_runs && !st; r++) {
+        for (int r = 0; r < s->n_runs && !st && !out_of_time(ctx, &s->inc); r++) {
             s->runs[r].n_seen = 0;
             st = try_passes(ctx, s, r, margin, err);
         }
@@ -674,8 +696,8 @@ static op_status try_orders(const op_place_ctx *ctx, incumbent *inc, op_error *e
     op_order_space sp = {.caps = OP_CAPS_LIMIT, .clip = 1, .priorities = ORDER_PRIORITIES,
                          .n_priorities = N_ORDER_PRIORITIES};
     order_try t = {ctx, inc, &cand, 0, order_runs(p->n)};
-    for (t.k = 0; !st && t.k < inc->pool.len && t.runs > 0; t.k++)
-        st = op_order_search(p, &sp, cap, try_order, &t, err);
+    for (t.k = 0; !st && t.k < inc->pool.len && t.runs > 0 && !out_of_time(ctx, inc); t.k++)
+        st = keep_incumbent(ctx, inc, op_order_search(p, &sp, cap, try_order, &t, err), err);
     op_placement_destroy(&cand);
     free(cap);
     return st;
@@ -725,12 +747,13 @@ static op_status fused_attempt(const op_place_ctx *ctx, void *arg, const double 
     op_status st = OP_OK;
     for (int k = 0; k < s->n_runs; k++)
         s->runs[k].n_seen = 0;
-    for (int k = 0; k < s->n_runs && !st; k++)
+    for (int k = 0; k < s->n_runs && !st && !out_of_time(ctx, inc); k++)
         st = try_passes(ctx, s, k, margin, err);
-    if (!st && s->balance && ctx->best_effort && inc->have && inc->oom && inc->n_fallback > 0)
+    if (!st && s->balance && ctx->best_effort && inc->have && inc->oom && inc->n_fallback > 0 &&
+        !out_of_time(ctx, inc))
         st = try_balanced(ctx, s, err);
-    if (!st && s->borrow)
-        st = try_borrowed(ctx, s, err);
+    if (!st && s->borrow && !out_of_time(ctx, inc))
+        st = keep_incumbent(ctx, inc, try_borrowed(ctx, s, err), err);
     if (!st && inc->pool.cap > 0 && inc->have && !inc->oom)
         st = try_orders(ctx, inc, err);
     if (st)
@@ -757,6 +780,8 @@ static op_status fuse_all(const op_place_ctx *ctx, const cel_fusion_opts *fo, in
         if (search && s->n_runs && p->n / fk.range > SEARCH_MAX_FUSED_OPS &&
             !(fk.range == 1 && p->n <= UNFUSED_MAX_OPS)) /* the unfused graph */
             continue;
+        if (s->n_runs && op_seconds_left(ctx) <= 0) /* the deadline or Ctrl-C: place */
+            break;                                    /* with the graphs fused so far */
         if (op_interrupted()) /* each fusion of 10^5 ops: 0.3 s under ASan */
             return op_fail(err, OP_EINTERNAL, "%s: stopped at Ctrl-C", s->name);
         fused_run *f = &s->runs[s->n_runs++];
