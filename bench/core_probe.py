@@ -11,12 +11,18 @@ and calibrate's probes do not see:
    once.  The same op's time while another process runs, on another core,
    nothing, the same op, an Adam update of a 512x512 parameter, or a
    linear layer's backward.
+3. the weights the ops before left in the caches: a placed rank that
+   alternates between layers (gnmt's wavefront) runs each LSTM cell after
+   another layer's, where program order runs a layer's cells in a row.
+   One thread cycles through K layers' cells of gnmt's LSTMCell(256, 256)
+   (2 MiB of weights each; K = 1: as in program order), alone and while
+   another process cycles through K cells of its own.
 
 Every setting is interleaved with the others round by round (the machine's
 speed drifts by 10-20 % within minutes).
 
 usage: python bench/core_probe.py [--sleeps 0.2 1 4 10] [--ops 8 60] [--rounds 60]
-           [--seconds 2]
+           [--seconds 2] [--layers 1 2 4] [--only sleeping|beside|weights]
 (one thread a process; run it alone on the machine)
 """
 import argparse
@@ -41,6 +47,9 @@ class Ops:
         for p in self.ps:
             p.grad = torch.randn(512, 512)
         self.opts = [torch.optim.Adam([p]) for p in self.ps]
+        # gnmt's LSTMCell(256, 256) (fidelity_models): 2 MiB of weights
+        self.cells = [torch.nn.LSTMCell(256, 256) for _ in range(8)]
+        self.hx = (torch.randn(16, 256), torch.randn(16, 256), torch.randn(16, 256))
 
     def run(self, kind: str, i: int) -> None:
         if kind == "matmul":
@@ -51,6 +60,9 @@ class Ops:
             g = self.x + 1.0
             g.t() @ self.x
             g @ self.ws[i % 8]
+        elif kind.startswith("lstm:"):  # the cells of K layers in turn
+            with torch.no_grad():
+                self.cells[i % int(kind[5:])](self.hx[0], self.hx[1:])
 
 
 def _background(kind: str, ready, stop) -> None:
@@ -97,31 +109,60 @@ def sleeping(ops: Ops, sleeps: list, bursts: list, rounds: int) -> None:
                   % (n, s, 100 * busy, f, r, f / f0, r / r0))
 
 
+def _per_op_us(ops: Ops, kind: str, background: str, seconds: float, warm: int) -> float:
+    """Microseconds an op of `kind` takes over `seconds` (after `warm` of
+    them), while another process runs `background` ops ("none": nothing)."""
+    proc, stop = None, None
+    if background != "none":
+        ctx = mp.get_context("spawn")
+        ready, stop = ctx.Event(), ctx.Event()
+        proc = ctx.Process(target=_background, args=(background, ready, stop))
+        proc.start()
+        ready.wait(120)  # its start-up (torch's import) and warm-up
+    for i in range(warm):
+        ops.run(kind, i)
+    t0, k = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        ops.run(kind, k)
+        k += 1
+    us = (time.perf_counter() - t0) * 1e6 / k
+    if proc:
+        stop.set()
+        proc.join()
+    return us
+
+
 def beside(ops: Ops, seconds: float, rounds: int) -> None:
-    ctx = mp.get_context("spawn")
     times: dict = {b: [] for b in BACKGROUND}
     for _ in range(rounds):
         for b in BACKGROUND:
-            ready, stop = ctx.Event(), ctx.Event()
-            proc = ctx.Process(target=_background, args=(b, ready, stop)) \
-                if b != "none" else None
-            if proc:
-                proc.start()
-                ready.wait(120)  # its start-up (torch's import) and warm-up
-            t0, k = time.perf_counter(), 0
-            while time.perf_counter() - t0 < seconds:
-                ops.run("matmul", k)
-                k += 1
-            times[b].append((time.perf_counter() - t0) * 1e6 / k)
-            if proc:
-                stop.set()
-                proc.join()
+            times[b].append(_per_op_us(ops, "matmul", b, seconds, 0))
     base = statistics.median(times["none"])
     print("\n| the other core runs | this core's op (us) | / nothing beside |")
     print("|---|---:|---:|")
     for b in BACKGROUND:
         m = statistics.median(times[b])
         print("| %s | %.0f | %.2f |" % (b, m, m / base))
+
+
+def weights(ops: Ops, layers: list, seconds: float, rounds: int) -> None:
+    """Each K of `layers`: the median time of an LSTM cell's forward when
+    one thread cycles through K layers' cells, alone and while another
+    process cycles through K cells of its own (what two ranks of a placed
+    step that each alternate between K layers do)."""
+    settings = [(k, b) for k in layers for b in ("none", "lstm:%d" % k)]
+    times: dict = {s: [] for s in settings}
+    for _ in range(rounds):
+        for k, b in settings:  # every layer's weights touched once first
+            times[(k, b)].append(_per_op_us(ops, "lstm:%d" % k, b, seconds, 2 * k))
+    base = statistics.median(times[(layers[0], "none")])
+    print("\n| layers cycled (2 MiB of weights each) | the other core | LSTM cell (us) "
+          "| / one layer alone |")
+    print("|---:|---|---:|---:|")
+    for k, b in settings:
+        m = statistics.median(times[(k, b)])
+        other = "nothing" if b == "none" else "%d cell%s of its own" % (k, "s" * (k > 1))
+        print("| %d | %s | %.0f | %.2f |" % (k, other, m, m / base))
 
 
 def main() -> None:
@@ -131,11 +172,20 @@ def main() -> None:
     ap.add_argument("--ops", type=int, nargs="+", default=[8, 60], help="ops a burst")
     ap.add_argument("--rounds", type=int, default=60, help="rounds of the sleep table")
     ap.add_argument("--seconds", type=float, default=2.0,
-                    help="each setting's time a round in the second table (3 rounds)")
+                    help="each setting's time a round in the second and third tables "
+                    "(3 rounds)")
+    ap.add_argument("--layers", type=int, nargs="+", default=[1, 2, 4],
+                    help="layers cycled in the third table (the first is its baseline)")
+    ap.add_argument("--only", choices=("sleeping", "beside", "weights"),
+                    help="one table only")
     a = ap.parse_args()
     ops = Ops()
-    sleeping(ops, a.sleeps, a.ops, a.rounds)
-    beside(ops, a.seconds, 3)
+    if a.only in (None, "sleeping"):
+        sleeping(ops, a.sleeps, a.ops, a.rounds)
+    if a.only in (None, "beside"):
+        beside(ops, a.seconds, 3)
+    if a.only in (None, "weights"):
+        weights(ops, a.layers, a.seconds, 3)
 
 
 if __name__ == "__main__":
