@@ -301,6 +301,80 @@ static double cosine(const double *x, const double *y, int d)
     return xy / sqrt(xx * yy + 1e-300);
 }
 
+/* A hub v and the op u a walk comes from: u -> v, u -> x0..x2 -> v (x: next
+ * to both), y0..y(k-1) -> v (next to v only). */
+static op_graph *hub(int k)
+{
+    op_graph_builder *b = op_graph_builder_new("hub", NULL);
+    int u = tk_op(b, "u", 1, 8), v = tk_op(b, "v", 1, 8);
+    tk_edge(b, u, v, -1);
+    for (int i = 0; i < 3; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "x%d", i);
+        int x = tk_op(b, name, 1, 8);
+        tk_edge(b, u, x, -1);
+        tk_edge(b, x, v, -1);
+    }
+    for (int i = 0; i < k; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "y%d", i);
+        tk_edge(b, tk_op(b, name, 1, 8), v, -1);
+    }
+    return tk_finish(b);
+}
+
+/* The step after u -> v goes back to u with weight 1/p, to an x with
+ * weight 1, to a y with weight 1/q (node2vec's second-order walk): the
+ * shares of each, over the walks that start u -> v, within 5 standard
+ * deviations of the exact ones; on a hub of 100 neighbours (each step a
+ * scan) and of 300 (rejection), and with p = q = 1 (one uniform draw).
+ * Accepting a draw with twice the right probability moves the share of u
+ * from 0.40 to 0.25: 16 standard deviations. */
+Test(trinity, node2vec_steps_from_a_hub_follow_the_biased_weights)
+{
+    /* p and q such that each class takes a fair share (u 8, the x 3, the y 9-9.25) */
+    const struct { int k; double p, q; } cases[] = {{96, 0.125, 32.0 / 3.0}, {296, 0.125, 32.0},
+                                                    {296, 1.0, 1.0}};
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        op_graph *g = hub(cases[t].k);
+        node2vec_config c = node2vec_defaults();
+        c.p = cases[t].p;
+        c.q = cases[t].q;
+        c.walks = 8000;
+        c.length = 3;
+        int n = g->n_ops, u = op_graph_find(g, "u"), v = op_graph_find(g, "v");
+        int *walks = malloc(sizeof(int) * (size_t)n * (size_t)c.walks * (size_t)c.length);
+        op_error err = {0};
+        int stopped = -1;
+        cr_assert_eq(node2vec_walks(g, &c, walks, &stopped, &err), OP_OK, "%s", err.msg);
+        cr_assert_eq(stopped, 0);
+        double count[3] = {0}, total = 0; /* back to u, an x, a y */
+        for (size_t w = 0; w < (size_t)n * (size_t)c.walks; w++) {
+            const int *walk = walks + w * (size_t)c.length;
+            cr_assert_eq(walk[0], (int)(w % (size_t)n));
+            for (int s = 0; s + 1 < c.length; s++) /* every step along an edge */
+                cr_assert(op_graph_find_edge(g, walk[s], walk[s + 1]) >= 0 ||
+                              op_graph_find_edge(g, walk[s + 1], walk[s]) >= 0,
+                          "step %d -> %d", walk[s], walk[s + 1]);
+            if (walk[0] != u || walk[1] != v)
+                continue;
+            const char *name = g->op_name[walk[2]];
+            count[walk[2] == u ? 0 : name[0] == 'x' ? 1 : 2] += 1;
+            total += 1;
+        }
+        double w[3] = {1.0 / c.p, 3.0, cases[t].k / c.q}, z = w[0] + w[1] + w[2];
+        cr_assert_gt(total, 1500, "%.0f walks start u -> v", total);
+        for (int j = 0; j < 3; j++) {
+            double e = total * w[j] / z, sd = sqrt(total * (w[j] / z) * (1 - w[j] / z));
+            cr_assert_leq(fabs(count[j] - e), 5 * sd + 1,
+                          "k %d, p %g, q %g, class %d: %.0f steps, %.1f expected",
+                          cases[t].k, c.p, c.q, j, count[j], e);
+        }
+        free(walks);
+        op_graph_free(g);
+    }
+}
+
 Test(trinity, node2vec_puts_corresponding_branch_ops_close)
 {
     op_graph *g = two_branches();

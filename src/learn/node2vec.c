@@ -6,10 +6,16 @@
  * "structure" feature.  learn/node2vec.h states the method.
  *
  * Assumptions and differences from the reference implementation:
- *   - the transition weights are computed on the fly at each step (a scan
- *     of the current op's neighbours with a binary search in the previous
- *     op's sorted list) instead of precomputed alias tables: no O(E * deg)
- *     set-up and no memory blow-up on ops with thousands of neighbours;
+ *   - the transition weights are computed on the fly at each step instead
+ *     of precomputed alias tables: no O(E * deg) set-up and no memory
+ *     blow-up on ops with thousands of neighbours.  With p = q = 1 every
+ *     weight is 1 and a step is one uniform draw; otherwise an op of at most
+ *     SCAN_MAX neighbours scans them (a binary search in the previous op's
+ *     sorted list each), and a larger one draws a neighbour uniformly and
+ *     keeps it with probability weight / largest weight (rejection: the
+ *     same distribution in max(1/p, 1, 1/q) / min(1/p, 1, 1/q) draws at
+ *     most, on average), so that a step from a hub of 10^5 inputs does not
+ *     scan them all;
  *   - the graph is unweighted (edge bytes are not used);
  *   - one thread, so a seed fixes the result exactly.
  */
@@ -88,6 +94,23 @@ static int adjacent(const adjacency *a, int u, int x)
     return 0;
 }
 
+/* Out of time: c's deadline has passed, or Ctrl-C came. */
+static int past_deadline(const node2vec_config *c)
+{
+    return (c->deadline > 0 && op_seconds_now() > c->deadline) || op_interrupted();
+}
+
+/* Ops with more neighbours than this draw a step by rejection, not a scan
+ * (the scan's draws are kept where it is cheap: the same walks as before on
+ * every graph whose ops have at most this many neighbours). */
+#define SCAN_MAX 256
+
+/* The weight of the step prev -> v -> x (node2vec's alpha). */
+static double step_weight(const adjacency *a, int prev, int x, double inv_p, double inv_q)
+{
+    return x == prev ? inv_p : adjacent(a, prev, x) ? 1.0 : inv_q;
+}
+
 /* The next op of a walk that came from prev (-1 at the start) to v. */
 static int walk_step(const adjacency *a, int prev, int v, double inv_p, double inv_q,
                      nn_rng *rng)
@@ -97,15 +120,27 @@ static int walk_step(const adjacency *a, int prev, int v, double inv_p, double i
         return -1;
     if (prev < 0)
         return a->nbr[lo + (int)nn_rng_below(rng, (uint64_t)deg)];
-    double total = 0.0;
-    for (int i = 0; i < deg; i++) {
-        int x = a->nbr[lo + i];
-        total += x == prev ? inv_p : adjacent(a, prev, x) ? 1.0 : inv_q;
+    if (inv_p == 1.0 && inv_q == 1.0) {
+        /* every weight 1: the scan below with total = deg, in O(1) (its
+         * subtractions of 1.0 are exact, so it picks floor(u * deg)) */
+        int i = (int)(nn_rng_uniform(rng) * deg);
+        return a->nbr[lo + (i < deg ? i : deg - 1)];
     }
+    if (deg > SCAN_MAX) {
+        double top = fmax(fmax(inv_p, 1.0), inv_q);
+        for (;;) {
+            int x = a->nbr[lo + (int)nn_rng_below(rng, (uint64_t)deg)];
+            if (nn_rng_uniform(rng) * top < step_weight(a, prev, x, inv_p, inv_q))
+                return x;
+        }
+    }
+    double total = 0.0;
+    for (int i = 0; i < deg; i++)
+        total += step_weight(a, prev, a->nbr[lo + i], inv_p, inv_q);
     double r = nn_rng_uniform(rng) * total;
     for (int i = 0; i < deg; i++) {
         int x = a->nbr[lo + i];
-        r -= x == prev ? inv_p : adjacent(a, prev, x) ? 1.0 : inv_q;
+        r -= step_weight(a, prev, x, inv_p, inv_q);
         if (r < 0.0)
             return x;
     }
@@ -113,15 +148,14 @@ static int walk_step(const adjacency *a, int prev, int v, double inv_p, double i
 }
 
 /* walks[w * length + s]; a walk stuck at an isolated op ends early (-1).
- * 0, or 1 when stopped by Ctrl-C (a fan-in of 10^5 ops takes seconds: each
- * step from the sink scans its 10^5 neighbours). */
+ * 0, or 1 when stopped by Ctrl-C or the deadline (c->deadline). */
 static int generate_walks(const adjacency *a, const node2vec_config *c, int *walks, nn_rng *rng)
 {
     double inv_p = 1.0 / c->p, inv_q = 1.0 / c->q;
     size_t w = 0;
     for (int r = 0; r < c->walks; r++)
         for (int start = 0; start < a->n; start++, w++) {
-            if (op_interrupted())
+            if ((w & 255) == 0 && past_deadline(c))
                 return 1;
             int *walk = walks + w * (size_t)c->length;
             walk[0] = start;
@@ -203,16 +237,16 @@ static void sgns_pair(double *emb, double *ctx, int dim, int centre, int context
         u[j] += work[j];
 }
 
-static void skipgram(const node2vec_config *c, const int *walks, size_t n_walks, int n,
-                     const int *table, size_t tsize, double *emb, double *ctx, double *work,
-                     nn_rng *rng)
+/* 1 when stopped early (c's deadline or Ctrl-C): the vectors as trained so far. */
+static int skipgram(const node2vec_config *c, const int *walks, size_t n_walks, int n,
+                    const int *table, size_t tsize, double *emb, double *ctx, double *work,
+                    nn_rng *rng)
 {
     double total = (double)c->epochs * (double)n_walks, done = 0.0;
     for (int e = 0; e < c->epochs; e++)
         for (size_t w = 0; w < n_walks; w++, done += 1.0) {
-            if ((w & 255) == 0 && ((c->deadline > 0 && op_seconds_now() > c->deadline) ||
-                                   op_interrupted()))
-                return; /* out of time: the vectors as trained so far */
+            if ((w & 255) == 0 && past_deadline(c))
+                return 1;
             double lr = c->lr * fmax(1e-4, 1.0 - done / total);
             const int *walk = walks + w * (size_t)c->length;
             for (int i = 0; i < c->length && walk[i] >= 0; i++)
@@ -224,18 +258,41 @@ static void skipgram(const node2vec_config *c, const int *walks, size_t n_walks,
                 }
         }
     (void)n;
+    return 0;
 }
 
-op_status node2vec_embed(const op_graph *g, const node2vec_config *c, double *emb,
-                         op_error *err)
+static op_status check_config(const node2vec_config *c, op_error *err)
 {
     if (c->dim < 1 || c->walks < 1 || c->length < 2 || c->window < 1 || c->negatives < 0 ||
         c->epochs < 1 || !(c->p > 0) || !(c->q > 0) || !(c->lr > 0))
         return op_fail(err, OP_EUSAGE, "node2vec: dim, walks, window, epochs >= 1, length "
                                        ">= 2, negatives >= 0, p, q, lr > 0");
+    return OP_OK;
+}
+
+op_status node2vec_walks(const op_graph *g, const node2vec_config *c, int *walks, int *stopped,
+                         op_error *err)
+{
+    op_status st = check_config(c, err);
+    *stopped = 0;
+    if (st || g->n_ops == 0)
+        return st;
+    nn_rng rng;
+    nn_rng_seed(&rng, c->seed);
+    adjacency a = {0};
+    if (!(st = adjacency_build(&a, g, err)))
+        *stopped = generate_walks(&a, c, walks, &rng);
+    adjacency_free(&a);
+    return st;
+}
+
+op_status node2vec_embed(const op_graph *g, const node2vec_config *c, double *emb,
+                         op_error *err)
+{
+    op_status st = check_config(c, err);
     int n = g->n_ops;
-    if (n == 0)
-        return OP_OK;
+    if (st || n == 0)
+        return st;
     nn_rng rng;
     nn_rng_seed(&rng, c->seed);
     for (size_t i = 0; i < (size_t)n * (size_t)c->dim; i++)
@@ -244,19 +301,21 @@ op_status node2vec_embed(const op_graph *g, const node2vec_config *c, double *em
     size_t n_walks = (size_t)n * (size_t)c->walks, tsize = 0;
     int *walks = NULL, *table = NULL;
     double *ctx = NULL, *work = NULL;
-    op_status st = adjacency_build(&a, g, err);
+    st = adjacency_build(&a, g, err);
     if (!st && (!(walks = op_malloc(sizeof(int) * n_walks * (size_t)c->length, err)) ||
                 !(ctx = op_calloc((size_t)n * (size_t)c->dim, sizeof(double), err)) ||
                 !(work = op_calloc((size_t)c->dim, sizeof(double), err))))
         st = OP_ENOMEM;
-    if (!st) {
-        if (generate_walks(&a, c, walks, &rng))
-            st = op_fail(err, OP_EINTERNAL, "node2vec: stopped at Ctrl-C");
-        else if (!(table = negative_table(walks, n_walks * (size_t)c->length, n, &tsize, err)))
-            st = OP_ENOMEM;
-    }
-    if (!st)
-        skipgram(c, walks, n_walks, n, table, tsize, emb, ctx, work, &rng);
+    /* past the deadline: the vectors as trained so far (the initial ones
+     * when the walks were not done); Ctrl-C: an error, so the caller stops */
+    int stopped = !st && generate_walks(&a, c, walks, &rng);
+    if (!st && !stopped &&
+        !(table = negative_table(walks, n_walks * (size_t)c->length, n, &tsize, err)))
+        st = OP_ENOMEM;
+    if (!st && !stopped)
+        stopped = skipgram(c, walks, n_walks, n, table, tsize, emb, ctx, work, &rng);
+    if (!st && stopped && op_interrupted())
+        st = op_fail(err, OP_EINTERNAL, "node2vec: stopped at Ctrl-C");
     adjacency_free(&a);
     free(walks);
     free(table);

@@ -39,8 +39,9 @@ typedef struct node2vec_config {
     double p, q;    /* return and in-out parameters (1, 1) */
     double lr;      /* initial SGD learning rate (0.025) */
     uint64_t seed;  /* walks, negatives and initial vectors (1) */
-    double deadline; /* op_seconds_now() time after which skip-gram stops early, its
-                        vectors trained on the walks so far (also on Ctrl-C); 0: none */
+    double deadline; /* op_seconds_now() time after which node2vec stops early with the
+                        vectors as trained so far (the initial ones if the walks were not
+                        done); 0: none.  Ctrl-C: an error (OP_EINTERNAL) */
 } node2vec_config;
 
 node2vec_config node2vec_defaults(void);
@@ -49,6 +50,14 @@ node2vec_config node2vec_defaults(void);
  * neighbour keeps a small random vector.  OP_EUSAGE for a bad config,
  * OP_ENOMEM on allocation failure. */
 op_status node2vec_embed(const op_graph *g, const node2vec_config *cfg, double *emb,
+                         op_error *err);
+
+/* The walks alone, as node2vec_embed draws them (from the same seed, but
+ * without the initial vectors' draws first): walks[w * length + s], walk w
+ * starting at op w % n_ops, cfg->walks of them per op; a walk stuck at an
+ * isolated op is padded with -1.  *stopped = 1 when the deadline or Ctrl-C
+ * ended them early (the rest unset). */
+op_status node2vec_walks(const op_graph *g, const node2vec_config *cfg, int *walks, int *stopped,
                          op_error *err);
 
 #endif

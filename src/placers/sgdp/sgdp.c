@@ -56,6 +56,7 @@
  */
 #include <string.h>
 
+#include "core/parallel.h"
 #include "learn/lifecycle.h"
 #include "placers/sgdp/sgdp.h"
 #include "placers/placer_util.h"
@@ -134,6 +135,7 @@ static sgdp_train_config train_config(const op_place_ctx *ctx, const sgdp_opts *
 
 /* The lifecycle's stages (learn/lifecycle.h) on one trainer. */
 typedef struct run {
+    const op_place_ctx *ctx;
     const sgdp_opts *s;
     sgdp_policy *pol;
     sgdp_trainer *t;
@@ -149,6 +151,13 @@ static op_status stage_search(void *self, op_error *err)
     const run *r = self;
     const sgdp_opts *s = r->s;
     op_status st = OP_OK;
+    if (op_par_size() == 1 && op_seconds_left(r->ctx) <= 0 &&
+        sgdp_trainer_best(r->t, 0).placement) {
+        /* a search of 10^5 ops takes seconds: out of time, the best so far
+         * (one rank: MPI ranks must run the same passes) */
+        op_progress(r->ctx, "sgdp: no final search (out of time)");
+        return OP_OK;
+    }
     if (!strcmp(s->search, "guided")) {
         sgdp_search_config sc = sgdp_search_defaults();
         sc.rounds = (int)s->rounds;
@@ -183,12 +192,13 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
         op_progress(ctx, "sgdp: features%s of %d ops in %.1f s, %.1f s left",
                     s->lo.heuristics ? " and reference" : "", ctx->p->n, op_seconds_now() - t0,
                     op_seconds_left(ctx));
-    run r = {s, pol, t};
+    run r = {ctx, s, pol, t};
     learn_stages ls = {&r, stage_train, stage_search, stage_save, stage_proven};
     op_status st = learn_lifecycle(&s->lo, &ls, err);
     sgdp_best b = sgdp_trainer_best(t, 0);
-    if (!st && !b.placement) /* Ctrl-C before a first placement: the CLI falls back */
-        st = op_fail(err, OP_EINTERNAL, "sgdp: stopped at Ctrl-C before its first placement");
+    if (!st && !b.placement) /* stopped before a first placement: the CLI falls back */
+        st = op_fail(err, OP_EINTERNAL, "sgdp: %s before its first placement",
+                     op_interrupted() ? "stopped at Ctrl-C" : "out of time");
     if (!st) {
         memcpy(out->device_of, b.placement->device_of, (size_t)ctx->p->n * sizeof(int));
         st = learn_result(ctx, "sgdp", b.step_time_us, b.oom, err);
@@ -196,6 +206,8 @@ static op_status train_and_place(const op_place_ctx *ctx, const sgdp_opts *s, sg
     sgdp_trainer_free(t);
     return st;
 }
+
+double sgdp_pass_deadline;
 
 static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error *err)
 {
@@ -206,7 +218,10 @@ static op_status place_sgdp(const op_place_ctx *ctx, op_placement *out, op_error
     sgdp_policy *pol = make_policy(ctx, &s, err);
     if (!pol)
         return err && err->code ? err->code : OP_ENOMEM;
+    double was = sgdp_pass_deadline;
+    sgdp_pass_deadline = ctx->deadline; /* its passes stop there too */
     st = train_and_place(ctx, &s, pol, out, err);
+    sgdp_pass_deadline = was;
     sgdp_policy_free(pol);
     return st;
 }

@@ -20,20 +20,27 @@
 
 #define SGDP_MAX_LAYERS 8
 
-/* Ctrl-C inside a pass of the policy (a forward and backward over 10^5 ops
- * take seconds, longer than the second a placer has to answer): the pass
- * ends with this error, checked between GraphSAGE layers and attention
- * segments, and the placer answers with its best so far (sgdp.c).  With
- * several MPI ranks every rank must run the same passes, so the trainer
- * decides the stop between iterations instead. */
+/* The placer's deadline for a pass (op_seconds_now() time; 0: none), set
+ * by place_sgdp around its run (sgdp.c). */
+extern double sgdp_pass_deadline;
+
+/* Ctrl-C, or the placer's deadline, inside a pass of the policy (a forward
+ * and backward over 10^5 ops take seconds, longer than the second a placer
+ * has to answer): the pass ends with this error, checked between GraphSAGE
+ * layers and attention segments, and the placer answers with its best so
+ * far (sgdp.c).  With several MPI ranks every rank must run the same
+ * passes, so the trainer decides the stop between iterations instead. */
 static inline int sgdp_stopped(void)
 {
-    return op_par_size() == 1 && op_interrupted();
+    return op_par_size() == 1 &&
+           (op_interrupted() || (sgdp_pass_deadline > 0 && op_seconds_now() > sgdp_pass_deadline));
 }
 
 static inline op_status sgdp_check_stop(op_error *err)
 {
-    return sgdp_stopped() ? op_fail(err, OP_EINTERNAL, "sgdp: stopped at Ctrl-C") : OP_OK;
+    return sgdp_stopped() ? op_fail(err, OP_EINTERNAL, "sgdp: stopped (%s)",
+                                    op_interrupted() ? "Ctrl-C" : "out of time")
+                          : OP_OK;
 }
 
 /* What a stage (training, evaluation, search) returns when that stop ended

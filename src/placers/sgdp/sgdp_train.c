@@ -1095,8 +1095,10 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
     int pending = 0;
     for (int i = 0; i < t->n_tasks; i++)
         pending += t->tasks[i].have_ref && !t->tasks[i].cloned;
-    op_status st = OP_OK;
-    for (int i = 0; !st && pending > 0 && steps < limit; i = (i + 1) % t->n_tasks) {
+    /* no step once the time share is spent (a step on 10^5 ops takes seconds) */
+    int late = op_interrupted() || (deadline > 0 && t0 >= deadline);
+    op_status st = pending > 0 ? op_par_bcast(&late, sizeof late, 0, err) : OP_OK;
+    for (int i = 0; !st && !late && pending > 0 && steps < limit; i = (i + 1) % t->n_tasks) {
         task *tk = &t->tasks[i];
         if (!tk->have_ref || tk->cloned)
             continue;
@@ -1131,7 +1133,8 @@ static op_status warm_start(sgdp_trainer *t, double deadline, op_error *err)
                     "steps, %.1f s%s",
                     t->tasks[0].ref.name, t->tasks[0].ref.step, u,
                     clone_eps(&t->tasks[0]), steps, rl_now_seconds() - t0,
-                    sgdp_stopped() ? " (stopped at Ctrl-C)" : "");
+                    op_interrupted() ? " (stopped at Ctrl-C)"
+                    : sgdp_stopped() ? " (stopped: out of time)" : "");
     }
     return st;
 }

@@ -242,6 +242,9 @@ static op_status final_choice(const op_place_ctx *ctx, const trinity_options *s,
                               trinity_metrics *fm, op_error *err)
 {
     trinity_best b = trinity_trainer_best(t, 0);
+    if (!b.device_of) /* no reference (--paper) and no rollout yet: the CLI falls back */
+        return op_fail(err, OP_EINTERNAL, "trinity: %s before its first rollout",
+                       op_interrupted() ? "stopped at Ctrl-C" : "out of time");
     trinity_reward_config rc = trinity_trainer_reward(t, 0);
     memcpy(out->device_of, b.device_of, (size_t)ctx->p->n * sizeof(int));
     op_placement_drop_order(out);

@@ -230,6 +230,9 @@ typedef struct trinity_run {
                            that a partition (schedule) decision is drawn uniformly
                            among its allowed choices instead; old_logp stays the
                            policy's, as for the noise (trinity_train.c) */
+    double deadline;    /* > 0 (when sampling on one rank): past this op_seconds_now()
+                           time the pass stops between its stages with OP_EINTERNAL
+                           ("out of time"; a pass over 10^5 ops takes seconds) */
 } trinity_run;
 
 /* One forward pass for k rollouts (batch->k = k).  Outputs, from the

@@ -777,6 +777,14 @@ static op_status decoder_sample(trinity_policy *pol, nn_arena *ar, const trinity
 
 /* -------------------------------------------------------- whole policy */
 
+/* run's deadline has passed: the pass stops (trinity_run). */
+static op_status out_of_time(const trinity_run *run, op_error *err)
+{
+    if (run->deadline > 0 && op_seconds_now() > run->deadline)
+        return op_fail(err, OP_EINTERNAL, "trinity: a sampling pass out of time");
+    return OP_OK;
+}
+
 op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinity_graph *tg,
                                  trinity_batch *b, int k, const trinity_run *run,
                                  nn_tensor *logp_part, nn_tensor *logp_sched,
@@ -796,9 +804,12 @@ op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinit
     ps->training = run->training;
     ps->sampled = run->sample;
     b->k = k;
+    TRY(out_of_time(run, err));
     TRY(partition_forward(pol, ar, tg, run, ps, err));
+    TRY(out_of_time(run, err));
     if (run->sample)
         sample_partition(tg, &ps->logp_part, b, k, run, work);
+    TRY(out_of_time(run, err));
     ps->count = nn_arena_alloc(ar, sizeof(double) * (size_t)k * (size_t)c->groups, err);
     if (!ps->count)
         return OP_ENOMEM;
@@ -807,6 +818,7 @@ op_status trinity_policy_forward(trinity_policy *pol, nn_arena *ar, const trinit
     if (run->sample)
         trinity_group_masks(tg, b, k, ps->count);
     TRY(encoder_forward(pol, ar, tg, ps, err));
+    TRY(out_of_time(run, err));
     if (run->sample)
         TRY(decoder_sample(pol, ar, tg, b, ps, run, work, err));
     else

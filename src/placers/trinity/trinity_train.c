@@ -479,7 +479,9 @@ static op_status structure_fit(trinity_trainer *t, op_error *err)
     nn_rng drop = nn_rng_fork(&t->c.rng, 3);
     double mean_p = 0.0;
     int steps = 0;
-    for (; !st && steps < STRUCTURE_STEPS; steps++) {
+    /* no step past the deadline: one over 10^5 ops takes seconds */
+    for (; !st && steps < STRUCTURE_STEPS && !(deadline > 0 && rl_now_seconds() > deadline);
+         steps++) {
         nn_params_zero_grad(ps);
         mean_p = 0.0;
         for (int i = 0; !st && i < t->n_tasks; i++) {
@@ -595,14 +597,20 @@ static int rollout_cut(const trinity_metrics *m)
     return isinf(m->step_us) && m->reward == -INFINITY;
 }
 
+/* A rollout the deadline cut: not simulated (rollout_cut). */
+static trinity_metrics cut_metrics(void)
+{
+    return (trinity_metrics){.step_us = INFINITY, .peak_comm = INT64_MAX, .peak_mem = INT64_MAX,
+                             .oom = 1, .reward = -INFINITY};
+}
+
 /* Rollout k (drawn before, in one thread) simulated on worker w. */
 static op_status run_rollout(void *arg, int w, int k, op_error *err)
 {
     rollout_ctx *c = arg;
     task *tk = c->tk;
     if (c->deadline > 0 && rl_now_seconds() > c->deadline) {
-        c->m[k] = (trinity_metrics){.step_us = INFINITY, .peak_comm = INT64_MAX,
-                                    .peak_mem = INT64_MAX, .oom = 1, .reward = -INFINITY};
+        c->m[k] = cut_metrics();
         return OP_OK;
     }
     trinity_batch_placement(&tk->tg, c->batch, k, tk->sim.pls[w].device_of);
@@ -921,6 +929,14 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
     if (!st)
         st = trinity_policy_forward(t->pol, &t->c.ar, &tk->tg, batch, k, run, &lp_part, NULL,
                                     NULL, err);
+    if (st == OP_EINTERNAL && run->deadline > 0 && rl_now_seconds() > run->deadline) {
+        /* the pass stopped at the deadline: every rollout cut (iterate) */
+        op_error_clear(err);
+        for (int j = 0; j < k; j++)
+            s->m[j] = cut_metrics();
+        s->best_m = cut_metrics();
+        return OP_OK;
+    }
     if (!st && t->cfg.marginal)
         trinity_marginal_old(&tk->tg, batch, k, &lp_part);
     if (!st)
@@ -962,8 +978,9 @@ static op_status iterate(trinity_trainer *t, op_error *err)
         trinity_run run = {.training = t->cfg.ppo_dropout, .dropout_rng = s->dropout,
                            .sample = 1, .rng = &draws, .noise = noise};
         explore_rates(t, &t->tasks[s->task], &run);
-        /* one rank: rollouts not started by the deadline are not simulated */
-        t->rollout_deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
+        /* one rank: rollouts not started by the deadline are not simulated,
+         * and the sampling pass stops there */
+        t->rollout_deadline = run.deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
         st = sample_and_score(t, b, k, &run, err);
         t->rollout_deadline = 0.0;
         if (st)
@@ -1071,13 +1088,18 @@ op_status trinity_trainer_evaluate(trinity_trainer *t, int i, int samples, op_er
     op_status st = ensure_capacity(t, samples + 1, err);
     if (st)
         return st;
-    /* every rank runs the same draws with slot 0's buffers */
+    /* every rank runs the same draws with slot 0's buffers; on one rank the
+     * deadline stops the sampling pass and the rollouts, as in an iteration */
     t->slots[0].task = i;
-    trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->c.rng};
+    trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->c.rng,
+                       .deadline = t->c.size == 1 ? t->cfg.deadline : 0.0};
+    t->rollout_deadline = run.deadline;
     st = sample_and_score(t, 0, samples + 1, &run, err);
-    if (!st)
+    t->rollout_deadline = 0.0;
+    if (!st && !rollout_cut(&t->slots[0].best_m))
         keep_best(&t->tasks[i], &t->slots[0]);
-    t->stats.rollouts += samples + 1;
+    for (int j = 0; !st && j <= samples; j++)
+        t->stats.rollouts += !rollout_cut(&t->slots[0].m[j]);
     t->stats.seconds += rl_now_seconds() - t0;
     return st;
 }
