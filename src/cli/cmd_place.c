@@ -299,22 +299,23 @@ static op_status finish_result(cli_args *a, const op_place_ctx *ctx, op_placemen
     return op_placement_set_algorithm(pl, name, err);
 }
 
-/* Place with placer; stopped by Ctrl-C, or by the deadline (a placer out
- * of time says so with OP_EINTERNAL), before it had an answer, the
+/* Place with placer; stopped by Ctrl-C, or within a budget (a placer
+ * whose stages ran out of their shares of it says so with OP_EINTERNAL,
+ * maybe before the deadline itself), before it had an answer, the
  * placement of op_portfolio_fallback instead, so a result is written. */
 static op_status place_or_fall_back(const op_placer *placer, const op_place_ctx *ctx,
                                     op_placement *pl, op_error *err)
 {
     op_status st = op_place(placer, ctx, pl, err);
     if (!st || st == OP_ENOMEM ||
-        !(op_interrupted() || (st == OP_EINTERNAL && op_seconds_left(ctx) <= 0)))
+        !(op_interrupted() || (st == OP_EINTERNAL && ctx->deadline > 0)))
         return st;
     const op_placer *which;
     op_error ferr = {0};
     if (op_portfolio_fallback(ctx, pl, &which, &ferr))
         return st;
     fprintf(stderr, "opplace place: %s %s without a result (%s); %s's placement instead\n",
-            placer->name, op_interrupted() ? "stopped at Ctrl-C" : "ran out of its budget",
+            placer->name, op_interrupted() ? "stopped at Ctrl-C" : "stopped within its budget",
             err->msg, which->name);
     char name[96];
     snprintf(name, sizeof name, "%s:fallback-%s", placer->name, which->name);
