@@ -232,7 +232,8 @@ typedef struct trinity_run {
                            policy's, as for the noise (trinity_train.c) */
     double deadline;    /* > 0 (when sampling on one rank): past this op_seconds_now()
                            time the pass stops between its stages with OP_EINTERNAL
-                           ("out of time"; a pass over 10^5 ops takes seconds) */
+                           ("out of time"; a pass over 10^5 ops takes seconds), and
+                           the trainer simulates no rollout it has not started */
 } trinity_run;
 
 /* One forward pass for k rollouts (batch->k = k).  Outputs, from the

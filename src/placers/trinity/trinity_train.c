@@ -155,7 +155,6 @@ struct trinity_trainer {
     double last_print;
     long noise_iter;  /* iterations done, for the noise schedule */
     double ents[2];   /* the last update's mean entropy: partition, schedule */
-    double rollout_deadline; /* > 0 during an iteration with a deadline (one rank) */
     int cut_short;    /* an iteration's rollouts were cut by the deadline: training ends */
 };
 
@@ -617,11 +616,12 @@ static op_status run_rollout(void *arg, int w, int k, op_error *err)
     return judge_run(tk, w, tk->order, &c->m[k], err);
 }
 
-/* Simulate rollouts 0..k-1 of the batch into m. */
+/* Simulate rollouts 0..k-1 of the batch into m; those not started by
+ * deadline (> 0) are cut instead. */
 static op_status simulate(trinity_trainer *t, task *tk, const trinity_batch *batch,
-                          trinity_metrics *m, int k, op_error *err)
+                          trinity_metrics *m, int k, double deadline, op_error *err)
 {
-    rollout_ctx c = {.t = t, .tk = tk, .batch = batch, .m = m, .deadline = t->rollout_deadline};
+    rollout_ctx c = {.t = t, .tk = tk, .batch = batch, .m = m, .deadline = deadline};
     return rl_run_rollouts(t->c.threads, k, run_rollout, &c, &t->stats.sim_seconds, err);
 }
 
@@ -940,7 +940,7 @@ static op_status sample_and_score(trinity_trainer *t, int b, int k, const trinit
     if (!st && t->cfg.marginal)
         trinity_marginal_old(&tk->tg, batch, k, &lp_part);
     if (!st)
-        st = simulate(t, tk, batch, s->m, k, err);
+        st = simulate(t, tk, batch, s->m, k, run->deadline, err);
     if (!st)
         slot_best(tk, batch, s, k);
     if (!st)
@@ -980,9 +980,8 @@ static op_status iterate(trinity_trainer *t, op_error *err)
         explore_rates(t, &t->tasks[s->task], &run);
         /* one rank: rollouts not started by the deadline are not simulated,
          * and the sampling pass stops there */
-        t->rollout_deadline = run.deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
+        run.deadline = t->c.size == 1 ? t->cfg.deadline : 0.0;
         st = sample_and_score(t, b, k, &run, err);
-        t->rollout_deadline = 0.0;
         if (st)
             return st;
         for (int j = 0; j < k; j++)
@@ -1093,9 +1092,7 @@ op_status trinity_trainer_evaluate(trinity_trainer *t, int i, int samples, op_er
     t->slots[0].task = i;
     trinity_run run = {.training = 0, .sample = 1, .greedy_last = 1, .rng = &t->c.rng,
                        .deadline = t->c.size == 1 ? t->cfg.deadline : 0.0};
-    t->rollout_deadline = run.deadline;
     st = sample_and_score(t, 0, samples + 1, &run, err);
-    t->rollout_deadline = 0.0;
     if (!st && !rollout_cut(&t->slots[0].best_m))
         keep_best(&t->tasks[i], &t->slots[0]);
     for (int j = 0; !st && j <= samples; j++)
