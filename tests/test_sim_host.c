@@ -117,6 +117,35 @@ Test(host, zero_is_the_rule_without_it)
     tk_sim_done(&o, &tp);
 }
 
+/* recv_idle_free: the first test's graph, and x (on d1, no inputs) of
+ * time tx before b.  The transfer arrives at 22.  tx = 0 (d1 idle): b
+ * computes 22-42, no receive.  tx = 22 (x ends as it arrives: idle once
+ * every event of 22 is done): the same.  tx = 30 (x runs 0-30: busy): b
+ * receives 30-37 and computes 37-57, as without the key. */
+Test(host, a_receive_is_free_when_it_arrives_at_an_idle_device)
+{
+    double tx[3] = {0, 22, 30}, want[3] = {42, 42, 57}, busy1[3] = {20, 42, 57};
+    for (int i = 0; i < 3; i++) {
+        op_graph_builder *b = op_graph_builder_new("host", NULL);
+        int a = tk_op(b, "a", 10, 1000), bb = tk_op(b, "b", 20, 0), c = tk_op(b, "c", 5, 0);
+        int x = tk_op(b, "x", tx[i], 0);
+        tk_edge(b, a, bb, 1000);
+        tk_edge(b, a, c, 1000);
+        tk_edge(b, x, bb, 0);
+        op_cluster *cl = host_cluster(2, HOST);
+        cl->recv_idle_free = 1;
+        tk_problem tp;
+        tk_bind(&tp, tk_finish(b), cl);
+        tk_sim_out o;
+        tk_sim(&tp, (int[]){0, 1, 0, 1}, NULL, NULL, &o);
+        cr_expect_float_eq(o.t.start_us[c], 14.0, 1e-9, "tx %g", tx[i]); /* sends as before */
+        cr_expect_float_eq(o.r.step_time_us, want[i], 1e-9, "tx %g", tx[i]);
+        cr_expect_float_eq(o.r.busy_us[1], busy1[i], 1e-9,
+                           "tx %g", tx[i]);
+        tk_sim_done(&o, &tp);
+    }
+}
+
 /* A random DAG of 30 ops (the same for a seed) and a placement on 3 devices. */
 static op_graph *random_graph(int seed, int *dev)
 {
@@ -167,6 +196,22 @@ Test(host, never_shortens_a_step)
         }
         cr_expect_float_eq(busy_h, busy_p + paid, 1e-6, "seed %d", seed);
         cr_expect_eq(h.r.step_time_us, h2.r.step_time_us, "seed %d", seed);
+        /* recv_idle_free: every send is paid and no receive twice, so the
+         * busy time lies between the sends' and all the host costs' */
+        tk_problem idle;
+        op_cluster *ci = host_cluster(3, HOST);
+        ci->recv_idle_free = 1;
+        tk_bind(&idle, random_graph(seed, dev), ci);
+        tk_sim_out f;
+        tk_sim(&idle, dev, NULL, NULL, &f);
+        double busy_f = 0, sends = 0;
+        for (int d = 0; d < 3; d++)
+            busy_f += f.r.busy_us[d];
+        for (int x = 0; x < f.t.n_transfers; x++)
+            sends += HOST.send_us + HOST.send_us_per_byte * (double)f.t.transfers[x].bytes;
+        cr_expect_geq(busy_f, busy_p + sends - 1e-6, "seed %d", seed);
+        cr_expect_leq(busy_f, busy_p + paid + 1e-6, "seed %d", seed);
+        tk_sim_done(&f, &idle);
         tk_sim_done(&p, &plain);
         tk_sim_done(&h, &host);
         tk_sim_done(&h2, &again);
@@ -210,6 +255,18 @@ Test(host, file_keys_read_and_round_trip)
     cr_expect_float_eq(op_cluster_host_us(d, 0, 1, 10, 1), 20.0, 1e-12);
     cr_expect_float_eq(op_cluster_host_us(d, 0, 1, 10, 0), 5.0, 1e-12);
     cr_expect_float_eq(op_cluster_host_us(d, 1, 0, 10, 0), 7.0, 1e-12);
+    cr_expect_eq(d->recv_idle_free, 0); /* written only when set */
+    op_cluster_free(c);
+    op_cluster_free(d);
+    c = op_cluster_read(write_tmp("c4.json", HEAD ", \"recv_idle_free\": true, \"default_link\": "
+                                              "{\"latency_us\": 1, \"us_per_byte\": 0, "
+                                              "\"recv_us\": 7}}"), &err);
+    cr_assert(c, "%s", err.msg);
+    cr_expect_eq(c->recv_idle_free, 1);
+    cr_assert_eq(op_cluster_write(c, out, &err), OP_OK, "%s", err.msg);
+    d = op_cluster_read(out, &err);
+    cr_assert(d, "%s", err.msg);
+    cr_expect_eq(d->recv_idle_free, 1);
     op_cluster_free(c);
     op_cluster_free(d);
     c = op_cluster_read(write_tmp("c3.json", HEAD ", \"default_link\": {\"latency_us\": 1, "
@@ -228,6 +285,8 @@ Test(host, bad_keys_are_named)
          "default_link.recv_us_per_byte: must be at most"},
         {", \"links\": [{\"src\": \"cpu:0\", \"dst\": \"cpu:1\", \"latency_us\": 1, "
          "\"us_per_byte\": 0, \"send_us_per_byte\": \"x\"}]}", "links[0].send_us_per_byte"},
+        {", \"recv_idle_free\": 1, \"default_link\": {\"latency_us\": 1, \"us_per_byte\": 0}}",
+         "recv_idle_free: must be true or false"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         char text[1024];

@@ -82,6 +82,8 @@ typedef struct op_cluster {
     double *dispatch_us;   /* per device: host cost paid before each op starts
                               (formats.md 5.7); NULL when every device's is 0 */
     int has_host;          /* some link (or the default) has a host cost (5.9) */
+    int recv_idle_free;    /* a transfer arriving at an idle device costs it no
+                              receive host cost (formats.md 5.9, recv_idle_free) */
 } op_cluster;
 
 /* A link as given in a file or by a preset. channel may be NULL. */

@@ -199,6 +199,17 @@ op_cluster *op_cluster_read(const char *path, op_error *err)
             op_cluster_free(c);
             c = NULL;
         }
+    json_t *ri = c ? json_object_get(d.root, "recv_idle_free") : NULL;
+    if (ri && !json_is_null(ri)) {
+        json_step at[1] = {{"recv_idle_free", 0}};
+        if (!json_is_boolean(ri)) {
+            json_fail(&d, at, 1, "must be true or false");
+            op_cluster_free(c);
+            c = NULL;
+        } else {
+            c->recv_idle_free = json_is_true(ri);
+        }
+    }
     json_t *sh = c ? json_object_get(d.root, "shared") : NULL;
     if (sh && !json_is_null(sh)) {
         json_step at[1] = {{"shared", 0}};
@@ -279,6 +290,8 @@ op_status op_cluster_write(const op_cluster *c, const char *path, op_error *err)
                  &c->default_link.host);
         fputc('}', f);
     }
+    if (c->recv_idle_free)
+        fputs(",\n  \"recv_idle_free\": true", f);
     if (c->n_share) {
         fputs(",\n  \"shared\": [", f);
         for (int k = 0; k < c->n_share; k++) {

@@ -82,6 +82,10 @@ struct op_sim {
      * device sending what its last op produced is busy until host_until[d] */
     int has_host;
     double *host_until;
+    /* recv_idle_free (5.9): transfers that arrived at the current time,
+     * judged once every event of that time is done */
+    int recv_idle_free;
+    int *arrived, n_arrived;
 };
 
 /* What starting op adds to its device: its output and scratch. */

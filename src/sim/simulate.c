@@ -67,6 +67,9 @@ op_sim *op_sim_new(const op_problem *p, op_error *err)
     ALLOC(ev.a, s->ev_cap);
     if (s->has_host)
         ALLOC(host_until, nd);
+    s->recv_idle_free = s->has_host && p->c->recv_idle_free;
+    if (s->recv_idle_free)
+        ALLOC(arrived, m);
     if (s->has_share) {
         int ng = p->c->n_share;
         ALLOC(rem, nd); ALLOC(upd, nd); ALLOC(rate, nd); ALLOC(sched, n);
@@ -95,6 +98,7 @@ void op_sim_free(op_sim *s)
     free(s->rem); free(s->upd); free(s->rate); free(s->sched);
     free(s->computing); free(s->active); free(s->dirty); free(s->is_dirty);
     free(s->host_until);
+    free(s->arrived);
     sim_rq_tree_free(s);
     sim_checkpoints_free(s->ckpt);
     free(s);
@@ -353,6 +357,19 @@ static void pay_sends(run *R, int d, int first, double t)
     push_event(s, (sim_event){t + us, EV_HOST_DONE, d});
 }
 
+/* formats.md 5.9, recv_idle_free: the transfers that arrived at t cost
+ * their destination no receive host cost when, every event of t done, it
+ * runs no op and no host work (the receive ran on the core it left idle). */
+static void judge_arrivals(op_sim *s, double t)
+{
+    for (int i = 0; i < s->n_arrived; i++) {
+        transfer *x = &s->xf[s->arrived[i]];
+        if (s->running[x->dst_dev] < 0 && s->host_until[x->dst_dev] <= t)
+            x->received = 1;
+    }
+    s->n_arrived = 0;
+}
+
 /* formats.md 5.9: the host cost on d of the tensors op is the first on d to
  * read (their transfers have arrived: op is ready). */
 static double pay_receives(run *R, int op, int d)
@@ -433,6 +450,8 @@ static void transfer_done(run *R, int x, double t)
     const op_graph *g = s->p->g;
     transfer *tr = &s->xf[x];
     s->chan_busy[tr->chan] = 0;
+    if (s->recv_idle_free)
+        s->arrived[s->n_arrived++] = x;
     release_output(R, tr->src);
     for (int k = g->succ_off[tr->src]; k < g->succ_off[tr->src + 1]; k++) {
         int v = g->succ[k];
@@ -578,7 +597,7 @@ op_status sim_reset(run *R)
     memset(r->busy_us, 0, (size_t)p->nd * sizeof *r->busy_us);
     memset(r->chan_busy_us, 0, (size_t)s->n_chan * sizeof *r->chan_busy_us);
     memset(r->chan_bytes, 0, (size_t)s->n_chan * sizeof *r->chan_bytes);
-    s->n_xf = s->n_new = s->n_started = 0;
+    s->n_xf = s->n_new = s->n_started = s->n_arrived = 0;
     s->ev.n = 0;
     if (s->has_share) {
         s->n_dirty = 0;
@@ -674,6 +693,8 @@ op_status sim_event_loop(run *R, double t, int resume)
     op_status st;
     for (;;) {
         if (!resume) {
+            if (s->n_arrived)
+                judge_arrivals(s, t);
             queue_new_transfers(s);
             start_transfers(R, t);
             start_ops(R, t);

@@ -83,6 +83,9 @@ def test_file_is_valid_and_sane(doc, path, d):
             check(0 <= l.get(k, 0) <= 1e-1, "%s->%s %s %r" % (s, t, k, l.get(k)))
         check(any(l.get(k, 0) > 0 for k in ("send_us", "send_us_per_byte")),
               "%s->%s: sending costs its host nothing? %r" % (s, t, l))
+    check(doc.get("recv_idle_free") is True, "receives measured on computing ranks, so an idle "
+          "one's are free (formats.md 5.9): %r" % doc.get("recv_idle_free"))
+    check("48x48 matmuls" in doc["calibration"]["host"]["work"], doc["calibration"]["host"])
     rows = doc["calibration"]["host"]["rows"]
     check({(r["src"], r["dst"], r["side"]) for r in rows} ==
           {(a, b, side) for a, b in links for side in ("send", "recv")},
@@ -191,6 +194,7 @@ def test_model_probe(d):
     doc = tt.load(out)
     cal = doc["calibration"]
     check("training steps/s of roundtrip_model:RoundTrip" in cal["compute_probe"], cal)
+    check(cal["host"]["work"].startswith("the model's step, a transfer every "), cal["host"])
     for c in cal["compute"]:  # the round-trip model: a step in well under a second
         check(1 < c["alone"] < 1e5 and 1 < c["all"] < 1e5, "steps/s %r" % c)
     (g,) = doc["shared"]
@@ -200,6 +204,47 @@ def test_model_probe(d):
                         "roundtrip_model:RoundTrip", "-o", out], capture_output=True, text=True,
                        env=env, timeout=120)
     check(r.returncode != 0 and "--model needs its example inputs" in r.stderr, r.stderr[-2000:])
+
+
+STEP_WORK = r"""
+import sys, torch
+from opplace.torch.__main__ import _parse_input
+from opplace.torch._calibrate import StepWork, model_step
+ins = [_parse_input(s) for s in ("2x4:int64", "2x3x8x8")]
+plain, x = model_step("roundtrip_model:RoundTrip", ins, "sum", "cpu")
+step, x2 = model_step("roundtrip_model:RoundTrip", ins, "sum", "cpu")
+replay = step.replay
+work = StepWork(step, x2, per_round=5)
+calls = []
+work.run(lambda: calls.append(1))
+work.run(None)
+work.run(lambda: calls.append(2))
+work.close()
+for _ in range(4):
+    plain(x)
+a, b = plain(x), step(x2)
+print(work.n, work.pieces.every, work.pieces.k, len(calls), calls.count(2), step.replay is replay,
+      float(a), float(b))
+"""
+
+
+def test_step_work():
+    """StepWork, the host-cost probe's compute with --model: the model's
+    step with a transfer hook after every `every` op groups, n = groups //
+    every hooks a run, none without a hook, and the step unchanged (its
+    losses equal a plain step's run as often; close() gives the replay
+    back)."""
+    env = dict(ENV, PYTHONPATH=os.pathsep.join([ENV["PYTHONPATH"], HERE]))
+    r = subprocess.run([PY, "-c", STEP_WORK], capture_output=True, text=True, env=env,
+                       timeout=300)
+    check(r.returncode == 0, "StepWork failed:\n%s" % r.stderr[-3000:])
+    n, every, groups, calls, second, same, a, b = r.stdout.split()
+    n, every, groups = int(n), int(every), int(groups)
+    check(groups >= 5 and every == max(1, groups // 5) and n == groups // every,
+          "n %d, every %d, groups %d" % (n, every, groups))
+    check(int(calls) == 2 * n and int(second) == n, "hook calls %s of %d" % (calls, 2 * n))
+    check(same == "True", "close() restores the replay")
+    check(float(a) == float(b), "the hooked step's loss %s, a plain step's %s" % (b, a))
 
 
 def test_three_ranks(d):
@@ -230,6 +275,7 @@ def test_three_ranks(d):
 def main():
     d = tt.tmpdir()
     test_without_torchrun_says_how()
+    test_step_work()
     doc, path, csv = calibrate(d)
     test_file_is_valid_and_sane(doc, path, d)
     test_simulates_shared_compute(doc, path, d)

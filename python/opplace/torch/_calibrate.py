@@ -12,7 +12,10 @@ Measures the machine the ranks run on and writes an opplace-cluster file
   measurements in its CSV, device names in the kind columns);
 - each link's host cost per transfer at its two ends (formats.md 5.9):
   transfers both ways at once between each pair, both ranks computing
-  between them, as in a step of `run`;
+  between them, as in a step of `run` (with --model, the model's own step):
+  the sender's wall time in its send calls, and the rest of the wall time
+  the transfers add to the computing as the receiver's, which an idle rank
+  does not pay (the key recv_idle_free);
 - shared (formats.md 5.8): a fixed single-precision matmul stream timed on
   each cpu rank alone and on all ranks at once (barrier-synchronised);
   cpu ranks of one node form a group with the measured throughputs.
@@ -28,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, Optional, Protocol, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
@@ -193,74 +196,142 @@ def measure_links(me: int, world: int, sizes: Sequence[int], reps: int, dev: str
     return rows
 
 
-HOST_GAP_S = 5e-4  # compute between two transfers of the host-cost rounds
+HOST_GAP_S = 5e-4  # compute between two transfers of the matmul host-cost rounds
+HOST_TRANSFERS = 64  # transfers each way a host-cost round
 
 
-def _host_round(me: int, peer: int, nbytes: int, n: int, dev: str, staged: bool,
-                spare: bool, timeout_s: float, gap_s: float = HOST_GAP_S) -> Tuple[float, float]:
-    """(send, receive) host time in us per transfer on this rank's end of
-    n transfers of nbytes each way between it and `peer`, made as the
-    executor makes them within a step (opplace.torch run): both ranks have
-    posted their irecvs into buffers they keep, compute, isend one transfer
-    to each other after each `gap_s` of compute (a GPU tensor staged
-    through host memory), and wait for everything at the end.  Sending
-    costs the thread's wall time inside the send calls (on a busy node a
-    send's copy into the socket waits for a core; measured 2-3x its CPU
-    time in tight loops); receiving, the CPU time the rest of the transfers
-    take: the calling thread's posting and waiting where the node has a
-    core to spare for gloo's own threads (`spare`), else the whole
-    process's less its computing and send calls, gloo's threads then
-    running on the cores that compute.  Both ways at once, as in a step,
-    where gloo's threads take far more CPU than one way at a time: in a
-    2-rank GNMT step on 2 cores 6-17 ms per rank, each rank's main thread
-    waiting about as long for a core (bench/RESULTS.md, real runs)."""
-    clock = time.thread_time if spare else time.process_time
+class HostWork(Protocol):
+    """The compute between a host-cost round's transfers: run(hook) computes
+    once and calls hook (when given) after each of its n pieces."""
+    n: int
+    what: str
+
+    def run(self, hook: Optional[Callable[[], None]]) -> None: ...
+
+
+class MatmulWork:
+    """The compute between a host-cost round's transfers: n pieces of
+    gap_s of 48 x 48 matmuls (operands in the L1 cache)."""
+
+    def __init__(self, n: int = HOST_TRANSFERS, gap_s: float = HOST_GAP_S):
+        self.n, self.gap_s = n, gap_s
+        self.what = "%d x %g ms of 48x48 matmuls" % (n, gap_s * 1e3)
+
+    def run(self, hook: Optional[Callable[[], None]]) -> None:
+        for _ in range(self.n):
+            _matmul_window(48, self.gap_s, "cpu")
+            if hook is not None:
+                hook()
+
+
+class _Pieces:
+    """A replay that calls hook() after every `every` op groups it runs."""
+
+    def __init__(self, replay, every: int):
+        self.replay, self.every, self.k = replay, every, 0
+        self.hook: Optional[Callable[[], None]] = None
+
+    def run_group(self, name: str, env: dict) -> None:
+        self.replay.run_group(name, env)
+        self.k += 1
+        if self.hook is not None and self.k % self.every == 0:
+            self.hook()
+
+
+class StepWork:
+    """The compute between a host-cost round's transfers: the model's own
+    one-device training step (`model_step`), a transfer after every
+    `every` op groups, about `per_round` in all."""
+
+    def __init__(self, step, x: tuple, per_round: int = HOST_TRANSFERS):
+        self.step, self.x, self.replay = step, x, step.replay
+        counter = _Pieces(step.replay, 1 << 62)
+        step.replay = counter
+        step(x)
+        groups = counter.k
+        counter.every = max(1, groups // per_round)
+        self.pieces, self.n = counter, groups // counter.every
+        self.what = "the model's step, a transfer every %d of its %d op groups" % (
+            counter.every, groups)
+
+    def run(self, hook: Optional[Callable[[], None]]) -> None:
+        self.pieces.k, self.pieces.hook = 0, hook
+        try:
+            self.step(self.x)
+        finally:
+            self.pieces.hook = None
+        if self.x and self.x[0].device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def close(self) -> None:
+        """The step as it was (no call per op group)."""
+        self.step.replay = self.replay
+
+
+def _host_round(peer: int, nbytes: int, dev: str, staged: bool, work: HostWork, transfers: bool,
+                timeout_s: float) -> Tuple[float, float]:
+    """(wall s, s inside the send calls) of one round of `work` on this
+    rank and its peer at once; with `transfers`, made as the executor makes
+    them within a step: both have posted their irecvs into buffers they
+    keep, isend one transfer of nbytes to each other after each piece of
+    the work (a GPU tensor staged through host memory) and wait for
+    everything at the end."""
     x = torch.zeros(max(nbytes // 4, 1), dtype=torch.float32, device=dev)
-    bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(n)]
+    bufs = [torch.zeros(x.shape, dtype=x.dtype) for _ in range(work.n)] if transfers else []
+    sends: list = []
+    inside = [0.0]
+
+    def send() -> None:
+        w0 = time.perf_counter()
+        sends.append(dist.isend(x.cpu() if staged else x, peer, tag=len(sends)))
+        inside[0] += time.perf_counter() - w0
     _dist.barrier(timeout_s, "calibrate: host costs")
-    c0 = clock()
+    t0 = time.perf_counter()
     recvs = [dist.irecv(b, peer, tag=i) for i, b in enumerate(bufs)]
-    sends, inside, own = [], 0.0, 0.0
-    for i in range(n):
-        t0 = time.thread_time()
-        _matmul_window(48, gap_s, "cpu")  # computing, as between two ops
-        t1, w0 = time.thread_time(), time.perf_counter()
-        sends.append(dist.isend(x.cpu() if staged else x, peer, tag=i))
-        inside += time.perf_counter() - w0
-        own += t1 - t0 + (time.thread_time() - t1)  # its computing and send calls
+    work.run(send if transfers else None)
     for w in recvs + sends:
         w.wait()
     if staged:
         for b in bufs:
             b.to(dev)
-    return inside * 1e6 / n, max(clock() - c0 - own, 0.0) * 1e6 / n
+    return time.perf_counter() - t0, inside[0]
 
 
 def measure_host(me: int, world: int, sizes: Sequence[int], dev: str, staged: bool,
-                 spare: bool, names: Sequence[str], timeout_s: float, n: int = 64,
+                 work: HostWork, names: Sequence[str], timeout_s: float,
                  rounds: int = 3) -> List[dict]:
     """This rank's host cost per transfer, as sender and as receiver, for
-    every pair of ranks it is in, both ways at once, and every size (median
-    of rounds, after one warm-up round that touches the buffers).  n
-    transfers a round: a core lost for a scheduler tick (4 ms on 2 busy
-    vCPUs) costs a round of 16 transfers 250 us each, and send_us fitted
-    over three calibrations spread over 48-420 us with 16, 52-166 us with
-    64 (bench/RESULTS.md, real runs)."""
+    every pair of ranks it is in, both ways at once, and every size: rounds
+    of the work alone and with work.n transfers each way, alternating
+    (after one of each that warms up), both ranks of the pair at once.
+    Sending costs the wall time inside the send calls; receiving, the rest
+    of the wall time the transfers add to the work (median with less
+    median without), per transfer: gloo's threads taking the cores that
+    compute, and what they leave of the work's caches, which the threads'
+    CPU time does not show (the model's step lost 1.6-2.1x a matmul's per
+    transfer here, bench/RESULTS.md).  A transfer that reaches an idle
+    rank costs it nothing of this (the cluster's recv_idle_free)."""
     rows = []
     for s in range(world):
         for d in range(s + 1, world):
             for b in sizes:
                 if me not in (s, d):
-                    for _ in range(rounds + 1):
+                    for _ in range(2 * (rounds + 1)):
                         _dist.barrier(timeout_s, "calibrate: host costs")
                     continue
                 peer = d if me == s else s
-                us = [_host_round(me, peer, b, n, dev, staged, spare, timeout_s)
-                      for _ in range(rounds + 1)][1:]
+                alone, busy = [], []
+                for _ in range(rounds + 1):
+                    alone.append(_host_round(peer, b, dev, staged, work, False, timeout_s))
+                    busy.append(_host_round(peer, b, dev, staged, work, True, timeout_s))
+                alone, busy = alone[1:], busy[1:]
+                send = statistics.median(u[1] for u in busy) * 1e6 / work.n
+                extra = (statistics.median(u[0] for u in busy) -
+                         statistics.median(u[0] for u in alone)) * 1e6 / work.n
                 rows.append({"src": names[me], "dst": names[peer], "bytes": b, "side": "send",
-                             "host_us": statistics.median(u[0] for u in us)})
+                             "host_us": send})
                 rows.append({"src": names[peer], "dst": names[me], "bytes": b, "side": "recv",
-                             "host_us": statistics.median(u[1] for u in us)})
+                             "host_us": max(extra - send, 0.0)})
     return rows
 
 
@@ -365,12 +436,10 @@ def tiny_op_us(dev: str, calls: int = 2000) -> float:
     return (time.perf_counter() - t0) * 1e6 / calls
 
 
-def model_probe(spec: str, inputs: Sequence[tuple], loss: str, dev: str) -> Callable[[float],
-                                                                                    float]:
-    """A window function (seconds -> training steps per second) of the
-    model's whole step on this rank's device, run by the executor of
-    `opplace.torch run` with every op on one device: what the ranks share,
-    measured on the work they will do."""
+def model_step(spec: str, inputs: Sequence[tuple], loss: str, dev: str) -> Tuple[object, tuple]:
+    """(step, inputs): the model's whole training step on this rank's
+    device, run by the executor of `opplace.torch run` with every op on one
+    device, warmed up (the optimizer's state, the allocator's blocks)."""
     from .__main__ import _build_model, _inputs, _loss
     from ._capture import capture
     from ._export import _optimizer_for
@@ -382,8 +451,13 @@ def model_probe(spec: str, inputs: Sequence[tuple], loss: str, dev: str) -> Call
     cap = capture(model, x, _loss(loss))
     step = PlacedStep.one_device(cap, model, lambda ps: _optimizer_for("adam", ps),
                                  torch.device(dev))
-    step(x)  # warm-up: the optimizer's state, the allocator's blocks
+    step(x)
+    return step, x
 
+
+def step_window(step, x: tuple, dev: str) -> Callable[[float], float]:
+    """A window function (seconds -> training steps per second) of the
+    step: what the ranks share, measured on the work they will do."""
     def window(seconds: float) -> float:
         k, t0 = 0, time.perf_counter()
         while True:
@@ -566,16 +640,6 @@ def parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return a
 
 
-def _spare_cores(infos: Sequence[dict], threads: int) -> bool:
-    """Whether every node has a core beyond its ranks' torch threads for
-    each rank's communication thread."""
-    for h in {r["host"] for r in infos}:
-        ranks = [r for r in infos if r["host"] == h]
-        if ranks[0]["cores"] < len(ranks) * (threads + 1):
-            return False
-    return True
-
-
 def run(a: argparse.Namespace) -> Optional[dict]:
     info = _dist.env_ranks()
     kind, dev, mem = _my_device(info.local_rank, a.gpus)
@@ -601,7 +665,9 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         world, ", ".join("%s on %s" % (n, r["host"]) for n, r in zip(names, infos)), a.threads))
     rows: List[dict] = []
     host_rows: List[dict] = []
-    spare = True
+    step, host_work = None, None
+    if a.model:
+        step, x = model_step(a.model, a.input, a.loss, dev)
     if world > 1:
         _log(me, "transfers: %d ordered pairs x %d sizes x %d round trips" % (
             world * (world - 1), len(a.sizes), a.repeat))
@@ -611,17 +677,20 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         gathered: List[Optional[list]] = [None] * world
         dist.all_gather_object(gathered, rows_mine)
         rows = [r for g in gathered for r in g]
-        spare = _spare_cores(infos, a.threads)
-        _log(me, "host cost of transfers: each end's %s time per transfer" %
-             ("calling thread's" if spare else "process's (gloo's threads share the cores)"))
+        work = StepWork(step, x) if step is not None else MatmulWork()
+        _log(me, "host cost of transfers: the wall time %d transfers each way add to %s"
+             % (work.n, work.what))
         host_mine = measure_host(me, world, [b for b in a.sizes if b <= 1 << 22], dev, staged,
-                                 spare, names, a.timeout)
+                                 work, names, a.timeout)
+        host_work = work.what
+        if step is not None:
+            work.close()
         gathered = [None] * world
         dist.all_gather_object(gathered, host_mine)
         host_rows = [r for g in gathered for r in g]
     if a.model:
         probe = "training steps/s of %s, every op on one device" % a.model
-        window = model_probe(a.model, a.input, a.loss, dev)
+        window = step_window(step, x, dev)
     else:
         probe = "GFLOP/s of %dx%d fp32 matmuls" % (a.matmul, a.matmul)
         window = lambda sec: _matmul_window(a.matmul, sec, dev)  # noqa: E731
@@ -641,6 +710,8 @@ def run(a: argparse.Namespace) -> Optional[dict]:
         doc = {"format": "opplace-cluster", "version": 1, "devices": devices,
                "links": [dict({k: l[k] for k in ("src", "dst", "latency_us", "us_per_byte")},
                               **host.get((l["src"], l["dst"]), {})) for l in links]}
+        if host:  # measured while computing: a receive at an idle rank is free
+            doc["recv_idle_free"] = True
         if groups:
             doc["shared"] = [{k: g[k] for k in ("devices", "alone", "all")} for g in groups]
         doc["calibration"] = {
@@ -652,10 +723,9 @@ def run(a: argparse.Namespace) -> Optional[dict]:
             "compute": [{"device": n, "host": r["host"], "alone": r["alone"],
                          "all": r["all"]} for n, r in zip(names, infos)],
             "tiny_op_us": {n: r["tiny_op_us"] for n, r in zip(names, infos)},
-            "host": {"clock": "thread" if spare else "process", "send": "wall time in the calls",
-                     "recv": "the clock's time less computing and the send calls",
-                     "pattern": "both ways at once",
-                     "gap_us": HOST_GAP_S * 1e6, "rows": host_rows},
+            "host": {"send": "wall time in the send calls",
+                     "recv": "the rest of the wall time the transfers add to the work",
+                     "pattern": "both ways at once", "work": host_work, "rows": host_rows},
             "shared_measured": [{"devices": g["devices"], "alone": g["alone"],
                                  "all": g["measured_all"]} for g in groups]}
         _write_json(a.output, doc)
@@ -690,8 +760,8 @@ def _report(doc: dict, path: str) -> None:
                 "%s->%s" % (f["src"], f["dst"]), l["latency_us"], l["us_per_byte"], bw, f["r2"]))
     if any("send_us" in l or "recv_us" in l for l in doc["links"]):
         print("host cost per transfer (sender: wall time in its send calls; receiver: the rest "
-              "of the %s CPU time; transfers both ways, both ranks computing between them; "
-              "formats.md 5.9):" % cal["host"]["clock"])
+              "of the wall time the transfers add to %s, both ways, both ranks at once; free "
+              "at an idle rank; formats.md 5.9):" % cal["host"]["work"])
         print("  %-16s %10s %14s %10s %14s" % ("pair", "send_us", "send_us/B", "recv_us",
                                                 "recv_us/B"))
         for l in doc["links"]:
